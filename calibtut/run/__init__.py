@@ -1,0 +1,42 @@
+"""Run notebooks at a profile and keep their results with provenance.
+
+Inside a notebook:
+
+- :func:`settings` picks the sizes of the ``ci`` or ``full`` profile;
+- :func:`sweep` runs a resumable grid of tasks;
+- :func:`save_table` saves a tidy table of the run;
+- :func:`load_result` shows a published full-scale table;
+- :func:`paper_vs_ours` builds the comparison table;
+- :func:`glue` pastes values into the text of the book.
+
+From a shell, ``python -m calibtut.run notebooks/<part>/<nb>.md --profile full``
+executes a notebook into ``_build/runs/<part>/<nb>/<profile>-<hash>/`` and
+``--publish`` copies its tables and provenance into ``results/<part>/<nb>/``.
+"""
+
+from ._paths import RUN_DIR_ENV, current_run_dir, find_root
+from .artifacts import load_result, publish, read_provenance, save_table
+from .compare import paper_vs_ours
+from .execute import NotebookFailed, parse_value, run_notebook
+from .glue import glue
+from .profiles import PROFILES, Settings, settings
+from .sweep import sweep
+
+__all__ = [
+    "PROFILES",
+    "RUN_DIR_ENV",
+    "NotebookFailed",
+    "Settings",
+    "current_run_dir",
+    "find_root",
+    "glue",
+    "load_result",
+    "paper_vs_ours",
+    "parse_value",
+    "publish",
+    "read_provenance",
+    "run_notebook",
+    "save_table",
+    "settings",
+    "sweep",
+]

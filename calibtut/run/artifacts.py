@@ -1,0 +1,241 @@
+"""Result tables, their provenance, publishing to ``results/`` and loading back."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import pandas as pd
+
+from ._paths import check_name, current_run_dir, find_root
+
+PROVENANCE = "provenance.json"
+INTERACTIVE = Path("_build") / "runs" / "interactive"
+
+
+def atomic_write_text(path, text):
+    """Write ``text`` to ``path`` atomically (temporary file, then ``os.replace``).
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "a.txt"
+    >>> atomic_write_text(p, "hi").read_text()
+    'hi'
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    umask = os.umask(0)
+    os.umask(umask)
+    try:
+        os.chmod(tmp, 0o666 & ~umask)
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
+            handle.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def _tidy(df):
+    if not isinstance(df, pd.DataFrame):
+        raise TypeError(f"df must be a pandas DataFrame, got {type(df).__name__}")
+    if isinstance(df.columns, pd.MultiIndex):
+        raise ValueError("df must be tidy: flatten its MultiIndex columns first")
+    if not isinstance(df.index, pd.RangeIndex) or any(n is not None for n in df.index.names):
+        df = df.reset_index()
+    columns = [str(c) for c in df.columns]
+    if len(set(columns)) != len(columns):
+        raise ValueError(f"df must have unique column names, got {columns}")
+    return df.set_axis(columns, axis=1)
+
+
+def save_table(df, name):
+    """Save a tidy table of the current run as ``<run dir>/<name>.csv``.
+
+    Under the runner (``python -m calibtut.run``) the table goes into the run
+    directory, where :func:`calibtut.run.publish` finds it. Outside the runner
+    (Jupyter, the book build) it goes to ``_build/runs/interactive/<name>.csv``
+    under the repository root; when no repository root can be found (e.g. on
+    Colab with only the package installed) nothing is written and None is
+    returned. A named or non-default index is written as ordinary columns.
+
+    Parameters
+    ----------
+    df : pandas.DataFrame
+        A tidy table: one row per observation, flat and unique column names.
+    name : str
+        File name without extension, e.g. ``"table2"``.
+
+    Returns
+    -------
+    pathlib.Path or None
+        The CSV written, or None when there is nowhere to write it.
+
+    Examples
+    --------
+    >>> import os, tempfile, pandas as pd
+    >>> os.environ["CALIBTUT_RUN_DIR"] = tempfile.mkdtemp()
+    >>> path = save_table(pd.DataFrame({"method": ["a"], "ece": [0.01]}), "demo")
+    >>> path.name, pd.read_csv(path).shape
+    ('demo.csv', (1, 2))
+    >>> del os.environ["CALIBTUT_RUN_DIR"]
+    """
+    check_name(name, "name")
+    df = _tidy(df)
+    folder = current_run_dir()
+    if folder is None:
+        root = find_root(required=False)
+        if root is None:
+            return None
+        folder = root / INTERACTIVE
+    return atomic_write_text(Path(folder) / f"{name}.csv", df.to_csv(index=False))
+
+
+def list_tables(folder):
+    """Names (without ``.csv``) of the tables saved in ``folder``, sorted.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> list_tables(tempfile.mkdtemp())
+    []
+    """
+    return sorted(p.stem for p in Path(folder).glob("*.csv"))
+
+
+def read_provenance(folder):
+    """Read ``provenance.json`` from a run or results folder.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = (d / "provenance.json").write_text('{"profile": "ci"}')
+    >>> read_provenance(d)["profile"]
+    'ci'
+    """
+    path = Path(folder) / PROVENANCE
+    if not path.is_file():
+        raise FileNotFoundError(f"no {PROVENANCE} in {folder}: the run did not finish (or never ran)")
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def publish(run_dir, part=None, notebook=None, *, root=None):
+    """Copy the tables and provenance of a finished ``full`` run into ``results/``.
+
+    The destination ``results/<part>/<notebook>/`` is emptied of older CSV files
+    first, so it always holds exactly one run.
+
+    Parameters
+    ----------
+    run_dir : str or path-like
+        A run directory written by the runner (holds ``provenance.json``).
+    part, notebook : str, optional
+        Destination names; default to the ones recorded in the provenance.
+    root : str or path-like, optional
+        Repository root; found from ``run_dir`` (then the working directory) by default.
+
+    Returns
+    -------
+    pathlib.Path
+        The destination folder.
+
+    Raises
+    ------
+    ValueError
+        If the run did not finish or its profile is not ``full``.
+
+    Examples
+    --------
+    >>> import json, tempfile, pathlib
+    >>> root = pathlib.Path(tempfile.mkdtemp()); _ = (root / "_toc.yml").write_text("")
+    >>> run = root / "_build" / "runs" / "p0" / "01_demo" / "full-abc"; run.mkdir(parents=True)
+    >>> _ = (run / "t.csv").write_text("a\\n1\\n")
+    >>> prov = {"status": "completed", "profile": "full", "part": "p0", "notebook": "01_demo"}
+    >>> _ = (run / "provenance.json").write_text(json.dumps(prov))
+    >>> dest = publish(run)
+    >>> dest.relative_to(root).as_posix(), sorted(p.name for p in dest.iterdir())
+    ('results/p0/01_demo', ['provenance.json', 't.csv'])
+    """
+    run_dir = Path(run_dir)
+    prov = read_provenance(run_dir)
+    if prov.get("status") != "completed":
+        raise ValueError(f"run_dir {run_dir} holds a run that did not complete (status {prov.get('status')!r})")
+    if prov.get("profile") != "full":
+        raise ValueError(
+            f"only full runs are published to results/; run_dir {run_dir} is a {prov.get('profile')!r} run"
+        )
+    part = check_name(part if part is not None else prov.get("part"), "part")
+    notebook = check_name(notebook if notebook is not None else prov.get("notebook"), "notebook")
+    if root is None:
+        root = find_root(run_dir, required=False) or find_root()
+    dest = Path(root) / "results" / part / notebook
+    dest.mkdir(parents=True, exist_ok=True)
+    for old in dest.glob("*.csv"):
+        old.unlink()
+    for table in list_tables(run_dir):
+        shutil.copyfile(run_dir / f"{table}.csv", dest / f"{table}.csv")
+    shutil.copyfile(run_dir / PROVENANCE, dest / PROVENANCE)
+    return dest
+
+
+def load_result(part, notebook, table, *, root=None):
+    """Load a published full-scale table and its provenance from ``results/``.
+
+    Parameters
+    ----------
+    part : str
+        The book part, e.g. ``"002"``.
+    notebook : str
+        The notebook name, e.g. ``"03_recalibration"`` (a ``.md`` suffix is ignored).
+    table : str
+        The table name given to :func:`save_table`.
+    root : str or path-like, optional
+        Repository root; found by walking up from the working directory by default.
+
+    Returns
+    -------
+    (pandas.DataFrame, dict)
+        The table and the provenance of the run that produced it.
+
+    Raises
+    ------
+    FileNotFoundError
+        If the table is not there; the message says which command produces it.
+
+    Examples
+    --------
+    >>> import json, tempfile, pathlib
+    >>> root = pathlib.Path(tempfile.mkdtemp())
+    >>> dest = root / "results" / "p0" / "01_demo"; dest.mkdir(parents=True)
+    >>> _ = (dest / "t.csv").write_text("a\\n1\\n")
+    >>> _ = (dest / "provenance.json").write_text(json.dumps({"profile": "full"}))
+    >>> df, prov = load_result("p0", "01_demo", "t", root=root)
+    >>> int(df["a"].iloc[0]), prov["profile"]
+    (1, 'full')
+    """
+    check_name(part, "part")
+    notebook = check_name(notebook, "notebook").removesuffix(".md").removesuffix(".ipynb")
+    check_name(table, "table")
+    command = f"python -m calibtut.run notebooks/{part}/{notebook}.md --profile full --publish"
+    if root is None:
+        root = find_root(required=False)
+        if root is None:
+            raise FileNotFoundError(
+                f"results/{part}/{notebook}/{table}.csv is not available: results/ ships with the "
+                f"calibtut repository, not with the installed package. Run from a clone of the "
+                f"repository (or set CALIBTUT_ROOT); the table is produced by `{command}`"
+            )
+    folder = Path(root) / "results" / part / notebook
+    path = folder / f"{table}.csv"
+    if not path.is_file():
+        have = list_tables(folder) if folder.is_dir() else []
+        hint = f" (this folder has: {', '.join(have)})" if have else ""
+        raise FileNotFoundError(f"{path} not found{hint}; produce it with `{command}`")
+    return pd.read_csv(path), read_provenance(folder)

@@ -1,0 +1,114 @@
+"""What a run records about where and how it ran."""
+
+from __future__ import annotations
+
+import os
+import platform
+import subprocess
+import sys
+from importlib import metadata
+
+#: Import name -> distribution name of the packages recorded in provenance.
+PACKAGES = {
+    "numpy": "numpy",
+    "scipy": "scipy",
+    "pandas": "pandas",
+    "torch": "torch",
+    "sklearn": "scikit-learn",
+    "calibtut": "calibtut",
+    "papermill": "papermill",
+}
+
+
+def package_versions():
+    """Versions of Python and the main packages (None for a missing one).
+
+    Examples
+    --------
+    >>> v = package_versions()
+    >>> sorted(v)[:3], v["python"] == __import__("platform").python_version()
+    (['calibtut', 'numpy', 'pandas'], True)
+    """
+    versions = {"python": platform.python_version()}
+    for name, dist in PACKAGES.items():
+        try:
+            versions[name] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            versions[name] = None
+    return versions
+
+
+def _git(root, *args):
+    try:
+        done = subprocess.run(
+            ["git", "-C", str(root), *args], capture_output=True, text=True, timeout=30, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return done.stdout.strip() if done.returncode == 0 else None
+
+
+def git_state(root):
+    """The commit checked out at ``root`` and whether the tree has changes.
+
+    Returns ``{"commit": None, "dirty": None}`` outside a git repository (or
+    before the first commit, where ``dirty`` is still reported).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> git_state(tempfile.mkdtemp())
+    {'commit': None, 'dirty': None}
+    """
+    if _git(root, "rev-parse", "--is-inside-work-tree") != "true":
+        return {"commit": None, "dirty": None}
+    status = _git(root, "status", "--porcelain")
+    return {"commit": _git(root, "rev-parse", "HEAD"), "dirty": None if status is None else bool(status)}
+
+
+def _cpu_model():
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as handle:
+            for line in handle:
+                if line.lower().startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or None
+
+
+_GPU_DEVICE_FILES = ("/dev/nvidiactl", "/dev/nvidia0", "/dev/kfd", "/dev/dxg")
+
+
+def _gpu_name():
+    # Importing torch takes seconds; on Linux a GPU it could use shows up as a device file.
+    if "torch" not in sys.modules and sys.platform.startswith("linux"):
+        if not any(os.path.exists(f) for f in _GPU_DEVICE_FILES):
+            return None
+    try:
+        import torch
+    except ImportError:
+        return None
+    if torch.cuda.is_available():
+        return torch.cuda.get_device_name(0)
+    return None
+
+
+def machine():
+    """CPU model, logical CPU count (and how many this process may use), GPU, OS.
+
+    Examples
+    --------
+    >>> m = machine()
+    >>> m["cpu_count"] >= m["cpu_usable"] >= 1
+    True
+    """
+    count = os.cpu_count() or 1
+    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else count
+    return {
+        "cpu_model": _cpu_model(),
+        "cpu_count": count,
+        "cpu_usable": usable,
+        "gpu": _gpu_name(),
+        "platform": platform.platform(),
+    }

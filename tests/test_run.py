@@ -1,0 +1,486 @@
+"""Tests of calibtut.run: profiles, tables and provenance, sweeps, glue, the runner."""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import pickle
+import subprocess
+import sys
+import textwrap
+
+import nbformat
+import numpy as np
+import pandas as pd
+import pytest
+
+from calibtut.run import (
+    PROFILES,
+    RUN_DIR_ENV,
+    Settings,
+    find_root,
+    load_result,
+    paper_vs_ours,
+    parse_value,
+    publish,
+    read_provenance,
+    save_table,
+    settings,
+    sweep,
+)
+from calibtut.run.__main__ import main
+from calibtut.run.glue import GLUE_PREFIX, glue_bundle
+from calibtut.run.sweep import task_key
+
+
+@pytest.fixture
+def no_runner(monkeypatch):
+    monkeypatch.delenv(RUN_DIR_ENV, raising=False)
+    monkeypatch.delenv("CALIBTUT_ROOT", raising=False)
+
+
+@pytest.fixture
+def run_dir(tmp_path, monkeypatch):
+    folder = tmp_path / "run"
+    folder.mkdir()
+    monkeypatch.setenv(RUN_DIR_ENV, str(folder))
+    return folder
+
+
+# ---------------------------------------------------------------- settings
+
+
+def test_settings_picks_profile_and_is_read_only():
+    s = settings("ci", ci={"n": 10, "datasets": ["a"]}, full={"n": 1000, "datasets": ["a", "b"]})
+    assert isinstance(s, Settings)
+    assert (s.n, s["datasets"], s.profile) == (10, ["a"], "ci")
+    assert dict(s) == {"n": 10, "datasets": ["a"]}
+    assert repr(s) == "Settings(profile='ci', n=10, datasets=['a'])"
+    with pytest.raises(AttributeError, match="read-only"):
+        s.n = 5
+    with pytest.raises(AttributeError, match="no setting 'm'"):
+        _ = s.m
+    with pytest.raises(TypeError):
+        s["n"] = 5
+    assert settings("full", ci={"n": 1}, full={"n": 2}).n == 2
+    assert pickle.loads(pickle.dumps(s)) == s and copy.deepcopy(s) == s
+
+
+def test_settings_rejects_unknown_profile_listing_valid_ones():
+    with pytest.raises(ValueError, match="'ci', 'full'") as info:
+        settings("paper", ci={}, full={})
+    assert "paper" in str(info.value)
+    with pytest.raises(TypeError, match="profile"):
+        settings(1, ci={}, full={})
+    assert PROFILES == ("ci", "full")
+
+
+@pytest.mark.parametrize(
+    ("ci", "full", "match"),
+    [
+        ({"n": 1, "extra": 2}, {"n": 1}, r"only in ci: \['extra'\]"),
+        ({"n": 1}, {"n": 1, "epochs": 3}, r"only in full: \['epochs'\]"),
+        ({"not valid": 1}, {"not valid": 1}, "identifiers"),
+        ({"profile": 1}, {"profile": 1}, "reserved"),
+    ],
+)
+def test_settings_checks_keys(ci, full, match):
+    with pytest.raises(ValueError, match=match):
+        settings("ci", ci=ci, full=full)
+
+
+def test_settings_rejects_non_dicts():
+    with pytest.raises(TypeError, match="full"):
+        settings("ci", ci={}, full=[("n", 1)])
+
+
+# ---------------------------------------------------------------- -p values
+
+
+@pytest.mark.parametrize("text", ["3", "-2", "0.5", "1e-3", "True", "False", "None", "adult", "1,2", "nan"])
+def test_parse_value_matches_papermill(text):
+    from papermill.cli import _resolve_type
+
+    got, want = parse_value(text), _resolve_type(text)
+    assert type(got) is type(want)
+    assert got == want or (isinstance(got, float) and np.isnan(got) and np.isnan(want))
+
+
+# ---------------------------------------------------------------- root, tables, provenance
+
+
+def test_find_root_walks_up(tmp_path, no_runner):
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "calibtut"\n')
+    deep = tmp_path / "notebooks" / "001"
+    deep.mkdir(parents=True)
+    assert find_root(deep) == tmp_path.resolve()
+    other = tmp_path / "elsewhere"
+    (other / "x").mkdir(parents=True)
+    (other / "pyproject.toml").write_text('[project]\nname = "other"\n')
+    assert find_root(other / "x") == tmp_path.resolve()
+
+
+def test_find_root_fails_clearly(tmp_path, no_runner):
+    assert find_root(tmp_path, required=False) is None
+    with pytest.raises(FileNotFoundError, match="CALIBTUT_ROOT"):
+        find_root(tmp_path)
+
+
+def test_save_table_into_run_dir(run_dir):
+    df = pd.DataFrame({"method": ["a", "b"], "ece": [0.1, 0.25]})
+    path = save_table(df, "table1")
+    assert path == run_dir / "table1.csv"
+    pd.testing.assert_frame_equal(pd.read_csv(path), df)
+    indexed = df.set_index("method")
+    pd.testing.assert_frame_equal(pd.read_csv(save_table(indexed, "t2")), df)
+    assert not list(run_dir.glob("*.tmp"))
+
+
+def test_save_table_checks_arguments(run_dir):
+    with pytest.raises(TypeError, match="df"):
+        save_table({"a": [1]}, "t")
+    with pytest.raises(ValueError, match="name"):
+        save_table(pd.DataFrame({"a": [1]}), "../t")
+    wide = pd.DataFrame([[1, 2]], columns=pd.MultiIndex.from_tuples([("a", "x"), ("a", "y")]))
+    with pytest.raises(ValueError, match="MultiIndex"):
+        save_table(wide, "t")
+
+
+def test_save_table_outside_runner(tmp_path, monkeypatch, no_runner):
+    monkeypatch.chdir(tmp_path)
+    assert save_table(pd.DataFrame({"a": [1]}), "t") is None
+    (tmp_path / "_toc.yml").write_text("root: intro\n")
+    path = save_table(pd.DataFrame({"a": [1]}), "t")
+    assert path == tmp_path.resolve() / "_build" / "runs" / "interactive" / "t.csv"
+
+
+def _fake_run(root, profile="full", status="completed"):
+    run = root / "_build" / "runs" / "p1" / "02_demo" / f"{profile}-abc"
+    run.mkdir(parents=True)
+    pd.DataFrame({"method": ["a"], "value": [0.5]}).to_csv(run / "scores.csv", index=False)
+    prov = {"status": status, "profile": profile, "part": "p1", "notebook": "02_demo", "tables": ["scores"]}
+    (run / "provenance.json").write_text(json.dumps(prov))
+    return run
+
+
+def test_publish_and_load_result_round_trip(tmp_path, monkeypatch, no_runner):
+    (tmp_path / "_toc.yml").write_text("")
+    run = _fake_run(tmp_path)
+    dest = tmp_path / "results" / "p1" / "02_demo"
+    dest.mkdir(parents=True)
+    (dest / "stale.csv").write_text("x\n1\n")
+    assert publish(run) == dest
+    assert sorted(p.name for p in dest.iterdir()) == ["provenance.json", "scores.csv"]
+    monkeypatch.chdir(tmp_path / "_build")
+    df, prov = load_result("p1", "02_demo.md", "scores")
+    assert df.to_dict("list") == {"method": ["a"], "value": [0.5]}
+    assert prov["profile"] == "full"
+
+
+def test_publish_refuses_ci_and_failed_runs(tmp_path, no_runner):
+    (tmp_path / "_toc.yml").write_text("")
+    with pytest.raises(ValueError, match="full"):
+        publish(_fake_run(tmp_path / "a", profile="ci"), root=tmp_path)
+    with pytest.raises(ValueError, match="did not complete"):
+        publish(_fake_run(tmp_path / "b", status="failed"), root=tmp_path)
+    with pytest.raises(FileNotFoundError, match="provenance.json"):
+        publish(tmp_path, root=tmp_path)
+
+
+def test_load_result_missing_names_the_command(tmp_path, monkeypatch, no_runner):
+    repo, elsewhere = tmp_path / "repo", tmp_path / "elsewhere"
+    repo.mkdir()
+    elsewhere.mkdir()
+    (repo / "_toc.yml").write_text("")
+    monkeypatch.chdir(repo)
+    command = "python -m calibtut.run notebooks/p1/02_demo.md --profile full --publish"
+    with pytest.raises(FileNotFoundError, match=command.replace(".", r"\.")):
+        load_result("p1", "02_demo", "scores")
+    monkeypatch.chdir(elsewhere)
+    with pytest.raises(FileNotFoundError, match="not with the installed package"):
+        load_result("p1", "02_demo", "scores")
+
+
+# ---------------------------------------------------------------- sweeps
+
+
+def _noisy_mean(seed, n, method):
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=n)
+    return {"value": float(x.mean() if method == "mean" else np.median(x)), "n_used": n}
+
+
+TASKS = [{"seed": s, "n": n, "method": m} for s in (0, 1) for n in (5, 50) for m in ("mean", "median")]
+
+
+def test_sweep_resumes_after_interruption(tmp_path):
+    calls = []
+
+    def fn(**task):
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        calls.append(task)
+        return _noisy_mean(**task)
+
+    with pytest.raises(KeyboardInterrupt):
+        sweep(TASKS, fn, store=tmp_path, progress=False)
+    assert len(list(tmp_path.glob("*.json"))) == 3
+    assert not list(tmp_path.glob("*.tmp"))
+
+    resumed_calls = []
+
+    def counting(**task):
+        resumed_calls.append(task)
+        return _noisy_mean(**task)
+
+    resumed = sweep(TASKS, counting, store=tmp_path, progress=False)
+    assert resumed_calls == TASKS[3:]
+    uninterrupted = sweep(TASKS, _noisy_mean, progress=False)
+    pd.testing.assert_frame_equal(resumed, uninterrupted)
+    assert resumed.columns.tolist() == ["seed", "n", "method", "value", "n_used"]
+    assert resumed[["seed", "n", "method"]].to_dict("records") == TASKS
+
+
+def test_sweep_is_deterministic(tmp_path):
+    first = sweep(TASKS, _noisy_mean, store=tmp_path / "a", progress=False)
+    second = sweep(TASKS, _noisy_mean, store=tmp_path / "b", progress=False)
+    pd.testing.assert_frame_equal(first, second)
+    assert first["value"].nunique() == len(TASKS)
+    files = sorted(p.name for p in (tmp_path / "a").iterdir())
+    assert files == sorted(f"{task_key(t)}.json" for t in TASKS)
+
+
+def test_sweep_accepts_dataframes_and_numpy_values(tmp_path):
+    def fn(seed):
+        rng = np.random.default_rng(seed)
+        return pd.DataFrame({"metric": ["a", "b"], "value": rng.random(2), "count": np.int64(2)})
+
+    fresh = sweep([{"seed": 0}, {"seed": 1}], fn, store=tmp_path, progress=False)
+    again = sweep([{"seed": 0}, {"seed": 1}], fn, store=tmp_path, progress=False)
+    assert fresh.shape == (4, 4)
+    pd.testing.assert_frame_equal(fresh, again)
+    assert fresh["value"].iloc[0] == np.random.default_rng(0).random(2)[0]
+
+
+def test_sweep_default_store_under_runner(run_dir):
+    sweep([{"seed": 0}], lambda seed: {"v": seed}, progress=False)
+    assert len(list((run_dir / "sweep" / "test_sweep_default_store_under_runner__locals___lambda_").glob("*.json"))) == 1
+    sweep([{"seed": 0}], lambda seed: {"w": seed}, desc="second grid", progress=False)
+    assert len(list((run_dir / "sweep" / "second_grid").glob("*.json"))) == 1
+
+
+def test_sweep_outside_runner_stores_nothing(tmp_path, monkeypatch, no_runner):
+    monkeypatch.chdir(tmp_path)
+    table = sweep([{"seed": 0}], lambda seed: {"v": seed}, progress=False)
+    assert table.to_dict("records") == [{"seed": 0, "v": 0}]
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    ("tasks", "fn", "error", "match"),
+    [
+        ([{"a": 1}, {"a": 1}], lambda a: {"v": 1}, ValueError, "repeats"),
+        ([{"a": 1}], lambda a: {"a": 2}, ValueError, "also task keys"),
+        ([{"a": 1}], lambda a: 3, TypeError, "dict or a DataFrame"),
+        ([{"a": [1]}], lambda a: {"v": 1}, TypeError, r"tasks\[0\]\['a'\]"),
+        ({"a": 1}, lambda a: {"v": 1}, TypeError, "list of dicts"),
+        ([{"a": 1}], "fn", TypeError, "callable"),
+    ],
+)
+def test_sweep_checks_arguments(tmp_path, tasks, fn, error, match):
+    with pytest.raises(error, match=match):
+        sweep(tasks, fn, store=tmp_path, progress=False)
+
+
+# ---------------------------------------------------------------- glue
+
+
+def test_glue_bundle_is_read_by_myst_nb():
+    glue_ext = pytest.importorskip("myst_nb.ext.glue")
+    from myst_nb.core.variables import format_plain_text
+
+    outputs = []
+    for name, value, fmt in [("x", np.float64(0.123456), None), ("pct", 0.0712, ".1%"), ("w", "hi", None)]:
+        data, metadata = glue_bundle(name, value, fmt)
+        outputs.append(nbformat.v4.new_output("display_data", data=data, metadata=metadata))
+    cell = nbformat.v4.new_code_cell("", outputs=outputs)
+    found = dict(glue_ext.extract_glue_data_cell(cell))
+    assert cell.outputs == []  # hidden in the notebook itself
+    assert format_plain_text(found["x"].data["text/plain"], ".2f") == "0.12"
+    assert format_plain_text(found["pct"].data["text/plain"], "s") == "7.1%"
+    assert format_plain_text(found["w"].data["text/plain"], "s") == "hi"
+
+
+def test_glue_bundle_rich_values_and_errors():
+    data, metadata = glue_bundle("t", pd.DataFrame({"a": [1]}))
+    assert {GLUE_PREFIX + "text/html", GLUE_PREFIX + "text/plain"} <= set(data)
+    assert metadata["scrapbook"] == {"name": "t", "mime_prefix": GLUE_PREFIX}
+    with pytest.raises(ValueError, match="fmt"):
+        glue_bundle("t", "text", fmt=".2f")
+    with pytest.raises(ValueError, match="name"):
+        glue_bundle("a/b", 1)
+
+
+# ---------------------------------------------------------------- paper vs ours
+
+
+def test_paper_vs_ours():
+    paper = pd.DataFrame({"data": ["x", "x", "y"], "method": ["A", "B", "A"], "value": [1.0, 2.0, 3.0]})
+    ci = pd.DataFrame({"data": ["x", "x", "x"], "method": ["A", "A", "B"], "value": [1.5, 2.5, 2.0]})
+    full = pd.DataFrame({"data": ["x", "y"], "method": ["A", "A"], "value": [1.1, 2.5]})
+    table = paper_vs_ours(paper, ci, on=["data", "method"], full=full, decimals=2)
+    assert table.columns.tolist() == ["data", "method", "paper", "ours (ci)", "ours (full)", "difference"]
+    assert table["ours (ci)"].tolist()[:2] == [2.0, 2.0] and np.isnan(table["ours (ci)"].iloc[2])
+    assert table["difference"].tolist()[0] == 0.1 and table["difference"].tolist()[2] == -0.5
+    assert np.isnan(table["difference"].iloc[1])
+    no_full = paper_vs_ours(paper, ci, on=["data", "method"])
+    assert "ours (full)" not in no_full and no_full["difference"].iloc[0] == 1.0
+
+
+def test_paper_vs_ours_checks_arguments():
+    paper = pd.DataFrame({"m": ["A", "A"], "value": [1.0, 2.0]})
+    with pytest.raises(ValueError, match="one row per key"):
+        paper_vs_ours(paper, paper, on="m")
+    with pytest.raises(ValueError, match="lacks column"):
+        paper_vs_ours(paper.iloc[:1], paper, on="m", value="ece")
+    with pytest.raises(ValueError, match="numeric"):
+        paper_vs_ours(paper.iloc[:1], paper.assign(value=["a", "b"]), on="m")
+    with pytest.raises(ValueError, match="decimals"):
+        paper_vs_ours(paper.iloc[:1], paper, on="m", decimals=-1)
+
+
+# ---------------------------------------------------------------- the runner, end to end
+
+NOTEBOOK = textwrap.dedent(
+    '''\
+    ---
+    jupytext:
+      text_representation:
+        extension: .md
+        format_name: myst
+    kernelspec:
+      display_name: Python 3
+      language: python
+      name: python3
+    ---
+
+    # A tiny notebook
+
+    ```{code-cell} ipython3
+    :tags: [parameters]
+    profile = "ci"
+    seed = 0
+    ```
+
+    ```{code-cell} ipython3
+    import os
+    import numpy as np
+    import pandas as pd
+    from calibtut.run import glue, save_table, settings, sweep
+
+    s = settings(profile, ci={"n_seeds": 3}, full={"n_seeds": 4})
+    stop_after = int(open("STOP").read()) if os.path.exists("STOP") else None
+    calls = []
+
+    def draw(seed):
+        if stop_after is not None and len(calls) == stop_after:
+            raise RuntimeError("interrupted on purpose")
+        calls.append(seed)
+        return {"value": float(np.random.default_rng(seed).normal())}
+
+    table = sweep([{"seed": seed + k} for k in range(s.n_seeds)], draw)
+    save_table(table, "draws")
+    save_table(pd.DataFrame({"seed": calls}, dtype="int64"), "calls")
+    glue("n_calls", len(calls))
+    ```
+    '''
+)
+
+
+@pytest.fixture
+def book(tmp_path, monkeypatch, no_runner):
+    (tmp_path / "_toc.yml").write_text("root: intro\n")
+    folder = tmp_path / "notebooks" / "p9"
+    folder.mkdir(parents=True)
+    (folder / "01_tiny.md").write_text(NOTEBOOK)
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def test_cli_end_to_end(book, capsys):
+    notebook = "notebooks/p9/01_tiny.md"
+    # interrupted full run: one task done, then a cell fails; exit status 1 names the cell
+    (book / "notebooks" / "p9" / "STOP").write_text("1")
+    assert main([notebook, "--profile", "full", "-p", "seed", "10", "--no-progress"]) == 1
+    err = capsys.readouterr().err
+    assert "failed in code cell 2 of the source" in err and "RuntimeError: interrupted on purpose" in err
+    runs = list((book / "_build" / "runs" / "p9" / "01_tiny").iterdir())
+    assert len(runs) == 1 and runs[0].name.startswith("full-")
+    assert read_provenance(runs[0])["status"] == "failed"
+
+    # rerun without the stop: same run dir, only the 3 missing tasks are computed
+    (book / "notebooks" / "p9" / "STOP").unlink()
+    done = subprocess.run(
+        [sys.executable, "-m", "calibtut.run", notebook, "--profile", "full", "-p", "seed", "10", "--publish"],
+        capture_output=True, text=True, timeout=300, env={**os.environ, "PYTHONWARNINGS": "ignore"},
+    )
+    assert done.returncode == 0, done.stderr
+    run = runs[0]
+    assert f"run directory: {run}" in done.stdout
+    calls = pd.read_csv(run / "calls.csv")["seed"].tolist()
+    assert calls == [11, 12, 13]
+    draws = pd.read_csv(run / "draws.csv")
+    assert draws["seed"].tolist() == [10, 11, 12, 13]
+    assert draws["value"].tolist() == [float(np.random.default_rng(s).normal()) for s in range(10, 14)]
+
+    prov = read_provenance(run)
+    assert prov["status"] == "completed" and prov["profile"] == "full"
+    assert prov["parameters"] == {"profile": "full", "seed": 10}
+    assert prov["notebook_path"] == notebook and (prov["part"], prov["notebook"]) == ("p9", "01_tiny")
+    assert prov["tables"] == ["calls", "draws"]
+    assert set(prov["packages"]) >= {"python", "numpy", "scipy", "pandas", "torch", "sklearn", "calibtut"}
+    assert prov["machine"]["cpu_count"] >= 1 and "gpu" in prov["machine"]
+    assert {"commit", "dirty", "started", "finished", "wall_time_s"} <= set(prov)
+    assert prov["wall_time_s"] > 0
+
+    executed = nbformat.read(run / "01_tiny.ipynb", as_version=4)
+    assert executed.metadata.papermill.input_path == str(book / notebook)
+    tags = [c.metadata.get("tags", []) for c in executed.cells if c.cell_type == "code"]
+    assert tags[:2] == [["parameters"], ["injected-parameters"]]
+    glued = [o for o in executed.cells[-1].outputs if "scrapbook" in o.get("metadata", {})]
+    assert glued[0].data == {GLUE_PREFIX + "text/plain": "3"}
+
+    # published, and loadable back
+    df, published = load_result("p9", "01_tiny", "draws")
+    pd.testing.assert_frame_equal(df, draws)
+    assert published == prov
+
+    # a different parameter gets its own run dir; --fresh recomputes everything
+    assert main([notebook, "-p", "seed", "0", "--no-progress"]) == 0
+    assert main([notebook, "-p", "seed", "0", "--no-progress", "--fresh"]) == 0
+    ci_runs = sorted((book / "_build" / "runs" / "p9" / "01_tiny").glob("ci-*"))
+    assert len(ci_runs) == 1
+    assert pd.read_csv(ci_runs[0] / "calls.csv")["seed"].tolist() == [0, 1, 2]
+    assert not (book / "notebooks" / "p9" / "01_tiny.ipynb").exists()
+
+
+def test_cli_rejects_bad_arguments(book, capsys):
+    notebook = "notebooks/p9/01_tiny.md"
+    assert main([notebook, "-p", "sed", "1"]) == 1
+    assert "unknown parameter(s) ['sed']" in capsys.readouterr().err
+    assert main([notebook, "--publish"]) == 2
+    assert main([notebook, "-p", "profile", "full"]) == 2
+    assert main(["notebooks/p9/missing.md"]) == 1
+    assert "does not exist" in capsys.readouterr().err
+    assert main([notebook, "--out", "notebooks/p9/run"]) == 1
+    assert "inside notebooks/" in capsys.readouterr().err
+    (book / "mine").mkdir()
+    (book / "mine" / "keep.csv").write_text("a\n1\n")
+    assert main([notebook, "--out", "mine", "--fresh"]) == 1
+    assert "holds no calibtut run" in capsys.readouterr().err
+    assert (book / "mine" / "keep.csv").is_file()
+    with pytest.raises(SystemExit):
+        main([notebook, "--profile", "paper"])
+    with pytest.raises(SystemExit):
+        main([notebook, "--resume", "--fresh"])
