@@ -1,0 +1,91 @@
+"""Calibration metrics, proper scores, sharpness, coverage and calibration tests.
+
+numpy in, numpy out. Differentiable versions of the regression scores live in
+:mod:`calibtut.metrics.torch` (imported on demand, so that this package does
+not import torch).
+
+Modules
+-------
+classification
+    Binned ECE (equal-width / equal-mass, selectable edge convention),
+    over-confident ECE, top-label and class-wise ECE, reliability data with
+    binomial consistency bands, Brier score and its Murphy decomposition.
+pit
+    Probability integral transform of Gaussian, Gaussian-mixture and quantile
+    predictions.
+regression
+    PCE_p, quantile calibration error (PCE of quantile models, drift-paper
+    L_ece), the l2 calibration error, PIT reliability data, coverage and
+    sharpness.
+scores
+    Pinball loss, CRPS (Gaussian, mixture, quantile approximation), NLL.
+hypothesis_tests
+    Monte Carlo tests of calibration (PCE simulation test, ECE consistency
+    resampling).
+"""
+
+from calibtut.metrics.classification import (
+    BrierDecomposition,
+    assign_bins,
+    bin_edges,
+    brier_decomposition,
+    brier_score,
+    classwise_ece,
+    consistency_band,
+    expected_calibration_error,
+    overconfidence_error,
+    reliability_data,
+    top_label_ece,
+)
+from calibtut.metrics.hypothesis_tests import CalibrationTestResult, ece_test, pce_null_distribution, pce_test
+from calibtut.metrics.pit import pit_gaussian, pit_mixture, pit_quantile
+from calibtut.metrics.regression import (
+    interval_coverage,
+    l2_calibration_error,
+    mean_interval_width,
+    mixture_std,
+    pce,
+    pit_reliability_data,
+    quantile_calibration_error,
+    quantile_frequencies,
+    quantile_sharpness,
+    sharpness,
+)
+from calibtut.metrics.scores import crps_gaussian, crps_mixture, crps_quantile, nll_gaussian, nll_mixture, pinball_loss
+
+__all__ = [
+    "BrierDecomposition",
+    "CalibrationTestResult",
+    "assign_bins",
+    "bin_edges",
+    "brier_decomposition",
+    "brier_score",
+    "classwise_ece",
+    "consistency_band",
+    "crps_gaussian",
+    "crps_mixture",
+    "crps_quantile",
+    "ece_test",
+    "expected_calibration_error",
+    "interval_coverage",
+    "l2_calibration_error",
+    "mean_interval_width",
+    "mixture_std",
+    "nll_gaussian",
+    "nll_mixture",
+    "overconfidence_error",
+    "pce",
+    "pce_null_distribution",
+    "pce_test",
+    "pinball_loss",
+    "pit_gaussian",
+    "pit_mixture",
+    "pit_quantile",
+    "pit_reliability_data",
+    "quantile_calibration_error",
+    "quantile_frequencies",
+    "quantile_sharpness",
+    "reliability_data",
+    "sharpness",
+    "top_label_ece",
+]
