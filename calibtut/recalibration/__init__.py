@@ -9,10 +9,14 @@
 * :class:`DistributionalConformal`: distributional conformal prediction from
   PIT values, and :func:`recalibration_conformal_table`, its link with
   quantile recalibration (paper 002, Theorem 1).
+* :class:`IsotonicRecalibrator`: isotonic recalibration of Gaussian regression
+  (Kuleshov et al. 2018), with its density, closed-form mean and truncation
+  point (paper 003).
 """
 
 from calibtut.recalibration.cqr import ConformalizedQuantileRegression, OneSidedCQR
 from calibtut.recalibration.dcp import DistributionalConformal, recalibration_conformal_table
+from calibtut.recalibration.isotonic import IsotonicRecalibrator, gaussian_mean_shift
 from calibtut.recalibration.quantile import (
     QuantileRecalibrator,
     gaussian_quantile_function,
@@ -29,4 +33,6 @@ __all__ = [
     "OneSidedCQR",
     "DistributionalConformal",
     "recalibration_conformal_table",
+    "IsotonicRecalibrator",
+    "gaussian_mean_shift",
 ]
