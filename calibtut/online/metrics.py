@@ -1,0 +1,187 @@
+"""The drift paper's metrics, batched over series, and its calibration bounds.
+
+:mod:`calibtut.metrics` holds the single-series definitions
+(:func:`~calibtut.metrics.quantile_calibration_error` is ``L_ece``,
+:func:`~calibtut.metrics.pinball_loss`, :func:`~calibtut.metrics.quantile_sharpness`).
+They reject crossing quantiles, while the paper scores its basic algorithm
+and the baselines, which can cross, level by level. The functions here take
+``(..., T, K)`` arrays (any leading batch shape), accept crossings and return
+one value per series; on non-crossing input they equal the single-series
+functions (checked in the tests). The rest is specific to the paper: the
+oracle band ``alpha_k +- b_delta(T)`` of the reliability diagrams, the tuning
+loss ``L_mix`` of Eq. (43) and the bound of Theorem 1.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from calibtut._validation import as_float_array, check_int
+from calibtut.online._forecasts import check_bound, check_online_levels
+from calibtut.online.conformal import _check_delta, binomial_tolerance
+
+
+def _check(quantiles, labels, levels):
+    q = as_float_array(quantiles, "quantiles", min_ndim=2)
+    y = as_float_array(labels, "labels", min_ndim=1)
+    a = check_online_levels(levels)
+    if q.shape[-1] != len(a):
+        raise ValueError(f"quantiles must have {len(a)} entries on the last axis (one per level), got shape {q.shape}")
+    if q.shape[:-1] != y.shape:
+        raise ValueError(f"labels must have shape {q.shape[:-1]} (quantiles without the level axis), got {y.shape}")
+    return q, y, a
+
+
+def empirical_frequencies(quantiles, labels, levels):
+    """``F_k^T / T``: fraction of labels at or below each quantile, per series.
+
+    Parameters
+    ----------
+    quantiles : array_like of shape (..., T, K)
+    labels : array_like of shape (..., T)
+    levels : array_like of shape (K,)
+
+    Returns
+    -------
+    ndarray of shape (..., K)
+
+    Examples
+    --------
+    >>> empirical_frequencies([[1.0, 3.0], [1.0, 3.0]], [0.0, 2.0], [0.25, 0.75]).tolist()
+    [0.5, 1.0]
+    """
+    q, y, _ = _check(quantiles, labels, levels)
+    return np.mean(y[..., None] <= q, axis=-2)
+
+
+def ece_loss(quantiles, labels, levels):
+    """The paper's calibration loss ``L_ece = 1/K sum_k |F_k^T / T - alpha_k|``, per series.
+
+    Examples
+    --------
+    >>> float(ece_loss([[1.0, 3.0], [1.0, 3.0]], [0.0, 2.0], [0.25, 0.75]))
+    0.25
+    """
+    q, y, a = _check(quantiles, labels, levels)
+    return np.mean(np.abs(np.mean(y[..., None] <= q, axis=-2) - a), axis=-1)
+
+
+def pinball_loss(quantiles, labels, levels):
+    """Average pinball loss ``1/(T K) sum_t sum_k rho_{alpha_k}(Y_t - Z_k^t)``, per series.
+
+    Examples
+    --------
+    >>> float(pinball_loss([[0.0, 3.0]], [1.0], [0.1, 0.9]).round(3))
+    0.15
+    """
+    q, y, a = _check(quantiles, labels, levels)
+    diff = y[..., None] - q
+    return np.mean(np.maximum(a * diff, (a - 1) * diff), axis=(-2, -1))
+
+
+def sharpness(quantiles):
+    """Sharpness ``1/K sum_k |Z_k - Z_{K+1-k}|`` averaged over time, per series.
+
+    Examples
+    --------
+    >>> float(sharpness([[0.0, 1.0, 3.0, 4.0]]))
+    3.0
+    """
+    q = as_float_array(quantiles, "quantiles", min_ndim=2)
+    return np.mean(np.abs(q - q[..., ::-1]), axis=(-2, -1))
+
+
+def mixed_loss(quantiles, labels, levels, w_mix=0.4):
+    """The tuning objective of Eq. (43): ``w_mix L_ece + (1 - w_mix) L_pinball``, per series.
+
+    Examples
+    --------
+    >>> float(mixed_loss([[1.0, 3.0], [1.0, 3.0]], [0.0, 2.0], [0.25, 0.75], w_mix=1.0))
+    0.25
+    """
+    w = float(w_mix)
+    if not 0 <= w <= 1:
+        raise ValueError(f"w_mix must lie in [0, 1], got {w}")
+    return w * ece_loss(quantiles, labels, levels) + (1 - w) * pinball_loss(quantiles, labels, levels)
+
+
+def oracle_band(n_steps, levels, delta=0.01):
+    """The oracle's reliability band ``alpha_k +- b_delta(T)`` (paper, Figure 4).
+
+    Parameters
+    ----------
+    n_steps : int
+        ``T``.
+    levels : array_like of shape (K,)
+    delta : float, default 0.01
+
+    Returns
+    -------
+    lower, upper : ndarray of shape (K,)
+
+    Examples
+    --------
+    >>> lo, hi = oracle_band(100, [0.5], delta=0.05)
+    >>> lo.round(2).tolist(), hi.round(2).tolist()
+    ([0.4], [0.6])
+    """
+    T = check_int(n_steps, "n_steps", minimum=1)
+    a = check_online_levels(levels)
+    b = binomial_tolerance(T, a, _check_delta(delta))[T] / T
+    return a - b, a + b
+
+
+def reliability_data(quantiles, labels, levels, delta=0.01):
+    """Reliability-diagram data with the oracle band.
+
+    Parameters
+    ----------
+    quantiles : array_like of shape (..., T, K)
+    labels : array_like of shape (..., T)
+    levels : array_like of shape (K,)
+    delta : float, default 0.01
+
+    Returns
+    -------
+    dict
+        ``levels`` (K,), ``frequency`` (..., K) = ``F_k^T / T``, ``lower`` and
+        ``upper`` (K,) of the oracle band, and ``inside`` (...) telling
+        whether every level of a series lies within the band.
+
+    Examples
+    --------
+    >>> d = reliability_data([[1.0, 3.0], [1.0, 3.0]], [0.0, 2.0], [0.25, 0.75], delta=0.05)
+    >>> d["frequency"].tolist(), bool(d["inside"])
+    ([0.5, 1.0], True)
+    """
+    q, y, a = _check(quantiles, labels, levels)
+    freq = np.mean(y[..., None] <= q, axis=-2)
+    lower, upper = oracle_band(y.shape[-1], a, delta)
+    inside = np.all((freq >= lower - 1e-12) & (freq <= upper + 1e-12), axis=-1)
+    return {"levels": a, "frequency": freq, "lower": lower, "upper": upper, "inside": inside}
+
+
+def theorem1_bound(n_steps, levels, *, B, beta, delta, kind="half"):
+    """Theorem 1's bound on ``|F_k^t - alpha_k t|`` (in counts) for t = 0..n_steps.
+
+    The proof (Appendix A) shows ``|F_k^t - alpha_k t| <= b_delta(t) t +
+    log(1 + 2B) / beta + 1`` at every ``t`` for the basic algorithm of Eq. (3)
+    fed with initial predictions in ``[-B, B]``; dividing by ``t`` gives the
+    theorem's ``b(T)``.
+
+    Returns
+    -------
+    ndarray of shape (n_steps + 1, K)
+
+    Examples
+    --------
+    >>> float(theorem1_bound(10, [0.5], B=1.0, beta=1.0, delta=0.5)[0, 0].round(3))
+    2.099
+    """
+    B = check_bound(B)
+    if B is None:
+        raise ValueError("B is required: Theorem 1 assumes labels in [-B, B]")
+    beta = float(beta)
+    if beta <= 0:
+        raise ValueError(f"beta must be positive, got {beta}")
+    return binomial_tolerance(n_steps, levels, _check_delta(delta), kind) + np.log1p(2 * B) / beta + 1
