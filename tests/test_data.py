@@ -424,3 +424,15 @@ def test_uci_dropout_loader_matches_an_independent_parse():
     np.testing.assert_array_equal(boston.X, raw[:, :13])
     np.testing.assert_array_equal(boston.y, raw[:, 13])
     assert boston.feature_names[-1] == "LSTAT"
+
+
+@needs_mirror
+def test_load_mnist_test_shapes_and_ranges():
+    X, y = D.load_mnist_test()
+    assert X.shape == (10000, 784) and X.dtype == np.float64
+    assert y.shape == (10000,) and y.dtype == np.int64
+    assert 0.0 <= X.min() and X.max() <= 1.0
+    assert set(np.unique(y)) == set(range(10))
+    images, _ = D.load_mnist_test(flatten=False)
+    assert images.shape == (10000, 28, 28)
+    np.testing.assert_array_equal(images.reshape(10000, -1), X)

@@ -19,6 +19,18 @@ from .fetching import (
     mirror_dir,
     sha256_of,
 )
+from .forecasts import (
+    SPF_VARIABLES,
+    ForecastStreams,
+    bins_to_quantiles,
+    covid_quantile_arrays,
+    load_covid_forecasts,
+    load_spf_mean,
+    load_spf_probabilities,
+    spf_quantile_streams,
+    spf_realized,
+)
+from .images import load_mnist_test
 from .registry import Collection, DataFile, all_files, get_collection, get_file, list_collections
 from .regression import SOURCES, RegressionData, dataset_table, list_datasets, load_regression
 from .splits import Standardizer, train_val_cal_test_split
@@ -28,13 +40,17 @@ __all__ = [
     "CACHE_ENV",
     "MIRROR_ENV",
     "SOURCES",
+    "SPF_VARIABLES",
     "Collection",
     "DataFile",
     "DataIntegrityWarning",
     "DataUnavailableError",
+    "ForecastStreams",
     "RegressionData",
     "Standardizer",
     "all_files",
+    "bins_to_quantiles",
+    "covid_quantile_arrays",
     "cache_dir",
     "dataset_table",
     "fetch",
@@ -42,9 +58,15 @@ __all__ = [
     "get_file",
     "list_collections",
     "list_datasets",
+    "load_covid_forecasts",
+    "load_mnist_test",
     "load_regression",
+    "load_spf_mean",
+    "load_spf_probabilities",
     "mirror_dir",
     "sha256_of",
+    "spf_quantile_streams",
+    "spf_realized",
     "train_val_cal_test_split",
     "uci_n_splits",
     "uci_split",
