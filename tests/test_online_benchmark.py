@@ -1,0 +1,159 @@
+"""Tests of calibtut.online.benchmark: the drifted regression benchmark, the decision task, the search helpers.
+
+Loader-based tests read the offline mirror and are skipped unless
+``CALIBTUT_DATA_MIRROR`` points at it.
+"""
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from calibtut.online import PRESETS, ACICalibrator, ConformalCalibrator, DriftCalibrator, OriginalForecast
+from calibtut.online import benchmark as bm
+from calibtut.online.metrics import mixed_loss
+
+MIRROR = os.environ.get("CALIBTUT_DATA_MIRROR")
+needs_mirror = pytest.mark.skipif(not MIRROR or not Path(MIRROR).is_dir(),
+                                  reason="CALIBTUT_DATA_MIRROR is not set to the offline data mirror")
+LEVELS = np.arange(1, 10) / 10
+
+
+def _linear_data(n=2000, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 3))
+    y = 2 * X[:, 0] - X[:, 1] + 0.5 * rng.normal(size=n)
+    return X, y
+
+
+def test_base_forecasts_are_deterministic_and_shaped():
+    X, y = _linear_data(600)
+    a = bm.gaussian_base_forecasts(X, y, LEVELS, n_steps=30, n_sequences=3, seed=4)
+    b = bm.gaussian_base_forecasts(X, y, LEVELS, n_steps=30, n_sequences=3, seed=4)
+    c = bm.gaussian_base_forecasts(X, y, LEVELS, n_steps=30, n_sequences=3, seed=5)
+    np.testing.assert_array_equal(a[0], b[0])
+    np.testing.assert_array_equal(a[1], b[1])
+    assert not np.array_equal(a[1], c[1])
+    assert a[0].shape == (3, 30, 9) and a[1].shape == (3, 30)
+    assert np.all(np.diff(a[0], axis=-1) > 0)
+
+
+def test_base_forecasts_are_calibrated_without_drift():
+    # Gaussian noise and a well-fitted mean: the frequencies of the base quantiles are close to the levels
+    # (binomial law over 10 x 100 labels per level; 4 standard errors plus the model's own error).
+    X, y = _linear_data(4000, seed=1)
+    f, lab = bm.gaussian_base_forecasts(X, y, LEVELS, n_steps=100, n_sequences=10, seed=0)
+    freq = np.mean(lab[..., None] <= f, axis=(0, 1))
+    se = np.sqrt(LEVELS * (1 - LEVELS) / lab.size)
+    assert np.all(np.abs(freq - LEVELS) <= 4 * se + 0.05), freq
+
+
+def test_base_forecasts_reject_small_data():
+    X, y = _linear_data(50)
+    with pytest.raises(ValueError, match="too small"):
+        bm.gaussian_base_forecasts(X, y, LEVELS, n_steps=45)
+    with pytest.raises(ValueError, match="X must be"):
+        bm.gaussian_base_forecasts(X[:10], y, LEVELS)
+
+
+@pytest.mark.parametrize("name, cls", [("original", OriginalForecast), ("conformal", ConformalCalibrator),
+                                       ("ours", DriftCalibrator), ("aci", ACICalibrator)])
+def test_make_method(name, cls):
+    assert type(bm.make_method(name, LEVELS, 5.0)) is cls
+
+
+def test_make_method_rejects_unknown():
+    with pytest.raises(ValueError, match="method"):
+        bm.make_method("oracle", LEVELS, 5.0)
+
+
+def test_score_stream_matches_metrics():
+    rng = np.random.default_rng(0)
+    q = np.sort(rng.normal(size=(3, 20, 9)), axis=-1)
+    y = rng.normal(size=(3, 20))
+    table = bm.score_stream(q, y, LEVELS)
+    manual = [np.mean([np.mean(np.maximum(a * (y[i] - q[i, :, k]), (a - 1) * (y[i] - q[i, :, k])))
+                       for k, a in enumerate(LEVELS)]) for i in range(3)]
+    np.testing.assert_allclose(table["pinball"], manual)
+    np.testing.assert_allclose(0.4 * table["ece"] + 0.6 * table["pinball"], mixed_loss(q, y, LEVELS))
+
+
+def test_decision_loss_table():
+    # Appendix C.1: rows z <= 4, (4, 6], (6, 8], > 8; shut-down losses 0, .3, .7, 1.
+    z = np.array([4.0, 4.5, 6.0, 6.5, 8.0, 8.5])
+    expected = {0: [0, 1, 1, 3, 3, 6], 1: [0.3, 0.3, 0.3, 2.3, 2.3, 5.3], 2: [0.7, 0.7, 0.7, 0.7, 0.7, 3.7],
+                3: [1, 1, 1, 1, 1, 1]}
+    for a, values in expected.items():
+        np.testing.assert_allclose(bm.decision_loss(np.full(6, a), z), values)
+    np.testing.assert_array_equal(bm.best_action(z), [0, 1, 1, 2, 2, 3])
+    with pytest.raises(ValueError, match="action"):
+        bm.decision_loss([4], [1.0])
+
+
+def test_random_params_are_seeded_and_in_range():
+    a = bm.random_drift_params(20, seed=3)
+    b = bm.random_drift_params(20, seed=3)
+    assert a == b
+    for p in a:
+        for name, (_, lo, hi) in bm.SEARCH_SPACE.items():
+            assert lo <= getattr(p, name) <= hi
+        assert 0 <= p.ki_min <= p.ki_max
+    # log-uniform beta: its log is uniform on [log lo, log hi] (Kolmogorov-Smirnov, 1% level)
+    lo, hi = bm.SEARCH_SPACE["beta"][1:]
+    u = (np.log([p.beta for p in bm.random_drift_params(200, seed=0)]) - np.log(lo)) / np.log(hi / lo)
+    assert stats.kstest(u, "uniform").pvalue > 0.01
+
+
+def test_stack_streams_checks_drift():
+    a = bm.BenchmarkStream(np.zeros((1, 3, 2)), np.ones((1, 3)), np.array([0.25, 0.75]), 1.0, "a", "jump")
+    b = bm.BenchmarkStream(np.zeros((1, 3, 2)), np.ones((1, 3)), np.array([0.25, 0.75]), 1.0, "b", "cycle")
+    with pytest.raises(ValueError, match="drift"):
+        bm.stack_streams([a, b])
+
+
+def test_evaluate_params_mix():
+    from calibtut.online import synthetic_tasks
+
+    s = synthetic_tasks(5, 15, seed=0)
+    out = bm.evaluate_params(PRESETS["paper"], s.forecasts, s.labels, s.levels, s.B, w_mix=0.25)
+    assert out["mix"] == pytest.approx(0.25 * out["ece"] + 0.75 * out["pinball"])
+    with pytest.raises(ValueError, match="w_mix"):
+        bm.evaluate_params("paper", s.forecasts, s.labels, s.levels, s.B, w_mix=2)
+
+
+@needs_mirror
+def test_streams_share_forecasts_and_drift_labels():
+    st = bm.benchmark_streams("yacht", seed=1, n_steps=40, n_sequences=2)
+    assert set(st) == set(bm.BENCHMARK_DRIFTS)
+    base = st["linear_shift"]
+    np.testing.assert_array_equal(base.forecasts, st["jump"].forecasts)
+    undrifted = base.labels - 0.1 * np.arange(1, 41)
+    np.testing.assert_allclose(st["jump"].labels - undrifted, np.where(np.arange(1, 41) >= 20, 3.0, 0.0)[None, :]
+                               * np.ones((2, 1)), atol=1e-12)
+    for s in st.values():
+        assert np.all(np.abs(s.labels) <= s.B) and np.all(np.abs(s.forecasts) <= s.B) and s.B == int(s.B)
+
+
+@needs_mirror
+def test_benchmark_table_is_deterministic_and_resumable(tmp_path):
+    kwargs = dict(n_steps=25, drifts="jump,cycle", methods="original,conformal,ours,regret")
+    first = bm.benchmark_table(["yacht"], [0], store=tmp_path, **kwargs)
+    assert len(list(tmp_path.glob("*.json"))) == 1
+    again = bm.benchmark_table(["yacht"], [0], store=tmp_path, **kwargs)
+    fresh = bm.benchmark_table(["yacht"], [0], **kwargs)
+    pd.testing.assert_frame_equal(first, again)
+    pd.testing.assert_frame_equal(first, fresh)
+    assert set(first.method) == {"original", "conformal", "ours", "regret"}
+    assert not first[["pinball", "ece", "sharpness"]].isna().any().any()
+    # the original forecast ignores the jump of +3 from t = 13 on: its ECE is large
+    orig = first[(first.method == "original") & (first.drift == "jump")]
+    assert float(orig.ece.iloc[0]) > 0.15
+
+
+@needs_mirror
+def test_unknown_dataset_is_named():
+    with pytest.raises(ValueError, match="dataset"):
+        bm.benchmark_streams("mnist")
