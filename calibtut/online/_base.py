@@ -35,7 +35,7 @@ class OnlineCalibrator:
     Notes
     -----
     Subclasses implement ``_reset(n_series)``, ``_predict(forecast)`` (a
-    :class:`~calibtut.online._forecasts.StepForecast`, returning an
+    ``StepForecast`` of the step's base forecasts, returning an
     ``(n_series, K)`` array) and ``_update(labels, quantiles, forecast)``.
     """
 
