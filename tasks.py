@@ -64,6 +64,10 @@ def run(cmd, *, log: Path | None = None, env=None, check=True) -> int:
     full_env = dict(os.environ, **(env or {}))
     full_env.setdefault("JUPYTER_PLATFORM_DIRS", "1")
     full_env.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")
+    # Two notebooks or test workers run at once on two cores: one thread each
+    # (torch, OpenMP and BLAS would otherwise oversubscribe the cores).
+    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        full_env.setdefault(var, "1")
     full_env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), full_env.get("PYTHONPATH")]))
     if log is None:
         rc = subprocess.run(cmd, cwd=ROOT, env=full_env, stdin=subprocess.DEVNULL).returncode
