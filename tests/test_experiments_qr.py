@@ -1,0 +1,138 @@
+"""Tests of calibtut.experiments.quantile_regularization (paper 003's UCI experiments).
+
+The end-to-end tests read yacht from the offline data mirror and are skipped
+unless ``CALIBTUT_DATA_MIRROR`` points at it; they use tiny networks and two
+epochs, so they check the plumbing (splits, units, determinism, ranges), not
+the paper's numbers, which the notebooks check.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from sklearn.model_selection import KFold
+
+from calibtut.data import MIRROR_ENV
+from calibtut.experiments import METRIC_LABELS, kfold_indices, paper_setting, run_qr_config, summarize_runs
+
+MIRROR = os.environ.get(MIRROR_ENV)
+needs_mirror = pytest.mark.skipif(
+    not MIRROR or not Path(MIRROR).is_dir(),
+    reason=f"{MIRROR_ENV} is not set to the offline data mirror (e.g. ../shared/data)",
+)
+TINY = {"epochs": 2, "width": 16, "n_mc": 4, "n_members": 2, "batch_size": 128}
+
+
+@settings(max_examples=25, deadline=None)
+@given(n=st.integers(2, 60), k=st.integers(2, 10), data=st.data())
+def test_kfold_matches_sklearn_without_shuffle(n, k, data):
+    k = min(k, n)
+    fold = data.draw(st.integers(0, k - 1))
+    train, test = kfold_indices(n, k, fold)
+    ref_train, ref_test = list(KFold(n_splits=k).split(np.zeros(n)))[fold]
+    assert test.tolist() == ref_test.tolist() and train.tolist() == ref_train.tolist()
+
+
+def test_kfold_shuffled_folds_partition_and_are_seeded():
+    tests = [kfold_indices(23, 5, k, seed=3)[1] for k in range(5)]
+    assert sorted(np.concatenate(tests).tolist()) == list(range(23))
+    assert [len(t) for t in tests] == [5, 5, 5, 4, 4]
+    assert np.array_equal(kfold_indices(23, 5, 2, seed=3)[1], tests[2])
+    assert not np.array_equal(kfold_indices(23, 5, 2, seed=4)[1], tests[2])
+
+
+def test_summarize_runs_mean_and_sample_std():
+    runs = pd.DataFrame({"model": ["a", "a", "a", "b"], "ce": [1.0, 2.0, 6.0, 4.0]})
+    table = summarize_runs(runs, "model", ["ce"])
+    assert table["n_runs"].tolist() == [3, 1]
+    assert table["ce_mean"].tolist() == [3.0, 4.0]
+    assert math.isclose(table["ce_std"].iloc[0], np.std([1.0, 2.0, 6.0], ddof=1))
+    assert math.isnan(table["ce_std"].iloc[1])
+
+
+@needs_mirror
+@pytest.mark.parametrize("model, lam", [("dropout", 1.0), ("ensemble", 5.0)])
+def test_run_is_deterministic_and_sane(model, lam):
+    first = run_qr_config("yacht", 1, model=model, lam=lam, seed=3, kfold_iso=2, **TINY)
+    second = run_qr_config("yacht", 1, model=model, lam=lam, seed=3, kfold_iso=2, **TINY)
+    assert first == second
+    assert (first["n_train"], first["n_test"]) == (246, 62)
+    assert first["spacing_k"] == round(math.sqrt(128))
+    assert set(METRIC_LABELS) <= set(first)
+    for name in ("calib_error", "calib_error_iso", "calib_error_kfold", "calib_error_kfold_iso"):
+        # 100 * sum_j (F_hat(j/10) - j/10)^2 lies in [0, 285] (285 when every PIT is below 0.1).
+        assert 0 <= first[name] <= 285, (name, first[name])
+    # yacht's residuary resistance spans about 0-62: an RMSE in original units is in (0, 62).
+    for name in ("rmse", "rmse_iso", "rmse_kfold", "rmse_kfold_iso"):
+        assert 0 < first[name] < 62, (name, first[name])
+    assert math.isfinite(first["nll"]) and math.isfinite(first["nll_kfold"])
+    assert 0 <= first["zero_lik_frac_iso"] <= 1
+    assert (first["zero_lik_frac_iso"] > 0) == math.isinf(first["nll_iso"])
+    assert first["max_lik"] > 0 and first["max_lik_iso"] >= 0
+
+
+@needs_mirror
+def test_base_model_and_seed_change_the_result():
+    base = run_qr_config("yacht", 0, lam=0.0, seed=0, **TINY)
+    other = run_qr_config("yacht", 0, lam=0.0, seed=1, **TINY)
+    assert base["spacing_k"] == 0 and "calib_error_kfold" not in base
+    assert base["rmse"] != other["rmse"]
+
+
+@needs_mirror
+def test_rmse_is_in_original_units():
+    # yacht's target has std ~15: a trained model beats the constant predictor (RMSE < std) but,
+    # in original units, not by a factor 15 (an RMSE in standardised units would be below 1).
+    from calibtut.data import load_regression
+
+    y = load_regression("yacht").y
+    result = run_qr_config("yacht", 0, lam=0.0, seed=0, epochs=30, width=32, n_mc=8)
+    assert 1 < result["rmse"] < np.std(y)
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, match",
+    [
+        ({"model": "gp"}, ValueError, "model must be one of"),
+        ({"lam": -1.0}, ValueError, "lam must be"),
+        ({"spacing": "log"}, ValueError, "spacing must be"),
+        ({"spacing": 64, "spacing_mult": 2.0}, ValueError, "spacing_mult"),
+        ({"spacing_mult": 0.0}, ValueError, "spacing_mult"),
+        ({"kfold_iso": 1}, ValueError, "kfold_iso"),
+        ({"shuffle": 1}, TypeError, "shuffle"),
+        ({"device": "tpu"}, ValueError, "device"),
+        ({"num_threads": 0}, ValueError, "num_threads"),
+    ],
+)
+def test_errors(kwargs, error, match):
+    with pytest.raises(error, match=match):
+        run_qr_config("yacht", **kwargs)
+
+
+def test_dataset_must_be_a_string():
+    with pytest.raises(TypeError, match="dataset"):
+        run_qr_config(["yacht"])
+
+
+def test_kfold_errors():
+    with pytest.raises(ValueError, match="fold must be"):
+        kfold_indices(10, 5, 5)
+    with pytest.raises(ValueError, match="n_folds"):
+        kfold_indices(3, 5, 0)
+    with pytest.raises(TypeError, match="seed"):
+        kfold_indices(10, 5, 0, seed=1.5)
+
+
+def test_paper_setting_after_csv_round_trip():
+    runs = pd.DataFrame({"model": ["dropout", "ensemble", "ensemble", "dropout"], "lam": [1.0, 5.0, 1.0, 1.0],
+                         "spacing": ["sqrt", "sqrt", "sqrt", "64"], "spacing_mult": [1.0, 1.0, 1.0, 1.0]})
+    assert paper_setting(runs).tolist() == [True, True, False, False]
+    with pytest.raises(ValueError, match="lacks"):
+        paper_setting(runs.drop(columns="lam"))
