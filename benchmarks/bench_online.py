@@ -5,7 +5,7 @@ Run from the repository root::
     python benchmarks/bench_online.py            # reference timed on 50 series, scaled to all
     python benchmarks/bench_online.py --ref-series 1000   # reference on every series
 
-Writes ``results/online/benchmarks/bench_online.json`` and ``.csv``. Times are
+Writes ``results/drift/benchmarks/bench_online.csv`` and ``provenance.json``. Times are
 CPU seconds (``time.process_time``, best of a few runs), since wall time on a
 shared machine mostly measures the other jobs; wall times are stored as well.
 
@@ -149,7 +149,7 @@ def main(argv=None):
     parser.add_argument("--ref-series", type=int, default=50)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--max-iter-tight", type=int, default=5_000)
-    parser.add_argument("--out", type=Path, default=ROOT / "results" / "online" / "benchmarks")
+    parser.add_argument("--out", type=Path, default=ROOT / "results" / "drift" / "benchmarks")
     args = parser.parse_args(argv)
 
     calib, stream = bench_calibrator(args.n_series, args.n_steps, args.ref_series, args.seed)
@@ -171,7 +171,7 @@ def main(argv=None):
     meta = {"calibtut": calibtut.__version__, "numpy": np.__version__, "python": platform.python_version(),
             "machine": platform.machine(), "processor": platform.processor(), "seed": args.seed,
             "n_solver_problems": int(len(base))}
-    (args.out / "bench_online.json").write_text(json.dumps({"meta": meta, "calibrator": calib, "solver": solver},
+    (args.out / "provenance.json").write_text(json.dumps({"meta": meta, "calibrator": calib, "solver": solver},
                                                            indent=2))
     with open(args.out / "bench_online.csv", "w", newline="") as fh:
         writer = csv.writer(fh)
@@ -181,7 +181,7 @@ def main(argv=None):
         for row in solver:
             writer.writerow(["equilibrium", row["setting"], f"{row['damped_s']:.4g}", f"{row['exact_s']:.4g}",
                              f"{row['speedup']:.4g}"])
-    print(f"wrote {args.out / 'bench_online.json'}")
+    print(f"wrote {args.out / 'provenance.json'}")
 
 
 if __name__ == "__main__":
