@@ -23,6 +23,7 @@ from mpl_toolkits.axes_grid1 import make_axes_locatable
 from scipy import stats
 
 from calibtut._validation import as_float_array, check_alpha, check_int, check_same_length
+from calibtut._validation import check_levels
 from calibtut.conformal import coverage_count_distribution
 from calibtut.metrics import consistency_band, pit_reliability_data, quantile_frequencies, reliability_data
 from calibtut.metrics.pit import check_quantiles
@@ -36,6 +37,7 @@ __all__ = [
     "plot_predictive_band",
     "plot_calibration_maps",
     "coverage_histogram",
+    "plot_quantile_paths",
 ]
 
 BAND_GID = "calibration-band"
@@ -475,3 +477,105 @@ def coverage_histogram(coverage, n_cal, alpha, n_test, ax=None, band=0.9):
     ax.set_ylabel("density")
     ax.legend(fontsize="small", frameon=False)
     return ax
+
+
+CROSSING_GID = "quantile-crossing"
+_PATH_STYLES = ("-", ":", "--", "-.")
+
+
+def plot_quantile_paths(quantiles, labels=None, true_quantiles=None, levels=None, ax=None, *, steps=None,
+                        show=None, show_true=None, mark_crossings=False, title=None, legend=True, color="C0"):
+    """Quantile forecasts of one series over time, with labels, true quantiles and crossings.
+
+    Level ``k`` is drawn with the ``k``-th of the line styles ``-``, ``:``,
+    ``--``, ``-.`` (cycled): predicted quantiles in ``color``, true ones in
+    grey with the same style, labels as crosses. With ``mark_crossings`` a
+    red vertical bar (``gid="quantile-crossing"``) marks every step where two
+    neighbouring predicted quantiles cross or tie.
+
+    Parameters
+    ----------
+    quantiles : array_like of shape (T, K)
+        Predicted quantiles at each step.
+    labels : array_like of shape (T,), optional
+        Observed labels.
+    true_quantiles : array_like of shape (T, K), optional
+        The true quantiles at the same levels.
+    levels : array_like of shape (K,), optional
+        Quantile levels, used in the legend (``"predicted 25% quantile"``).
+    ax : matplotlib.axes.Axes, optional
+    steps : array_like of shape (T,), optional
+        Time axis; default ``1..T``.
+    show : sequence of int, optional
+        Indices of the levels to draw (default all).
+    show_true : sequence of int, optional
+        Indices of the true quantiles to draw (default ``show``).
+    mark_crossings : bool, default False
+    title : str, optional
+    legend : bool, default True
+    color : str, default "C0"
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> q = np.array([[0.0, 1.0], [1.0, 0.5], [0.0, 2.0]])
+    >>> ax = plot_quantile_paths(q, labels=[0.5, 0.2, 1.0], levels=[0.25, 0.75], mark_crossings=True)
+    >>> [line.get_label() for line in ax.get_lines()[:3]]
+    ['predicted 25% quantile', 'predicted 75% quantile', 'observed label']
+    """
+    q = as_float_array(quantiles, "quantiles", ndim=2)
+    T, K = q.shape
+    if levels is None:
+        names = [f"quantile {k + 1}" for k in range(K)]
+    else:
+        lv = check_levels(levels, "levels")
+        if lv.shape != (K,):
+            raise ValueError(f"levels must have {K} entries (one per column of quantiles), got {lv.size}")
+        names = [f"{a:.0%} quantile" for a in lv]
+    x = np.arange(1, T + 1) if steps is None else as_float_array(steps, "steps", ndim=1)
+    if x.shape != (T,):
+        raise ValueError(f"steps must have shape ({T},), got {x.shape}")
+    show = _check_indices(show, K, "show")
+    show_true = show if show_true is None else _check_indices(show_true, K, "show_true")
+    ax = _get_ax(ax, figsize=(7, 3.8))
+    for k in show:
+        ax.plot(x, q[:, k], _PATH_STYLES[k % len(_PATH_STYLES)], color=color, label=f"predicted {names[k]}")
+    if true_quantiles is not None:
+        truth = as_float_array(true_quantiles, "true_quantiles", ndim=2)
+        if truth.shape != q.shape:
+            raise ValueError(f"true_quantiles must have the shape of quantiles {q.shape}, got {truth.shape}")
+        for k in show_true:
+            ax.plot(x, truth[:, k], _PATH_STYLES[k % len(_PATH_STYLES)], color="0.6", label=f"true {names[k]}")
+    if labels is not None:
+        y = as_float_array(labels, "labels", ndim=1)
+        if y.shape != (T,):
+            raise ValueError(f"labels must have shape ({T},), got {y.shape}")
+        ax.plot(x, y, "x", color="C4", markersize=4, label="observed label")
+    if mark_crossings and K > 1:
+        crossing = np.any(np.diff(q, axis=1) <= 0, axis=1)
+        for i, t in enumerate(x[crossing]):
+            ax.axvline(t, color="C3", alpha=0.3, linewidth=3, gid=CROSSING_GID, label="crossing" if i == 0 else None)
+    ax.set_xlabel("time step")
+    ax.set_ylabel("prediction / label")
+    if title is not None:
+        ax.set_title(title)
+    if legend:
+        ax.legend(fontsize="small", frameon=False, ncol=2, loc="upper right")
+    return ax
+
+
+def _check_indices(indices, size, name):
+    if indices is None:
+        return list(range(size))
+    out = []
+    for i in indices:
+        if isinstance(i, bool) or not isinstance(i, (int, np.integer)):
+            raise TypeError(f"{name} must hold integer level indices, got {type(i).__name__}")
+        if not 0 <= i < size:
+            raise ValueError(f"{name} indices must lie in [0, {size - 1}], got {i}")
+        out.append(int(i))
+    return out

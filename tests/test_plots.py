@@ -174,3 +174,51 @@ def test_pit_reliability_band_coverage():
     freq = np.array([np.mean(rng.random(n)[:, None] <= grid, axis=0) for _ in range(400)])
     inside = np.mean((freq >= lo - 1e-12) & (freq <= hi + 1e-12))
     assert 0.88 <= inside <= 0.97
+
+
+# --- quantile paths (online calibration notebooks) ------------------------------------------
+
+
+def test_plot_quantile_paths_artists():
+    rng = np.random.default_rng(0)
+    q = np.sort(rng.normal(size=(30, 3)), axis=1)
+    q[10] = [1.0, 0.5, 2.0]  # one crossing step
+    q[20] = [0.0, 0.0, 1.0]  # one tie
+    ax = plots.plot_quantile_paths(q, labels=rng.normal(size=30), true_quantiles=q + 0.1, levels=[0.25, 0.5, 0.75],
+                                   show_true=[0, 2], mark_crossings=True, title="t")
+    names = [line.get_label() for line in ax.get_lines()]
+    assert names[:6] == ["predicted 25% quantile", "predicted 50% quantile", "predicted 75% quantile",
+                         "true 25% quantile", "true 75% quantile", "observed label"]
+    assert [line.get_linestyle() for line in ax.get_lines()[:3]] == ["-", ":", "--"]
+    crossings = [line for line in ax.get_lines() if line.get_gid() == plots.CROSSING_GID]
+    assert sorted(line.get_xdata()[0] for line in crossings) == [11, 21]
+    np.testing.assert_array_equal(ax.get_lines()[0].get_xdata(), np.arange(1, 31))
+    assert ax.get_title() == "t" and ax.get_legend() is not None
+
+
+def test_plot_quantile_paths_subset_steps_and_existing_axes():
+    fig, ax = plt.subplots()
+    q = np.tile([0.0, 1.0, 2.0], (5, 1))
+    out = plots.plot_quantile_paths(q, ax=ax, steps=np.arange(10, 15), show=[0, 2], legend=False)
+    assert out is ax and ax.get_legend() is None
+    assert [line.get_label() for line in ax.get_lines()] == ["predicted quantile 1", "predicted quantile 3"]
+    np.testing.assert_array_equal(ax.get_lines()[1].get_ydata(), 2.0)
+    assert not [line for line in ax.get_lines() if line.get_gid() == plots.CROSSING_GID]
+
+
+def test_plot_quantile_paths_errors():
+    q = np.tile([0.0, 1.0], (4, 1))
+    with pytest.raises(ValueError, match="quantiles"):
+        plots.plot_quantile_paths(q[0])
+    with pytest.raises(ValueError, match="labels"):
+        plots.plot_quantile_paths(q, labels=np.zeros(3))
+    with pytest.raises(ValueError, match="true_quantiles"):
+        plots.plot_quantile_paths(q, true_quantiles=np.zeros((4, 3)))
+    with pytest.raises(ValueError, match="levels"):
+        plots.plot_quantile_paths(q, levels=[0.5])
+    with pytest.raises(ValueError, match="steps"):
+        plots.plot_quantile_paths(q, steps=np.arange(3))
+    with pytest.raises(ValueError, match="show"):
+        plots.plot_quantile_paths(q, show=[2])
+    with pytest.raises(TypeError, match="show_true"):
+        plots.plot_quantile_paths(q, show_true=[0.5])

@@ -24,6 +24,8 @@ metrics
     ``L_ece``, pinball, sharpness per series; the oracle band; Theorem 1's bound.
 drift
     Figure 1's stream, the tuning tasks of Eq. (44), the four benchmark drifts.
+theory
+    The likelihood of Eq. (5), Theorem 2 / Corollary 1 along a transcript, an adaptive adversary.
 """
 
 from calibtut.online._base import OnlineCalibrator
@@ -57,6 +59,16 @@ from calibtut.online.metrics import (
 )
 from calibtut.online.pid import PIDController
 from calibtut.online.springs import equilibrium_residual, solve_equilibrium, solve_equilibrium_damped, solve_tridiagonal
+from calibtut.online.theory import (
+    COROLLARY1_MARGIN,
+    THEOREM2_MARGIN,
+    SpringBoundCheck,
+    admissible_c,
+    adversarial_labels,
+    count_deviation,
+    interval_likelihood,
+    spring_bound_check,
+)
 
 __all__ = [
     "ACICalibrator",
@@ -94,4 +106,12 @@ __all__ = [
     "solve_tridiagonal",
     "synthetic_tasks",
     "theorem1_bound",
+    "COROLLARY1_MARGIN",
+    "THEOREM2_MARGIN",
+    "SpringBoundCheck",
+    "admissible_c",
+    "adversarial_labels",
+    "count_deviation",
+    "interval_likelihood",
+    "spring_bound_check",
 ]

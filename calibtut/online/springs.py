@@ -59,22 +59,48 @@ def solve_tridiagonal(diag, off, rhs):
     [[1.0, 1.0]]
     """
     K = diag.shape[1]
-    c = np.empty_like(off)
-    g = np.empty_like(rhs)
-    m = diag[:, 0]
+    # work on (K, n) copies so that every row access below is a contiguous view
+    d, o, r = np.ascontiguousarray(diag.T), np.ascontiguousarray(off.T), np.ascontiguousarray(rhs.T)
+    c = np.empty_like(o)
+    g = np.empty_like(r)
+    m = d[0]
     if K > 1:
-        c[:, 0] = off[:, 0] / m
-    g[:, 0] = rhs[:, 0] / m
+        np.divide(o[0], m, out=c[0])
+    np.divide(r[0], m, out=g[0])
     for i in range(1, K):
-        m = diag[:, i] - off[:, i - 1] * c[:, i - 1]
+        m = d[i] - o[i - 1] * c[i - 1]
         if i < K - 1:
-            c[:, i] = off[:, i] / m
-        g[:, i] = (rhs[:, i] - off[:, i - 1] * g[:, i - 1]) / m
-    x = np.empty_like(rhs)
-    x[:, -1] = g[:, -1]
+            np.divide(o[i], m, out=c[i])
+        np.divide(r[i] - o[i - 1] * g[i - 1], m, out=g[i])
+    x = np.empty_like(r)
+    x[-1] = g[-1]
     for i in range(K - 2, -1, -1):
-        x[:, i] = g[:, i] - c[:, i] * x[:, i + 1]
-    return x
+        np.subtract(g[i], c[i] * x[i + 1], out=x[i])
+    return x.T
+
+
+def _solve_tridiagonal_single(diag, off, rhs):
+    """One system in Python floats: the operations of :func:`solve_tridiagonal` without numpy's per-call cost.
+
+    Used by :func:`solve_equilibrium` when a single row is left (Hessians there
+    are strictly diagonally dominant, so no pivot vanishes).
+    """
+    K = len(diag)
+    c = [0.0] * max(K - 1, 0)
+    g = [0.0] * K
+    m = diag[0]
+    if K > 1:
+        c[0] = off[0] / m
+    g[0] = rhs[0] / m
+    for i in range(1, K):
+        m = diag[i] - off[i - 1] * c[i - 1]
+        if i < K - 1:
+            c[i] = off[i] / m
+        g[i] = (rhs[i] - off[i - 1] * g[i - 1]) / m
+    x = g[:]
+    for i in range(K - 2, -1, -1):
+        x[i] = g[i] - c[i] * x[i + 1]
+    return np.array(x)
 
 
 class _Springs:
@@ -279,11 +305,14 @@ def solve_equilibrium(base, adjustment, eta, B=None, *, tol=1e-12, max_iter=100,
         active, g, r = active[keep], g_all[keep], r_all[keep]
         if len(active) == 0:
             break
-        sp = springs.subset(active)
+        sp = springs if len(active) == n else springs.subset(active)
         iterations[active] += 1
         zs = z[active]
         diag, off = sp.hessian(r)
-        p = solve_tridiagonal(diag, off, g)
+        if len(active) == 1:
+            p = _solve_tridiagonal_single(diag[0].tolist(), off[0].tolist(), g[0].tolist())[None, :]
+        else:
+            p = solve_tridiagonal(diag, off, g)
         gaps = sp.gaps(zs)
         dgaps = np.diff(sp.pad(p, fill=0.0), axis=1)
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -298,33 +327,34 @@ def solve_equilibrium(base, adjustment, eta, B=None, *, tol=1e-12, max_iter=100,
         if np.any(local):
             rows = pending[local]
             trial = zs[rows] + p[rows]
-            g_t, r_t = sp.subset(rows).forces(trial)
+            g_t, r_t = (sp if len(rows) == len(active) else sp.subset(rows)).forces(trial)
             ok = 0.5 * np.sum(g_t**2, axis=1) < merit0[rows]
             z_new[rows[ok]], g_new[rows[ok]], r_new[rows[ok]] = trial[ok], g_t[ok], r_t[ok]
-            pending = np.setdiff1d(pending, rows[ok], assume_unique=True)
-        energy0 = sp.subset(pending).energy(zs[pending]) if len(pending) else np.zeros(0)
-        energy0_all = np.zeros(len(active))
-        energy0_all[pending] = energy0
-        energy0 = energy0_all
-        slope = np.sum(g * p, axis=1)
-        for _ in range(40):
-            if len(pending) == 0:
-                break
-            trial = zs[pending] + step[pending, None] * p[pending]
-            sub = sp.subset(pending)
-            feasible = np.all(sub.gaps(trial) > 0, axis=1)
-            with np.errstate(divide="ignore", invalid="ignore"):
-                g_t, r_t = sub.forces(trial)
-                energy_t = sub.energy(trial)
-            energy_ok = energy_t <= energy0[pending] - 1e-4 * step[pending] * slope[pending]
-            # near the solution the energy change drowns in rounding: judge by the residual instead
-            flat = np.abs(energy_t - energy0[pending]) <= 1e-10 * (1 + np.abs(energy0[pending]))
-            merit_ok = flat & (0.5 * np.sum(g_t**2, axis=1) <= (1 - 1e-4 * step[pending]) * merit0[pending])
-            ok = feasible & (energy_ok | merit_ok)
-            done = pending[ok]
-            z_new[done], g_new[done], r_new[done] = trial[ok], g_t[ok], r_t[ok]
-            pending = pending[~ok]
-            step[pending] *= 0.5
+            accepted = np.zeros(len(active), dtype=bool)
+            accepted[rows[ok]] = True
+            pending = pending[~accepted]
+        if len(pending):  # line search for the rows the local phase did not settle
+            energy0 = np.zeros(len(active))
+            energy0[pending] = sp.subset(pending).energy(zs[pending])
+            slope = np.sum(g * p, axis=1)
+            for _ in range(40):
+                if len(pending) == 0:
+                    break
+                trial = zs[pending] + step[pending, None] * p[pending]
+                sub = sp.subset(pending)
+                feasible = np.all(sub.gaps(trial) > 0, axis=1)
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    g_t, r_t = sub.forces(trial)
+                    energy_t = sub.energy(trial)
+                energy_ok = energy_t <= energy0[pending] - 1e-4 * step[pending] * slope[pending]
+                # near the solution the energy change drowns in rounding: judge by the residual instead
+                flat = np.abs(energy_t - energy0[pending]) <= 1e-10 * (1 + np.abs(energy0[pending]))
+                merit_ok = flat & (0.5 * np.sum(g_t**2, axis=1) <= (1 - 1e-4 * step[pending]) * merit0[pending])
+                ok = feasible & (energy_ok | merit_ok)
+                done = pending[ok]
+                z_new[done], g_new[done], r_new[done] = trial[ok], g_t[ok], r_t[ok]
+                pending = pending[~ok]
+                step[pending] *= 0.5
         stalled = np.zeros(len(active), dtype=bool)
         stalled[pending] = True
         tiny = np.abs(z_new - zs).max(axis=1) <= 1e-13 * (1 + np.abs(zs).max(axis=1))
