@@ -21,9 +21,14 @@ the authors' public code uses a fixed :math:`k = 64`.
 For a uniform sample the estimator's mean is known exactly: the spacing
 :math:`U_{(i+k)} - U_{(i)}` is Beta(k, n + 1 - k), so
 :math:`E[\\hat H] = \\log\\frac{n+1}{k} + \\psi(k) - \\psi(n+1)` (digamma
-:math:`\\psi`), a negative bias that vanishes when :math:`k \\to \\infty`. To first
-order the same bias holds for every smooth density, which is what
-:func:`spacing_entropy_bias` returns and ``bias_correction=True`` removes.
+:math:`\\psi`), a negative bias that vanishes when :math:`k \\to \\infty`. This is
+what :func:`spacing_entropy_bias` returns and ``bias_correction=True`` removes.
+The expression is exact for uniform samples only, the relevant case near
+calibration, where PITs are close to uniform. Any other law carries an
+additional bias, of either sign, from where its density changes over the span
+of a k-spacing (tails, end points): with ``k = round(sqrt(n))`` and ``n = 4096``
+we measured a total bias of about -0.054 nats for N(0, 1) (digamma term
+-0.008), -0.035 for Exp(1) and Beta(2, 2), and +0.055 for Beta(1/2, 1/2).
 """
 
 from __future__ import annotations
@@ -99,8 +104,10 @@ def resolve_spacing(spacing, n):
 def spacing_entropy_bias(n, k):
     """Mean of the spacing estimator minus the true entropy, for uniform samples.
 
-    Exact for the uniform distribution and the first-order bias for any smooth
-    density: ``log((n + 1) / k) + digamma(k) - digamma(n + 1)`` (always < 0).
+    ``log((n + 1) / k) + digamma(k) - digamma(n + 1)`` (always < 0). It is exact
+    for uniform samples only; for other laws it is one part of the bias, and
+    the rest, which comes from the density varying over a k-spacing, can be
+    larger and of either sign (see the module docstring).
 
     Parameters
     ----------

@@ -5,9 +5,15 @@ plain ``pytest`` leaves them out. They run when named explicitly
 (``pytest tests/browser``, checking ``_build/html``) or when ``--book-html``
 names the HTML folder (``tasks.py test`` passes ``--book-html _build/html``
 after the book build).
+
+Every test runs with one torch intra-op thread (session-wide autouse fixture
+``_one_torch_thread``): the team shares two cores, and torch's default thread
+pool oversubscribes them and slows small tensor operations tenfold.
 """
 
 from pathlib import Path
+
+import pytest
 
 
 def pytest_addoption(parser):
@@ -22,3 +28,13 @@ def pytest_ignore_collect(collection_path: Path, config):
     if collection_path.name == "browser" and collection_path.parent == Path(__file__).parent:
         return config.getoption("--book-html") is None
     return None
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _one_torch_thread():
+    import torch
+
+    previous = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(previous)

@@ -12,15 +12,6 @@ from calibtut.entropy import resolve_spacing, spacing_entropy, spacing_entropy_b
 
 A, B = 2.0, 5.0
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_torch_thread():
-    # The team shares 2 cores: torch's intra-op threads oversubscribe them and slow small ops tenfold.
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(previous)
-
-
 
 def _var_log_beta_density(a, b):
     # Var[(a-1) log X + (b-1) log(1-X)] for X ~ Beta(a, b), from the trigamma function.

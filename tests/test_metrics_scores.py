@@ -150,6 +150,24 @@ def test_scores_nonnegative_and_scale_equivariant(seed, scale, shift):
     assert crps_mixture(y2, w[:, perm], m[:, perm], s[:, perm]) == pytest.approx(crps_mixture(y2, w, m, s))
 
 
+
+def test_crps_mixture_blocks_match_unchunked_formula():
+    # K = 400 components: 2**20 // 400**2 = 6 rows per block, so the 40 rows take 7 blocks. Rows 3..9
+    # straddle the first block boundary; there the (rows, K, K) formula in one piece gives the same values.
+    y, w, m, s = mixture_data(5, n=40, k=400)
+    rows = slice(3, 10)
+    yr, wr, mr, sr_ = y[rows], w[rows], m[rows], s[rows]
+
+    def expected_abs(mu, sd):  # E|N(mu, sd^2)|
+        return mu * (2 * stats.norm.cdf(mu / sd) - 1) + 2 * sd * stats.norm.pdf(mu / sd)
+
+    first = np.sum(wr * expected_abs(yr[:, None] - mr, sr_), axis=1)
+    pair = wr[:, :, None] * wr[:, None, :] * expected_abs(
+        mr[:, :, None] - mr[:, None, :], np.sqrt(sr_[:, :, None] ** 2 + sr_[:, None, :] ** 2)
+    )
+    unchunked = first - 0.5 * pair.sum(axis=(1, 2))
+    np.testing.assert_allclose(crps_mixture(y, w, m, s, reduction="none")[rows], unchunked, rtol=1e-12, atol=0)
+
 # ---------------------------------------------------------------- bad input
 
 

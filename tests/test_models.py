@@ -16,15 +16,6 @@ from calibtut.models import (
 )
 from calibtut.regularizers import QuantileRegularizedLoss
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_torch_thread():
-    # The team shares 2 cores: torch's intra-op threads oversubscribe them and slow small ops tenfold.
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(previous)
-
-
 
 def _data(n=96, d=2, seed=0):
     rng = np.random.default_rng(seed)
@@ -146,6 +137,29 @@ def test_fit_learns_and_restores_best_weights():
     assert after == pytest.approx(hist.best_loss, rel=1e-5)
 
 
+def test_val_samples_validates_with_fewer_mc_passes():
+    X, y = _data(n=96)
+    Xv, yv = _data(n=40, seed=1)
+
+    def run(n_samples, val_samples):
+        model = MCDropoutGaussian(2, hidden=(16,), n_samples=n_samples, seed=0)
+        hist = fit(model, X, y, epochs=6, batch_size=32, val=(Xv, yv), val_samples=val_samples, seed=0, progress=False)
+        return model, hist
+
+    # 8-pass model validated with 2 passes == 2-pass model validated as is (training passes do not depend on
+    # n_samples, and the prediction masks come from their own seeded generator); n_samples is restored.
+    cheap, hist_cheap = run(8, 2)
+    small, hist_small = run(2, None)
+    assert cheap.n_samples == 8
+    assert hist_cheap.val_loss == hist_small.val_loss and hist_cheap.train_loss == hist_small.train_loss
+    assert _state_equal(cheap, small)
+    # val_samples equal to the model's n_samples changes nothing.
+    same, hist_same = run(8, 8)
+    default, hist_default = run(8, None)
+    assert hist_same.val_loss == hist_default.val_loss and _state_equal(same, default)
+    assert hist_default.val_loss != hist_cheap.val_loss
+
+
 def test_predict_returns_numpy_in_batches():
     X, _ = _data(n=50)
     model = MCDropoutGaussian(2, hidden=(8,), n_samples=4, seed=0)
@@ -212,6 +226,8 @@ def test_fit_ensemble_adversarial_deterministic():
         (lambda: fit(GaussianMLP(1, hidden=(2,)), [[0.0]], [0.0], val=([[0.0]],)), TypeError, "val must be"),
         (lambda: fit(GaussianMLP(1, hidden=(2,)), [[0.0]], [np.nan]), ValueError, "y contains NaN"),
         (lambda: fit(GaussianMLP(1, hidden=(2,)), [[0.0]], [0.0], lr=-1.0), ValueError, "lr"),
+        (lambda: fit(GaussianMLP(1, hidden=(2,)), [[0.0]], [0.0], val_samples=2), TypeError, "val_samples needs"),
+        (lambda: fit(MCDropoutGaussian(1, hidden=(2,)), [[0.0]], [0.0], val_samples=0), ValueError, "val_samples"),
         (lambda: GaussianMLP(0), ValueError, "in_features"),
         (lambda: GaussianMLP(2, min_std=-1.0), ValueError, "min_std"),
         (lambda: MCDropoutGaussian(2, p=1.0), ValueError, "p must be"),

@@ -10,15 +10,6 @@ from scipy import stats
 from calibtut.entropy import spacing_entropy
 from calibtut.regularizers import QuantileRegularizedLoss, pit_negentropy, qr_loss
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_torch_thread():
-    # The team shares 2 cores: torch's intra-op threads oversubscribe them and slow small ops tenfold.
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(previous)
-
-
 
 def _gen(seed):
     return torch.Generator().manual_seed(seed)

@@ -8,15 +8,6 @@ from hypothesis import strategies as st
 
 from calibtut.sorting import abs_diff_row_sums, hard_sort_matrix, neural_sort_matrix, soft_sort
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_torch_thread():
-    # The team shares 2 cores: torch's intra-op threads oversubscribe them and slow small ops tenfold.
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(previous)
-
-
 
 def _reference_matrix(s, tau):
     """Grover et al. (2019), Eq. 5, written out entry by entry in numpy."""

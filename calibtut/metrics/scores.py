@@ -29,6 +29,7 @@ __all__ = [
 ]
 
 _LOG_SQRT_2PI = 0.5 * np.log(2 * np.pi)
+_PAIR_BLOCK = 2**20  # component pairs per block of rows in crps_mixture (a few 8 MiB temporaries)
 
 
 def _reduce(values, reduction):
@@ -123,7 +124,8 @@ def crps_mixture(y, weights, means, stds, reduction="mean"):
     .. math:: \sum_i w_i A(y - \mu_i, \sigma_i) - \tfrac12 \sum_{i,j} w_i w_j A(\mu_i - \mu_j, \sqrt{\sigma_i^2 + \sigma_j^2}),
 
     with :math:`A(m, s) = m(2\Phi(m/s) - 1) + 2 s\varphi(m/s) = E|N(m, s^2)|`.
-    Memory is O(n K^2).
+    Time is O(n K^2); the pair term is computed in blocks of rows holding
+    about ``2**20`` pairs each, so memory is O(n K + max(K^2, 2**20)).
 
     Parameters
     ----------
@@ -143,11 +145,20 @@ def crps_mixture(y, weights, means, stds, reduction="mean"):
     """
     y, weights, means, stds = check_mixture(y, weights, means, stds)
     first = np.sum(weights * _a_term(y[:, None] - means, stds), axis=1)
+    second = np.empty_like(first)
+    rows = max(1, _PAIR_BLOCK // means.shape[1] ** 2)
+    for start in range(0, len(y), rows):
+        block = slice(start, start + rows)
+        second[block] = _pair_term(weights[block], means[block], stds[block])
+    return _reduce(first - second, reduction)
+
+
+def _pair_term(weights, means, stds):
+    """Half of E|X - X'| for X, X' independent draws of each row's mixture, shape (rows,)."""
     pair_m = means[:, :, None] - means[:, None, :]
     pair_s = np.sqrt(stds[:, :, None] ** 2 + stds[:, None, :] ** 2)
     pair_w = weights[:, :, None] * weights[:, None, :]
-    second = 0.5 * np.sum(pair_w * _a_term(pair_m, pair_s), axis=(1, 2))
-    return _reduce(first - second, reduction)
+    return 0.5 * np.sum(pair_w * _a_term(pair_m, pair_s), axis=(1, 2))
 
 
 def crps_quantile(y, quantiles, levels, reduction="mean"):

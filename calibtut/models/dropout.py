@@ -50,7 +50,8 @@ class MCDropoutGaussian(GaussianMLP):
     p : float, default 0.5
         Dropout probability (authors' code).
     n_samples : int, default 64
-        MC passes at prediction (authors' code).
+        MC passes at prediction (authors' code). Validation during training
+        can use fewer: ``fit(..., val_samples=8)``.
     min_std, std_scale : float, default 0.1, 0.9
         ``std = min_std + std_scale * softplus(raw)`` (authors' code).
     predictive_std : {"mixture", "authors"}, default "mixture"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import numbers
 from dataclasses import dataclass, field
@@ -100,6 +101,20 @@ def _evaluate(model, loss, X, y, batch_size, device):
     return total / len(X)
 
 
+@contextlib.contextmanager
+def _mc_passes(model, n_samples):
+    """Set ``model.n_samples`` (MC passes of an MC-dropout model) inside the block; ``None`` leaves it."""
+    if n_samples is None:
+        yield
+        return
+    previous = model.n_samples
+    model.n_samples = n_samples
+    try:
+        yield
+    finally:
+        model.n_samples = previous
+
+
 def _seed_int(seed):
     if isinstance(seed, np.random.Generator):
         return int(seed.integers(2**63 - 1))
@@ -119,6 +134,7 @@ def fit(
     patience=None,
     val=None,
     val_loss=None,
+    val_samples=None,
     seed=None,
     device="cpu",
     progress=True,
@@ -150,6 +166,13 @@ def fit(
         Validation data, evaluated in eval mode after each epoch.
     val_loss : callable, optional
         Loss monitored on ``val``; default ``loss``.
+    val_samples : int, optional
+        For models with an ``n_samples`` attribute (MC passes at prediction,
+        :class:`calibtut.models.MCDropoutGaussian`): the number of passes of
+        the validation predictions, e.g. 8 instead of the 64 used at test
+        time, which makes each epoch's validation that much cheaper. The
+        model's own ``n_samples`` is restored afterwards. ``None`` (default)
+        validates with the model as it is.
     seed : int or numpy.random.Generator, optional
         Seeds torch (dropout masks) and the shuffling ``torch.Generator`` inside a
         forked RNG state, so the global state is untouched and runs are
@@ -188,6 +211,12 @@ def fit(
     val_loss = loss if val_loss is None else val_loss
     if not callable(val_loss):
         raise TypeError(f"val_loss must be callable, got {type(val_loss).__name__}")
+    if val_samples is not None:
+        val_samples = check_int(val_samples, "val_samples", minimum=1)
+        if not hasattr(model, "n_samples"):
+            raise TypeError(
+                f"val_samples needs a model with MC passes (an n_samples attribute), got {type(model).__name__}"
+            )
     epochs = check_int(epochs, "epochs", minimum=1)
     batch_size = check_int(batch_size, "batch_size", minimum=1)
     if patience is not None:
@@ -254,7 +283,8 @@ def fit(
             history.train_loss.append(running / seen)
             if val is not None:
                 model.eval()
-                history.val_loss.append(_evaluate(model, val_loss, Xv, yv, batch_size, dev))
+                with _mc_passes(model, val_samples):
+                    history.val_loss.append(_evaluate(model, val_loss, Xv, yv, batch_size, dev))
                 monitored = history.val_loss[-1]
             else:
                 monitored = history.train_loss[-1]
