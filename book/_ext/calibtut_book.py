@@ -79,9 +79,16 @@ def _documented_members(module) -> list[str]:
 
 def _home(obj, exporters: list[str], public: set[str]) -> str:
     """The module under which ``obj`` is documented: where it is defined, when
-    that module is public, else the first public module that exports it."""
+    that module is public; for module data, the deepest module exporting it;
+    else the first public module that exports it."""
     defined = getattr(obj, "__module__", None)
-    return defined if defined in public else exporters[0]
+    if defined in public:
+        return defined
+    if not (inspect.isfunction(obj) or inspect.isclass(obj)):
+        # Module data (dicts, tuples, strings) carry no __module__: its
+        # ``#:`` doc comment sits in the deepest module that exports it.
+        return max(exporters, key=lambda name: name.count("."))
+    return exporters[0]
 
 
 def api_pages(package: str = PACKAGE) -> dict[str, str]:
