@@ -9,6 +9,8 @@ advance; it is the same loop, vectorised over the series.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
+
 import numpy as np
 
 from calibtut._validation import as_float_array, check_int
@@ -22,7 +24,7 @@ from calibtut.online._forecasts import (
 )
 
 
-class OnlineCalibrator:
+class OnlineCalibrator(ABC):
     """Base class: step-wise ``predict``/``update`` and batch ``run``.
 
     Parameters
@@ -160,14 +162,17 @@ class OnlineCalibrator:
         """
         return None
 
+    @abstractmethod
     def _reset(self, n_series):
-        raise NotImplementedError
+        """Start ``n_series`` fresh sequences."""
 
+    @abstractmethod
     def _predict(self, forecast):
-        raise NotImplementedError
+        """Calibrated quantiles ``(n_series, K)`` for this step's base forecasts."""
 
+    @abstractmethod
     def _update(self, labels, quantiles, forecast):
-        raise NotImplementedError
+        """Learn from this step's labels, given what was predicted."""
 
 
 def _array_steps(q):
