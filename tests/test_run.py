@@ -9,6 +9,7 @@ import pickle
 import subprocess
 import sys
 import textwrap
+import time
 
 import nbformat
 import numpy as np
@@ -261,6 +262,24 @@ def test_sweep_accepts_dataframes_and_numpy_values(tmp_path):
     assert fresh.shape == (4, 4)
     pd.testing.assert_frame_equal(fresh, again)
     assert fresh["value"].iloc[0] == np.random.default_rng(0).random(2)[0]
+
+
+def test_sweep_seconds_column_survives_resume(tmp_path):
+    def slow(seed):
+        time.sleep(0.05 * (seed + 1))
+        return {"v": seed}
+
+    tasks = [{"seed": 0}, {"seed": 1}]
+    first = sweep(tasks, slow, store=tmp_path, progress=False, seconds="cpu_s")
+    assert first.columns.tolist() == ["seed", "v", "cpu_s"]
+    assert 0.05 <= first["cpu_s"].iloc[0] < first["cpu_s"].iloc[1]
+    # read back from the store: the time of the run that computed each task, not of the (instant) reload
+    again = sweep(tasks, slow, store=tmp_path, progress=False, seconds="cpu_s")
+    pd.testing.assert_frame_equal(first, again)
+    with pytest.raises(ValueError, match="seconds column"):
+        sweep(tasks, lambda seed: {"cpu_s": 1}, progress=False, seconds="cpu_s")
+    with pytest.raises(TypeError, match="seconds must be"):
+        sweep(tasks, slow, progress=False, seconds=True)
 
 
 def test_sweep_default_store_under_runner(run_dir):

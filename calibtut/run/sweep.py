@@ -83,7 +83,7 @@ def _progress(total, desc):
     return tqdm(total=total, desc=desc)
 
 
-def sweep(tasks, fn, *, store=None, desc=None, progress=True):
+def sweep(tasks, fn, *, store=None, desc=None, progress=True, seconds=None):
     """Run ``fn(**task)`` for every task, saving each result as soon as it is done.
 
     Each finished task is written atomically to ``<store>/<task hash>.json``; a
@@ -110,6 +110,10 @@ def sweep(tasks, fn, *, store=None, desc=None, progress=True):
         name of ``fn``).
     progress : bool, default True
         Show a tqdm progress bar.
+    seconds : str, optional
+        Name of an extra column holding each task's compute time in seconds (the
+        time of the run that computed it, also for tasks read back from the
+        store), so that a resumed run still reports what the whole sweep cost.
 
     Returns
     -------
@@ -124,9 +128,14 @@ def sweep(tasks, fn, *, store=None, desc=None, progress=True):
     >>> table = sweep(tasks, mean_of_normals, progress=False)
     >>> table.columns.tolist(), len(table)
     (['seed', 'n', 'mean'], 4)
+    >>> timed = sweep(tasks, mean_of_normals, progress=False, seconds="seconds")
+    >>> bool((timed["seconds"] >= 0).all())
+    True
     """
     if not callable(fn):
         raise TypeError(f"fn must be callable, got {type(fn).__name__}")
+    if seconds is not None and not isinstance(seconds, str):
+        raise TypeError(f"seconds must be a column name (str) or None, got {type(seconds).__name__}")
     tasks = _check_tasks(tasks)
     fn_name = getattr(fn, "__qualname__", getattr(fn, "__name__", type(fn).__name__))
     if store is None and current_run_dir() is not None:
@@ -142,18 +151,20 @@ def sweep(tasks, fn, *, store=None, desc=None, progress=True):
             if path is not None and path.is_file():
                 saved = json.loads(path.read_text(encoding="utf-8"))
                 if saved.get("task") == json.loads(json.dumps(task, default=_plain)):
-                    records = saved["records"]
+                    records, took = saved["records"], saved.get("seconds", np.nan)
             if records is None:
                 start = time.perf_counter()
                 records = _to_records(fn(**task), fn_name)
+                took = time.perf_counter() - start
                 if path is not None:
-                    entry = {"task": task, "fn": fn_name, "seconds": time.perf_counter() - start, "records": records}
+                    entry = {"task": task, "fn": fn_name, "seconds": took, "records": records}
                     atomic_write_text(path, json.dumps(entry, default=_plain, allow_nan=True))
             for record in records:
-                clash = sorted(set(record) & set(task))
+                clash = sorted(set(record) & set(task) | ({seconds} & set(record) if seconds else set()))
                 if clash:
-                    raise ValueError(f"fn {fn_name} returned keys {clash} that are also task keys")
-                rows.append({**task, **record})
+                    raise ValueError(f"fn {fn_name} returned keys {clash} that are also task keys (or the "
+                                     f"seconds column)")
+                rows.append({**task, **record, **({seconds: took} if seconds else {})})
             if bar is not None:
                 bar.update(1)
     finally:
