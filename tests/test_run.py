@@ -320,7 +320,8 @@ def test_glue_bundle_is_read_by_myst_nb():
     from myst_nb.core.variables import format_plain_text
 
     outputs = []
-    for name, value, fmt in [("x", np.float64(0.123456), None), ("pct", 0.0712, ".1%"), ("w", "hi", None)]:
+    for name, value, fmt in [("x", np.float64(0.123456), None), ("pct", 0.0712, ".1%"), ("w", "hi", None),
+                             ("one", np.float64(1.0), ".2f")]:
         data, metadata = glue_bundle(name, value, fmt)
         outputs.append(nbformat.v4.new_output("display_data", data=data, metadata=metadata))
     cell = nbformat.v4.new_code_cell("", outputs=outputs)
@@ -329,6 +330,9 @@ def test_glue_bundle_is_read_by_myst_nb():
     assert format_plain_text(found["x"].data["text/plain"], ".2f") == "0.12"
     assert format_plain_text(found["pct"].data["text/plain"], "s") == "7.1%"
     assert format_plain_text(found["w"].data["text/plain"], "s") == "hi"
+    # {glue:text}`one` (no spec) shows the value as formatted, trailing zeros kept
+    assert format_plain_text(found["one"].data["text/plain"], "") == "1.00"
+    assert format_plain_text(found["pct"].data["text/plain"], "") == "7.1%"
 
 
 def test_glue_bundle_rich_values_and_errors():

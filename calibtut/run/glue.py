@@ -23,7 +23,8 @@ def _plain_text(value, fmt):
         if not isinstance(fmt, str):
             raise TypeError(f"fmt must be a format spec string such as '.3f', got {type(fmt).__name__}")
         try:
-            return format(value, fmt)
+            # quoted: myst-nb reads the text back with literal_eval, which would turn "1.00" into 1.0
+            return repr(format(value, fmt))
         except (TypeError, ValueError) as exc:
             raise ValueError(f"fmt {fmt!r} cannot format a {type(value).__name__}: {exc}") from None
     return repr(value)
@@ -41,7 +42,8 @@ def glue_bundle(name, value, fmt=None):
         ``{glue:text}`name:.3f``` formats them.
     fmt : str, optional
         A format spec applied now (e.g. ``".1%"``); the text shown is then
-        exactly ``format(value, fmt)``.
+        exactly ``format(value, fmt)``, trailing zeros included (it is stored
+        quoted, as myst-nb expects of text).
 
     Returns
     -------
@@ -52,7 +54,7 @@ def glue_bundle(name, value, fmt=None):
     --------
     >>> data, meta = glue_bundle("ece", np.float64(0.0123), fmt=".3f")
     >>> data["application/papermill.record/text/plain"]
-    '0.012'
+    "'0.012'"
     >>> meta
     {'scrapbook': {'name': 'ece', 'mime_prefix': 'application/papermill.record/'}}
     """
