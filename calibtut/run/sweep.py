@@ -143,6 +143,7 @@ def sweep(tasks, fn, *, store=None, desc=None, progress=True, seconds=None):
         store = current_run_dir() / "sweep" / safe
     store = None if store is None else Path(store)
     rows = []
+    reserved = {seconds} if seconds else set()  # besides the task keys, names a result may not use
     bar = _progress(len(tasks), desc or fn_name) if progress else None
     try:
         for task in tasks:
@@ -160,7 +161,7 @@ def sweep(tasks, fn, *, store=None, desc=None, progress=True, seconds=None):
                     entry = {"task": task, "fn": fn_name, "seconds": took, "records": records}
                     atomic_write_text(path, json.dumps(entry, default=_plain, allow_nan=True))
             for record in records:
-                clash = sorted(set(record) & set(task) | ({seconds} & set(record) if seconds else set()))
+                clash = sorted(set(record) & (set(task) | reserved))
                 if clash:
                     raise ValueError(f"fn {fn_name} returned keys {clash} that are also task keys (or the "
                                      f"seconds column)")
