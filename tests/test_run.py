@@ -1,4 +1,4 @@
-"""Tests of calibtut.run: profiles, tables and provenance, sweeps, glue, the runner."""
+"""Tests of calibtut.run: profiles, tables and provenance, glue, the runner (sweeps: test_sweep.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ import pickle
 import subprocess
 import sys
 import textwrap
-import time
 
 import nbformat
 import numpy as np
@@ -28,11 +27,9 @@ from calibtut.run import (
     read_provenance,
     save_table,
     settings,
-    sweep,
 )
 from calibtut.run.__main__ import main
 from calibtut.run.glue import GLUE_PREFIX, glue_bundle
-from calibtut.run.sweep import task_key
 
 
 @pytest.fixture
@@ -201,115 +198,6 @@ def test_load_result_missing_names_the_command(tmp_path, monkeypatch, no_runner)
     monkeypatch.chdir(elsewhere)
     with pytest.raises(FileNotFoundError, match="not with the installed package"):
         load_result("p1", "02_demo", "scores")
-
-
-# ---------------------------------------------------------------- sweeps
-
-
-def _noisy_mean(seed, n, method):
-    rng = np.random.default_rng(seed)
-    x = rng.normal(size=n)
-    return {"value": float(x.mean() if method == "mean" else np.median(x)), "n_used": n}
-
-
-TASKS = [{"seed": s, "n": n, "method": m} for s in (0, 1) for n in (5, 50) for m in ("mean", "median")]
-
-
-def test_sweep_resumes_after_interruption(tmp_path):
-    calls = []
-
-    def fn(**task):
-        if len(calls) == 3:
-            raise KeyboardInterrupt
-        calls.append(task)
-        return _noisy_mean(**task)
-
-    with pytest.raises(KeyboardInterrupt):
-        sweep(TASKS, fn, store=tmp_path, progress=False)
-    assert len(list(tmp_path.glob("*.json"))) == 3
-    assert not list(tmp_path.glob("*.tmp"))
-
-    resumed_calls = []
-
-    def counting(**task):
-        resumed_calls.append(task)
-        return _noisy_mean(**task)
-
-    resumed = sweep(TASKS, counting, store=tmp_path, progress=False)
-    assert resumed_calls == TASKS[3:]
-    uninterrupted = sweep(TASKS, _noisy_mean, progress=False)
-    pd.testing.assert_frame_equal(resumed, uninterrupted)
-    assert resumed.columns.tolist() == ["seed", "n", "method", "value", "n_used"]
-    assert resumed[["seed", "n", "method"]].to_dict("records") == TASKS
-
-
-def test_sweep_is_deterministic(tmp_path):
-    first = sweep(TASKS, _noisy_mean, store=tmp_path / "a", progress=False)
-    second = sweep(TASKS, _noisy_mean, store=tmp_path / "b", progress=False)
-    pd.testing.assert_frame_equal(first, second)
-    assert first["value"].nunique() == len(TASKS)
-    files = sorted(p.name for p in (tmp_path / "a").iterdir())
-    assert files == sorted(f"{task_key(t)}.json" for t in TASKS)
-
-
-def test_sweep_accepts_dataframes_and_numpy_values(tmp_path):
-    def fn(seed):
-        rng = np.random.default_rng(seed)
-        return pd.DataFrame({"metric": ["a", "b"], "value": rng.random(2), "count": np.int64(2)})
-
-    fresh = sweep([{"seed": 0}, {"seed": 1}], fn, store=tmp_path, progress=False)
-    again = sweep([{"seed": 0}, {"seed": 1}], fn, store=tmp_path, progress=False)
-    assert fresh.shape == (4, 4)
-    pd.testing.assert_frame_equal(fresh, again)
-    assert fresh["value"].iloc[0] == np.random.default_rng(0).random(2)[0]
-
-
-def test_sweep_seconds_column_survives_resume(tmp_path):
-    def slow(seed):
-        time.sleep(0.05 * (seed + 1))
-        return {"v": seed}
-
-    tasks = [{"seed": 0}, {"seed": 1}]
-    first = sweep(tasks, slow, store=tmp_path, progress=False, seconds="cpu_s")
-    assert first.columns.tolist() == ["seed", "v", "cpu_s"]
-    assert 0.05 <= first["cpu_s"].iloc[0] < first["cpu_s"].iloc[1]
-    # read back from the store: the time of the run that computed each task, not of the (instant) reload
-    again = sweep(tasks, slow, store=tmp_path, progress=False, seconds="cpu_s")
-    pd.testing.assert_frame_equal(first, again)
-    with pytest.raises(ValueError, match="seconds column"):
-        sweep(tasks, lambda seed: {"cpu_s": 1}, progress=False, seconds="cpu_s")
-    with pytest.raises(TypeError, match="seconds must be"):
-        sweep(tasks, slow, progress=False, seconds=True)
-
-
-def test_sweep_default_store_under_runner(run_dir):
-    sweep([{"seed": 0}], lambda seed: {"v": seed}, progress=False)
-    assert len(list((run_dir / "sweep" / "test_sweep_default_store_under_runner__locals___lambda_").glob("*.json"))) == 1
-    sweep([{"seed": 0}], lambda seed: {"w": seed}, desc="second grid", progress=False)
-    assert len(list((run_dir / "sweep" / "second_grid").glob("*.json"))) == 1
-
-
-def test_sweep_outside_runner_stores_nothing(tmp_path, monkeypatch, no_runner):
-    monkeypatch.chdir(tmp_path)
-    table = sweep([{"seed": 0}], lambda seed: {"v": seed}, progress=False)
-    assert table.to_dict("records") == [{"seed": 0, "v": 0}]
-    assert list(tmp_path.iterdir()) == []
-
-
-@pytest.mark.parametrize(
-    ("tasks", "fn", "error", "match"),
-    [
-        ([{"a": 1}, {"a": 1}], lambda a: {"v": 1}, ValueError, "repeats"),
-        ([{"a": 1}], lambda a: {"a": 2}, ValueError, "also task keys"),
-        ([{"a": 1}], lambda a: 3, TypeError, "dict or a DataFrame"),
-        ([{"a": [1]}], lambda a: {"v": 1}, TypeError, r"tasks\[0\]\['a'\]"),
-        ({"a": 1}, lambda a: {"v": 1}, TypeError, "list of dicts"),
-        ([{"a": 1}], "fn", TypeError, "callable"),
-    ],
-)
-def test_sweep_checks_arguments(tmp_path, tasks, fn, error, match):
-    with pytest.raises(error, match=match):
-        sweep(tasks, fn, store=tmp_path, progress=False)
 
 
 # ---------------------------------------------------------------- glue

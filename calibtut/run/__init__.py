@@ -3,14 +3,17 @@
 Inside a notebook:
 
 - :func:`settings` picks the sizes of the ``ci`` or ``full`` profile;
-- :func:`sweep` runs a resumable grid of tasks;
+- :func:`sweep` runs a resumable grid of tasks, serially or on Dask workers
+  (:mod:`calibtut.run.engine`), storing each finished task as one line of a
+  committable store (:mod:`calibtut.run.store`);
 - :func:`save_table` saves a tidy table of the run;
 - :func:`load_result` shows a published full-scale table;
 - :func:`paper_vs_ours` builds the comparison table;
 - :func:`glue` pastes values into the text of the book.
 
 From a shell, ``python -m calibtut.run notebooks/<part>/<nb>.md --profile full``
-executes a notebook into ``_build/runs/<part>/<nb>/<profile>-<hash>/`` and
+executes a notebook into ``_build/runs/<part>/<nb>/<profile>-<hash>/``,
+``--workers N`` or ``--scheduler ADDRESS`` runs its sweeps in parallel, and
 ``--publish`` copies its tables and provenance into ``results/<part>/<nb>/``.
 """
 
@@ -20,13 +23,16 @@ from .compare import paper_vs_ours
 from .execute import NotebookFailed, parse_value, run_notebook
 from .glue import glue
 from .profiles import PROFILES, Settings, settings
-from .sweep import sweep
+from .store import SweepStore
+from .sweep import SweepFailed, sweep
 
 __all__ = [
     "PROFILES",
     "RUN_DIR_ENV",
     "NotebookFailed",
     "Settings",
+    "SweepFailed",
+    "SweepStore",
     "current_run_dir",
     "find_root",
     "glue",

@@ -1,11 +1,13 @@
-"""Command line: ``python -m calibtut.run NOTEBOOK [--profile P] [-p NAME VALUE ...]``."""
+"""Command line: ``python -m calibtut.run NOTEBOOK [--profile P] [-p NAME VALUE ...] [--workers N]``."""
 
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 
 from .artifacts import publish
+from .engine import connect, resolve_engine
 from .execute import NotebookFailed, parse_value, run_notebook
 from .profiles import PROFILES
 
@@ -40,7 +42,23 @@ def build_parser():
                         help="copy tables and provenance of a full run into results/<part>/<nb>/")
     parser.add_argument("--no-progress", dest="progress", action="store_false", help="hide the progress bar")
     parser.add_argument("--log-output", action="store_true", help="stream the notebook's outputs to the terminal")
+    where = parser.add_argument_group(
+        "where sweeps run", "every calibtut.run.sweep of the notebook runs there (default: serially in the kernel)")
+    place = where.add_mutually_exclusive_group()
+    place.add_argument("--workers", type=int, metavar="N",
+                       help="a local Dask cluster of N worker processes (e.g. the number of cores)")
+    place.add_argument("--scheduler", metavar="ADDRESS",
+                       help="an existing Dask cluster, e.g. tcp://host:8786 (dask-jobqueue, dask-kubernetes)")
+    where.add_argument("--threads-per-worker", type=int, metavar="T",
+                       help="BLAS/OpenMP/torch threads per worker (default 1)")
+    where.add_argument("--gpu-workers", type=int, metavar="K",
+                       help="local workers that take tasks with device='cuda' (default 1 if torch sees a GPU)")
     return parser
+
+
+def _terminate_as_interrupt(signum, frame):
+    """SIGTERM stops the run the way Ctrl-C does: the kernel is shut down, finished tasks stay stored."""
+    raise KeyboardInterrupt(f"signal {signum}")
 
 
 def main(argv=None):
@@ -62,17 +80,32 @@ def main(argv=None):
     if args.publish and args.profile != "full":
         print("error: --publish needs --profile full (only full runs go into results/)", file=sys.stderr)
         return 2
+    asked = (args.workers, args.scheduler, args.threads_per_worker, args.gpu_workers)
+    try:
+        engine = resolve_engine(*asked) if any(a is not None for a in asked) else None
+        if engine is not None and engine.scheduler is not None:
+            connect(engine).close()  # fail now, not in the first sweep, when it cannot be reached
+    except (ValueError, TypeError, ImportError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    previous = signal.signal(signal.SIGTERM, _terminate_as_interrupt)
     try:
         run_dir = run_notebook(
             args.notebook, args.profile, parameters, out=args.out, fresh=args.fresh,
-            progress=args.progress, log_output=args.log_output,
+            progress=args.progress, log_output=args.log_output, engine=engine,
         )
+    except KeyboardInterrupt:
+        print("interrupted: finished sweep tasks are stored; run the same command again to resume",
+              file=sys.stderr)
+        return 130
     except NotebookFailed as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     except (FileNotFoundError, ValueError, TypeError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     print(f"run directory: {run_dir}")
     if args.publish:
         print(f"published to: {publish(run_dir)}")

@@ -12,6 +12,8 @@ from pathlib import Path
 
 #: Environment variable through which the runner passes the run directory to the kernel.
 RUN_DIR_ENV = "CALIBTUT_RUN_DIR"
+#: Environment variable through which the runner names the folder of the notebook's sweep stores.
+SWEEP_DIR_ENV = "CALIBTUT_SWEEP_DIR"
 #: Environment variable that overrides the repository-root search.
 ROOT_ENV = "CALIBTUT_ROOT"
 

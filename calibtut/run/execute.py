@@ -7,13 +7,17 @@ import hashlib
 import json
 import os
 import shutil
+import sys
+import threading
 import time
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 
-from ._paths import RUN_DIR_ENV, find_root
+from ._paths import RUN_DIR_ENV, SWEEP_DIR_ENV, find_root
 from .artifacts import PROVENANCE, atomic_write_text, list_tables
+from .engine import GPU_WORKERS_ENV, SCHEDULER_ENV, THREADS_ENV, WORKERS_ENV, Engine
+from .progress import PROGRESS_LOG_ENV
 from .profiles import check_profile
 from .provenance import git_state, machine, package_versions
 
@@ -136,16 +140,95 @@ def default_run_dir(root, part, notebook, profile, params):
 
 
 @contextmanager
-def _environment(name, value):
-    old = os.environ.get(name)
-    os.environ[name] = value
+def _environment(values):
+    """Set environment variables (None: unset) for the kernel papermill starts, then restore them."""
+    old = {name: os.environ.get(name) for name in values}
     try:
+        for name, value in values.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = str(value)
         yield
     finally:
-        if old is None:
-            os.environ.pop(name, None)
-        else:
-            os.environ[name] = old
+        for name, value in old.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+def engine_environment(engine):
+    """The environment variables through which every sweep of the notebook gets ``engine``.
+
+    Examples
+    --------
+    >>> from calibtut.run.engine import Engine
+    >>> engine_environment(Engine(workers=2))["CALIBTUT_WORKERS"]
+    '2'
+    >>> engine_environment(Engine())["CALIBTUT_WORKERS"] is None
+    True
+    """
+    return {
+        WORKERS_ENV: None if engine.workers is None else str(engine.workers),
+        SCHEDULER_ENV: engine.scheduler,
+        THREADS_ENV: str(engine.threads_per_worker),
+        GPU_WORKERS_ENV: None if engine.workers is None else str(engine.gpu_workers),
+    }
+
+
+def sweep_folder(root, part, name, profile, injected, run_dir):
+    """Where the notebook's sweeps keep their stores.
+
+    A full run at the notebook's default parameters (the run that is
+    published) keeps them in ``results/<part>/<nb>/sweeps/``, so that they can
+    be committed and a run continued in another clone; every other run keeps
+    them in ``<run dir>/sweep/``.
+
+    Examples
+    --------
+    >>> sweep_folder("/r", "p", "01_a", "full", {"profile": "full"}, "/r/_build/x").as_posix()
+    '/r/results/p/01_a/sweeps'
+    >>> sweep_folder("/r", "p", "01_a", "full", {"profile": "full", "seed": 3}, "/r/_build/x").as_posix()
+    '/r/_build/x/sweep'
+    """
+    if profile == "full" and set(injected) == {"profile"}:
+        return Path(root) / "results" / part / name / "sweeps"
+    return Path(run_dir) / "sweep"
+
+
+class _Echo:
+    """Echo the lines appended to a file to stderr, from a background thread, while a run lasts."""
+
+    def __init__(self, path, enabled):
+        self.path, self.enabled = Path(path), enabled
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._follow, daemon=True)
+
+    def _follow(self):
+        position = self.path.stat().st_size if self.path.is_file() else 0
+        while True:
+            stopping = self.stop.wait(1.0)
+            if self.path.is_file():
+                with open(self.path, encoding="utf-8") as handle:
+                    handle.seek(position)
+                    text = handle.read()
+                    position = handle.tell()
+                if text:
+                    sys.stderr.write(text)
+                    sys.stderr.flush()
+            if stopping:
+                return
+
+    def __enter__(self):
+        if self.enabled:
+            self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        if self.enabled:
+            self.stop.set()
+            self.thread.join(timeout=5)
 
 
 def _relative(path, root):
@@ -202,14 +285,17 @@ def _failure_message(exc, notebook, output):
 
 
 def run_notebook(notebook, profile="ci", parameters=None, *, out=None, fresh=False, progress=True,
-                 log_output=False, kernel_name=None):
+                 log_output=False, kernel_name=None, engine=None):
     """Execute ``notebook`` with papermill at ``profile`` and record its provenance.
 
     The notebook runs with its own folder as working directory and with the
     environment variable ``CALIBTUT_RUN_DIR`` pointing at the run directory, where
     :func:`calibtut.run.save_table` and :func:`calibtut.run.sweep` write. The run
     directory is a function of the notebook, the profile and the effective
-    parameters, so running again resumes the sweeps of an interrupted run.
+    parameters, and the sweeps keep their stores where the next run finds them
+    (see :func:`sweep_folder`), so running again resumes an interrupted run.
+    Every sweep of the notebook runs on ``engine``, and reports its progress
+    to this process's stderr.
 
     Parameters
     ----------
@@ -222,13 +308,16 @@ def run_notebook(notebook, profile="ci", parameters=None, *, out=None, fresh=Fal
     out : str or path-like, optional
         Run directory; default ``_build/runs/<part>/<notebook>/<profile>-<hash>``.
     fresh : bool, default False
-        Delete the run directory first (no resuming).
+        Delete the run directory and the sweep stores first (no resuming).
     progress : bool, default True
-        Show papermill's progress bar.
+        Show papermill's progress bar and the sweeps' progress lines.
     log_output : bool, default False
         Stream the notebook's outputs to the terminal.
     kernel_name : str, optional
         Jupyter kernel; default the notebook's kernelspec, else ``python3``.
+    engine : calibtut.run.engine.Engine, optional
+        Where the sweeps run (default: serial, unless the environment already
+        asks for workers); see :func:`calibtut.run.engine.resolve_engine`.
 
     Returns
     -------
@@ -276,8 +365,11 @@ def run_notebook(notebook, profile="ci", parameters=None, *, out=None, fresh=Fal
         raise ValueError(f"out {run_dir} lies inside notebooks/; executed copies must stay out of the sources")
     if run_dir.exists() and any(run_dir.iterdir()) and not _is_run_dir(run_dir, output):
         raise ValueError(f"out {run_dir} is not empty and holds no calibtut run; choose another folder")
-    if fresh and run_dir.exists():
-        shutil.rmtree(run_dir)
+    stores = sweep_folder(root, part, name, profile, injected, run_dir)
+    if fresh:
+        for folder in {run_dir, stores}:
+            if folder.exists():
+                shutil.rmtree(folder)
     run_dir.mkdir(parents=True, exist_ok=True)
     for stale in [*run_dir.glob("*.csv"), run_dir / PROVENANCE]:
         stale.unlink(missing_ok=True)
@@ -293,6 +385,8 @@ def run_notebook(notebook, profile="ci", parameters=None, *, out=None, fresh=Fal
         "parameters": effective,
         "injected_parameters": injected,
         "run_dir": _relative(run_dir, root),
+        "sweep_stores": _relative(stores, root),
+        "engine": (engine or Engine()).describe(),
         **git_state(root),
         "packages": package_versions(),
         "machine": machine(),
@@ -301,7 +395,9 @@ def run_notebook(notebook, profile="ci", parameters=None, *, out=None, fresh=Fal
     clock = time.perf_counter()
     error = None
     try:
-        with _environment(RUN_DIR_ENV, str(run_dir)):
+        env = {RUN_DIR_ENV: run_dir, SWEEP_DIR_ENV: stores, PROGRESS_LOG_ENV: run_dir / "progress.log",
+               **(engine_environment(engine) if engine is not None else {})}
+        with _environment(env), _Echo(run_dir / "progress.log", progress):
             papermill.execute_notebook(
                 nb, str(output), parameters=injected, kernel_name=kernel_name, progress_bar=progress,
                 log_output=log_output, cwd=str(path.parent),

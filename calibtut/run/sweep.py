@@ -1,28 +1,32 @@
-"""Resumable sweeps: one small JSON file per finished task."""
+"""Resumable, parallel sweeps: every finished task is one line of a committable store."""
 
 from __future__ import annotations
 
 import hashlib
 import json
 import numbers
-import time
+import os
 from collections.abc import Mapping
+from datetime import datetime, timezone
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
-from ._paths import current_run_dir
-from .artifacts import atomic_write_text
+from . import engine as engines
+from ._paths import SWEEP_DIR_ENV, current_run_dir, find_root
+from .progress import SweepProgress
+from .store import OK, SweepStore, dumps
 
+class SweepFailed(RuntimeError):
+    """Some tasks of a sweep raised; the others finished and are stored.
 
-def _plain(value):
-    """Turn numpy scalars/arrays into JSON-ready Python values."""
-    if isinstance(value, np.generic):
-        return value.item()
-    if isinstance(value, np.ndarray):
-        return value.tolist()
-    raise TypeError(f"cannot store a {type(value).__name__} in a sweep result (use numbers, strings, lists)")
+    ``failures`` maps each failed task (as a tuple of its items) to its
+    traceback. Running the same sweep again retries only those tasks.
+    """
+
+    def __init__(self, message, failures):
+        super().__init__(message)
+        self.failures = failures
 
 
 def task_key(task):
@@ -35,7 +39,7 @@ def task_key(task):
     >>> len(task_key({"seed": 0}))
     16
     """
-    text = json.dumps(task, sort_keys=True, default=_plain)
+    text = json.dumps(task, sort_keys=True, default=str)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
@@ -44,6 +48,7 @@ def _check_tasks(tasks):
         raise TypeError("tasks must be a list of dicts")
     tasks = list(tasks)
     seen = {}
+    checked = []
     for i, task in enumerate(tasks):
         if not isinstance(task, Mapping):
             raise TypeError(f"tasks[{i}] must be a dict, got {type(task).__name__}")
@@ -52,76 +57,149 @@ def _check_tasks(tasks):
                 raise TypeError(f"tasks[{i}] has a non-string key {key!r}")
             if not (value is None or isinstance(value, (str, bool, numbers.Integral, numbers.Real))):
                 raise TypeError(f"tasks[{i}][{key!r}] must be a str, number, bool or None, got {type(value).__name__}")
-        key = task_key(dict(task))
+        task = json.loads(dumps(dict(task)))  # numpy scalars -> Python, exactly as the store keeps them
+        key = task_key(task)
         if key in seen:
-            raise ValueError(f"tasks[{i}] repeats tasks[{seen[key]}]: {dict(task)}")
+            raise ValueError(f"tasks[{i}] repeats tasks[{seen[key]}]: {task}")
         seen[key] = i
-    return [dict(t) for t in tasks]
+        checked.append(task)
+    return checked
 
 
-def _to_records(result, fn_name):
-    if isinstance(result, pd.DataFrame):
-        records = result.reset_index(drop=True).to_dict(orient="records")
-    elif isinstance(result, Mapping):
-        records = [dict(result)]
-    else:
-        raise TypeError(f"fn {fn_name} must return a dict or a DataFrame, got {type(result).__name__}")
-    for record in records:
-        bad = [k for k in record if not isinstance(k, str)]
-        if bad:
-            raise TypeError(f"fn {fn_name} returned non-string keys {bad}")
-    return json.loads(json.dumps(records, default=_plain))
+def _safe(name):
+    return "".join(c if c.isalnum() or c in "_-" else "_" for c in name)
 
 
-def _progress(total, desc):
-    if current_run_dir() is not None:
-        from tqdm.std import tqdm
+def resolve_store(store, label):
+    """The store file of a sweep: ``store`` itself, ``<store>/<label>.jsonl``, or the runner's default.
 
-        return tqdm(total=total, desc=desc, mininterval=2.0)
-    from tqdm.auto import tqdm
+    With ``store=None`` the runner's sweep folder is used (``CALIBTUT_SWEEP_DIR``,
+    else ``<run dir>/sweep``); outside the runner there is no store (None).
 
-    return tqdm(total=total, desc=desc)
+    Examples
+    --------
+    >>> resolve_store("/tmp/grid.jsonl", "x").path.as_posix()
+    '/tmp/grid.jsonl'
+    >>> resolve_store("/tmp/stores", "qr grid").path.as_posix()
+    '/tmp/stores/qr_grid.jsonl'
+    """
+    if store is None:
+        folder = os.environ.get(SWEEP_DIR_ENV)
+        if folder:
+            store = Path(folder)
+        elif current_run_dir() is not None:
+            store = current_run_dir() / "sweep"
+        else:
+            return None
+    if not isinstance(store, (str, os.PathLike)):
+        raise TypeError(f"store must be a path, got {type(store).__name__}")
+    store = Path(store)
+    return SweepStore(store if store.suffix == ".jsonl" else store / f"{_safe(label)}.jsonl")
 
 
-def sweep(tasks, fn, *, store=None, desc=None, progress=True, seconds=None):
-    """Run ``fn(**task)`` for every task, saving each result as soon as it is done.
+def code_version():
+    """calibtut's version and the git commit (and dirtiness) of the repository, if any.
 
-    Each finished task is written atomically to ``<store>/<task hash>.json``; a
-    rerun loads finished tasks from there instead of recomputing them, so an
-    interrupted run resumes where it stopped and loses nothing it had finished.
-    Stored numbers are read back exactly (JSON keeps full float precision), so a
-    resumed sweep returns the same table as an uninterrupted one.
+    Examples
+    --------
+    >>> sorted(code_version())
+    ['calibtut', 'commit', 'dirty']
+    """
+    from importlib import metadata
+
+    from .provenance import git_state
+
+    try:
+        version = metadata.version("calibtut")
+    except metadata.PackageNotFoundError:
+        version = None
+    root = find_root(required=False)
+    state = git_state(root) if root is not None else {"commit": None, "dirty": None}
+    commit = state["commit"][:12] if state["commit"] else None
+    return {"calibtut": version, "commit": commit, "dirty": state["dirty"]}
+
+
+def _failure_report(label, failed, store):
+    lines = [f"sweep {label}: {len(failed)} task(s) failed; the others finished"
+             + (f" and are stored in {store.path}" if store else "") + "."]
+    for task, error in list(failed.items())[:5]:
+        last = [line for line in error.strip().splitlines() if line.strip()]
+        lines.append(f"  task {dict(task)}: {last[-1] if last else error}")
+    if len(failed) > 5:
+        lines.append(f"  ... and {len(failed) - 5} more")
+    lines.append("Full tracebacks: " + (f"the 'error' field of the failed lines of {store.path}; "
+                                         if store else "SweepFailed.failures; ")
+                 + "run the same sweep again to retry only the failed tasks.")
+    return "\n".join(lines)
+
+
+def sweep(tasks, fn, *, store=None, desc=None, progress=True, seconds=None, workers=None, scheduler=None,
+          threads_per_worker=None, gpu_workers=None):
+    """Run ``fn(**task)`` for every task, serially or on Dask workers, storing each result as it finishes.
+
+    Every finished task is appended as one JSON line to the sweep's store (a
+    ``.jsonl`` file, see :class:`~calibtut.run.store.SweepStore`), by this
+    process only, with its key, arguments, code version, worker and seconds.
+    Rerunning the same sweep reads finished tasks back and computes only what
+    is missing or failed, so an interrupted run (Ctrl-C, a killed worker, a
+    machine that went away) loses nothing it finished, and a store committed
+    from one clone resumes in another. A task that raises is recorded with its
+    traceback and does not stop the others; once all have run,
+    :class:`SweepFailed` lists the failures. Results are identical whatever the
+    execution (serial, any number of workers, any completion order, resumed
+    or not) as long as ``fn`` draws its randomness from the task's own seed.
 
     Parameters
     ----------
     tasks : list of dict
         One dict of keyword arguments per task (values: str, number, bool or None),
-        e.g. every ``dataset x seed x method``. Tasks must be distinct.
+        e.g. every ``dataset x seed x method``. Tasks must be distinct. A task
+        whose ``device`` starts with ``"cuda"`` runs only on GPU workers.
     fn : callable
         ``fn(**task)`` returns a dict of results (one row) or a DataFrame (rows).
-        It should derive all randomness from the task (e.g. a ``seed`` key).
+        On workers it must be picklable by cloudpickle (a module-level or
+        notebook-level function).
     store : str or path-like, optional
-        Folder for the per-task files. By default ``<run dir>/sweep/<desc or fn
-        name>`` under the runner, so two sweeps of one notebook need distinct
-        function names (or ``desc``); outside the runner nothing is stored and
-        every task is computed (so the book build never shows stale results).
+        A ``.jsonl`` file, or a folder holding ``<desc>.jsonl``. By default the
+        runner's sweep folder (``results/<part>/<nb>/sweeps/`` for a full run
+        at the notebook's default parameters, else ``<run dir>/sweep/``), so
+        two sweeps of one notebook need distinct function names or ``desc``;
+        outside the runner nothing is stored and every task is computed (so
+        the book build never shows stale results).
     desc : str, optional
-        Label of the progress bar and name of the default store (default: the
-        name of ``fn``).
+        Label of the progress report and name of the default store (default:
+        the name of ``fn``).
     progress : bool, default True
-        Show a tqdm progress bar.
+        Show a progress bar (finished, failed, running, ETA). Under the runner,
+        progress lines also go to the runner's log whatever this says.
     seconds : str, optional
         Name of an extra column holding each task's compute time in seconds (the
         time of the run that computed it, also for tasks read back from the
         store), so that a resumed run still reports what the whole sweep cost.
+    workers : int, optional
+        Run on a local Dask cluster of this many worker processes (see
+        :mod:`calibtut.run.engine`). Default: ``CALIBTUT_WORKERS``, else serial
+        in this process.
+    scheduler : str, optional
+        Address of an existing Dask scheduler (default: ``CALIBTUT_SCHEDULER``).
+    threads_per_worker : int, optional
+        BLAS/OpenMP/torch threads per worker (default 1).
+    gpu_workers : int, optional
+        Local workers that take the GPU tasks (default 1 if torch sees a GPU).
 
     Returns
     -------
     pandas.DataFrame
         One row per result row, task keys first, in the order of ``tasks``.
 
+    Raises
+    ------
+    SweepFailed
+        If some tasks raised (after every other task has run and been stored).
+
     Examples
     --------
+    >>> import numpy as np
     >>> tasks = [{"seed": s, "n": n} for s in (0, 1) for n in (10, 100)]
     >>> def mean_of_normals(seed, n):
     ...     return {"mean": round(float(np.random.default_rng(seed).normal(size=n).mean()), 3)}
@@ -136,41 +214,71 @@ def sweep(tasks, fn, *, store=None, desc=None, progress=True, seconds=None):
         raise TypeError(f"fn must be callable, got {type(fn).__name__}")
     if seconds is not None and not isinstance(seconds, str):
         raise TypeError(f"seconds must be a column name (str) or None, got {type(seconds).__name__}")
+    if desc is not None and not isinstance(desc, str):
+        raise TypeError(f"desc must be a string or None, got {type(desc).__name__}")
+    if not isinstance(progress, bool):
+        raise TypeError(f"progress must be True or False, got {type(progress).__name__}")
     tasks = _check_tasks(tasks)
     fn_name = getattr(fn, "__qualname__", getattr(fn, "__name__", type(fn).__name__))
-    if store is None and current_run_dir() is not None:
-        safe = "".join(c if c.isalnum() or c in "_-" else "_" for c in (desc or fn_name))
-        store = current_run_dir() / "sweep" / safe
-    store = None if store is None else Path(store)
-    rows = []
-    reserved = {seconds} if seconds else set()  # besides the task keys, names a result may not use
-    bar = _progress(len(tasks), desc or fn_name) if progress else None
-    try:
-        for task in tasks:
-            path = None if store is None else store / f"{task_key(task)}.json"
-            records = None
-            if path is not None and path.is_file():
-                saved = json.loads(path.read_text(encoding="utf-8"))
-                if saved.get("task") == json.loads(json.dumps(task, default=_plain)):
-                    records, took = saved["records"], saved.get("seconds", np.nan)
-            if records is None:
-                start = time.perf_counter()
-                records = _to_records(fn(**task), fn_name)
-                took = time.perf_counter() - start
-                if path is not None:
-                    entry = {"task": task, "fn": fn_name, "seconds": took, "records": records}
-                    atomic_write_text(path, json.dumps(entry, default=_plain, allow_nan=True))
-            for record in records:
-                clash = sorted(set(record) & (set(task) | reserved))
-                if clash:
-                    raise ValueError(f"fn {fn_name} returned keys {clash} that are also task keys (or the "
-                                     f"seconds column)")
-                rows.append({**task, **record, **({seconds: took} if seconds else {})})
-            if bar is not None:
-                bar.update(1)
-    finally:
-        if bar is not None:
+    label = desc or fn_name
+    engine = engines.resolve_engine(workers, scheduler, threads_per_worker, gpu_workers)
+    store = resolve_store(store, label)
+    reserved = {seconds} if seconds else set()
+
+    done, _ = store.load() if store is not None else ({}, {})
+    keys = [task_key(task) for task in tasks]
+    saved = {k: done[k] for k, task in zip(keys, tasks) if k in done and done[k].get("task") == task}
+    todo = [(k, task) for k, task in zip(keys, tasks) if k not in saved]
+    by_key = dict(zip(keys, tasks))
+
+    failures = {}
+    if todo:
+        fn_ref = f"{getattr(fn, '__module__', None)}:{fn_name}"
+        stamp = {"fn": fn_ref, "code": code_version() if store is not None else None, "engine": engine.describe()}
+        client = None
+        if engine.serial:
+            outcomes = engines.run_serial(fn, todo, reserved)
+            slots = 1
+        else:
+            engines.check_serialisable(fn, fn_name)
+            client = engines.connect(engine)
+            if any(engines.wants_gpu(task) for _, task in todo) and engines.gpu_slots(client) == 0:
+                client.close()
+                raise ValueError(f"tasks of sweep {label} ask for device='cuda' but no worker carries the GPU "
+                                 f"resource (local: gpu_workers >= 1 on a machine with a GPU; a cluster: "
+                                 f"start GPU workers with --resources GPU=1)")
+            slots = sum(client.nthreads().values())
+            outcomes = engines.run_dask(client, fn, todo, reserved, engine.threads_per_worker, _safe(label))
+        bar = SweepProgress(len(tasks), len(tasks) - len(todo), label, bar=progress, slots=slots)
+        try:
+            for key, outcome in outcomes:
+                task = by_key[key]
+                finished = datetime.now(timezone.utc).isoformat(timespec="seconds")
+                entry = {"key": key, "task": task, **stamp, "finished": finished, **outcome}
+                if store is not None:
+                    store.append(entry)
+                if outcome["status"] == OK:
+                    saved[key] = entry
+                else:
+                    failures[tuple(task.items())] = outcome["error"]
+                bar.finished(ok=outcome["status"] == OK)
+        finally:
+            outcomes.close()
             bar.close()
+            if client is not None:
+                client.close()
+    if failures:
+        raise SweepFailed(_failure_report(label, failures, store), failures)
+
+    rows = []
+    for key, task in zip(keys, tasks):
+        entry = saved[key]
+        for record in entry["records"]:
+            clash = sorted(set(record) & (set(task) | reserved))
+            if clash:
+                raise ValueError(f"fn {fn_name} returned keys {clash} that are also task keys (or the "
+                                 f"seconds column)")
+            rows.append({**task, **record, **({seconds: entry.get("seconds", float("nan"))} if seconds else {})})
     if not rows:
         return pd.DataFrame(columns=list(tasks[0]) if tasks else [])
     return pd.DataFrame(rows)
