@@ -464,3 +464,27 @@ def test_store_committed_in_one_clone_resumes_in_another(tmp_path):
     assert draws["value"].tolist() == [10 * k for k in range(8)]
     lines = _lines(second / "results" / "p9" / "01_slow" / "sweeps" / "draw.jsonl")
     assert [line["status"] for line in lines].count("ok") == 8
+
+
+# ---------------------------------------------------------------- recheck
+
+
+def test_recheck_finds_a_tampered_line(tmp_path, capsys):
+    from calibtut.run.recheck import main as recheck_main
+    from calibtut.run.recheck import recheck
+
+    path = tmp_path / "grid.jsonl"
+    sweep([{"seed": s} for s in range(6)], _square, store=path, progress=False)
+    lines = path.read_text().splitlines()
+    entry = json.loads(lines[2])
+    entry["records"][0]["v"] += 1
+    path.write_text("\n".join(lines[:2] + [json.dumps(entry)] + lines[3:]) + "\n")
+    table = recheck(path, sample=6, progress=False)
+    assert table["match"].sum() == 5
+    assert table.set_index("key").loc[entry["key"], "differing"] == "v"
+    assert recheck_main([str(path), "--sample", "6", "--workers", "1"]) == 1
+    assert "5 of 6 recomputed tasks match the store exactly" in capsys.readouterr().out
+    assert recheck_main([str(tmp_path / "missing.jsonl")]) == 2
+    assert "does not exist" in capsys.readouterr().err
+    with pytest.raises(ValueError, match="sample must be"):
+        recheck(path, sample=0)
