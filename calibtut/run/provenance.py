@@ -66,15 +66,25 @@ def git_state(root):
     return {"commit": _git(root, "rev-parse", "HEAD"), "dirty": None if status is None else bool(status)}
 
 
-def _cpu_model():
+def _cpuinfo(field):
+    """The value of ``field`` for the first processor in ``/proc/cpuinfo`` (None elsewhere)."""
     try:
         with open("/proc/cpuinfo", encoding="utf-8") as handle:
             for line in handle:
-                if line.lower().startswith("model name"):
+                if line.lower().startswith(field):
                     return line.split(":", 1)[1].strip()
     except OSError:
         pass
-    return platform.processor() or None
+    return None
+
+
+#: SIMD extensions that change which CPU kernels torch and BLAS pick (and so their last bits).
+SIMD_FLAGS = ("avx512f", "avx512_bf16", "amx_tile", "avx2", "fma", "neon", "asimd", "sve")
+
+
+def _cpu_simd():
+    flags = set((_cpuinfo("flags") or _cpuinfo("features") or "").split())
+    return [flag for flag in SIMD_FLAGS if flag in flags] or None
 
 
 _GPU_DEVICE_FILES = ("/dev/nvidiactl", "/dev/nvidia0", "/dev/kfd", "/dev/dxg")
@@ -95,7 +105,11 @@ def _gpu_name():
 
 
 def machine():
-    """CPU model, logical CPU count (and how many this process may use), GPU, OS.
+    """CPU model and SIMD extensions, logical CPU count (and how many this process may use), GPU, OS.
+
+    The SIMD extensions are recorded because torch and BLAS pick their kernels
+    by them: the same training on a machine with AVX-512 and on one with AVX2
+    only can differ in its last bits, and a long training can amplify that.
 
     Examples
     --------
@@ -106,7 +120,8 @@ def machine():
     count = os.cpu_count() or 1
     usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else count
     return {
-        "cpu_model": _cpu_model(),
+        "cpu_model": _cpuinfo("model name") or platform.processor() or None,
+        "cpu_simd": _cpu_simd(),
         "cpu_count": count,
         "cpu_usable": usable,
         "gpu": _gpu_name(),
