@@ -133,12 +133,12 @@ def test_selection_shift_ratio_is_exact():
 
 @needs_mirror
 def test_california_selection_shift():
-    d = D.load_regression("openml/cal-housing")
-    income = d.X[:, d.feature_names.index("MedInc")]
-    s = D.selection_shift(income, strength=1.0, seed=0)
-    assert d.y[s.target_index].mean() > d.y[s.source_index].mean()  # richer areas cost more
-    iw = np.average(d.y[s.source_index], weights=s.source_weights)
-    assert iw == pytest.approx(d.y[s.target_index].mean(), abs=0.1)
+    Xs, ys, Xt, yt, s = D.california_shift(strength=1.0, seed=0)
+    assert Xs.shape[1] == Xt.shape[1] == 8 and len(ys) == len(s.source_weights)
+    assert yt.mean() > ys.mean() + 0.3  # richer areas cost more
+    assert np.average(ys, weights=s.source_weights) == pytest.approx(yt.mean(), abs=0.1)
+    with pytest.raises(ValueError, match="feature"):
+        D.california_shift(feature="price")
 
 
 def test_selection_shift_input_checks():

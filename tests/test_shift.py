@@ -128,6 +128,18 @@ def test_temperature_argmins_order_as_the_notes_say():
     assert (source, bound, target) == pytest.approx((0.595, 0.637, 0.658), abs=2e-3)
 
 
+def test_unbounded_ratio():
+    # a target wider than the source: w = q/p is unbounded, lambda infinite; with the true g the
+    # bound stays finite (E_q[a] + E_p[a]/2), any error in g makes it infinite (vacuous)
+    shift = GaussianShift(0.5, 1.3)
+    exact = gaussian_bound_terms(shift, n_grid=20_001, half_width=12.0)
+    assert exact.upper == np.inf and np.isfinite(exact.rhs) and exact.theorem_holds
+    assert float(exact.target_loss) == pytest.approx(float(exact.iw_loss), rel=1e-6)
+    assert gaussian_bound_terms(shift, perturbation=0.1, n_grid=20_001).rhs == np.inf
+    x = np.random.default_rng(0).normal(size=100_000)
+    assert effective_sample_size(shift.density_ratio(x)) / x.size < 0.5  # heavy weights: much of the sample is lost
+
+
 def test_step5_counterexample():
     t = step5_counterexample()
     assert float(t.residual) == pytest.approx(1.0) and float(t.step5_rhs) == pytest.approx(0.75)

@@ -30,21 +30,11 @@ from .forecasts import (
     spf_quantile_streams,
     spf_realized,
 )
-from .digits import (
-    SelectionShift,
-    ink_mass,
-    load_digits_8x8,
-    load_mnist_5k,
-    load_mnist_pool,
-    load_usps,
-    resize_images,
-    rotate_images,
-    selection_shift,
-    texture_images,
-)
+from .digits import load_digits_8x8, load_mnist_5k, load_mnist_pool, load_usps, resize_images
 from .images import load_mnist_test
 from .registry import Collection, DataFile, all_files, get_collection, get_file, list_collections
 from .regression import SOURCES, RegressionData, dataset_table, list_datasets, load_regression
+from .shifts import SelectionShift, california_shift, ink_mass, rotate_images, selection_shift, texture_images
 from .splits import Standardizer, train_val_cal_test_split
 from .uci import uci_n_splits, uci_split
 
@@ -65,6 +55,7 @@ __all__ = [
     "bins_to_quantiles",
     "covid_quantile_arrays",
     "cache_dir",
+    "california_shift",
     "dataset_table",
     "fetch",
     "get_collection",

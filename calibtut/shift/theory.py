@@ -434,6 +434,7 @@ def gaussian_bound_terms(
     terms = theorem1_terms(p, q, g_hat, loss, calibration_error=np.sum(q * 2 * (f - eta) ** 2))
     if not np.isfinite(upper):
         lam = np.asarray(np.inf)
-        rhs = terms.weighted_term + (np.inf if terms.discriminator_excess > 0 else 0.0)
+        # with delta = 0 the discriminator is exact (no clamp): lambda * 0 = 0, not inf * rounding error
+        rhs = terms.weighted_term + (np.inf if delta != 0 else 0.0)
         terms = BoundTerms(**{**terms.__dict__, "upper": np.asarray(np.inf), "lam": lam, "rhs": np.asarray(rhs)})
     return terms
