@@ -138,3 +138,16 @@ def test_other_bad_input():
         weighted_conformal_sets([[0.5, 0.5]], [0], [1], [[0.2, 0.3, 0.5]], [1], 0.1)
     with pytest.raises(ValueError, match="both"):
         weighted_conformal_interval([0.0], [1.0], [1.0], [0.0], [1.0], 0.1, cal_scale=[1.0])
+
+
+@pytest.mark.parametrize("alpha", [0.05, 0.1, 0.3])
+def test_equal_weight_sets_match_crepes(alpha):
+    crepes = pytest.importorskip("crepes")
+    rng = np.random.default_rng(5)
+    n, m, k = 200, 300, 4
+    cal = rng.dirichlet(np.ones(k), size=n)
+    labels = np.array([rng.choice(k, p=p) for p in cal])
+    test = rng.dirichlet(np.ones(k), size=m)
+    ref = crepes.ConformalClassifier().fit(lac_scores(cal, labels))
+    expected = ref.predict_set(lac_scores(test), confidence=1 - alpha, smoothing=False).astype(bool)
+    assert np.array_equal(weighted_conformal_sets(cal, labels, np.ones(n), test, np.ones(m), alpha), expected)

@@ -317,7 +317,8 @@ def fit_dann(
     per_epoch = math.ceil(max(n_s, n_t) / batch_size)
     history = DANNHistory()
     previous = copy.deepcopy(model.state_dict())
-    with torch.random.fork_rng(devices=[], enabled=seed is not None):
+    fork_devices = [dev.index if dev.index is not None else torch.cuda.current_device()] if dev.type == "cuda" else []
+    with torch.random.fork_rng(devices=fork_devices, enabled=seed is not None):
         gen = torch.Generator()
         if seed is not None:
             torch.manual_seed(seed)
