@@ -303,16 +303,38 @@ def test_sgd_temperature_rejects_bad_input():
 
 def test_gradient_reversal_gradients():
     x = torch.randn(5, 3, dtype=torch.float64, requires_grad=True)
-    assert torch.autograd.gradcheck(lambda t: GradientReversal.apply(t, 0.0) * 0 + t, (x,))
-    out = GradientReversal.apply(x, 0.7)
-    assert torch.equal(out, x)
     v = torch.randn(5, 3, dtype=torch.float64)
-    (grad,) = torch.autograd.grad(out, x, v)
+    # forward: the identity, as finite differences see it
+    step, e = 1e-6, torch.zeros_like(x)
+    e[2, 1] = 1.0
+    with torch.no_grad():
+        fd = (GradientReversal.apply(x + step * e, 0.7) - GradientReversal.apply(x - step * e, 0.7)) / (2 * step)
+    assert torch.allclose(fd, e)
+    # backward: -c times the incoming gradient
+    (grad,) = torch.autograd.grad(GradientReversal.apply(x, 0.7), x, v)
     assert torch.allclose(grad, -0.7 * v)
-    # finite differences of the forward (identity) against the reversed backward: exactly -c times apart
-    (plain,) = torch.autograd.grad((x * v).sum(), x)
-    (reversed_,) = torch.autograd.grad((GradientReversal.apply(x, 2.0) * v).sum(), x)
-    assert torch.allclose(reversed_, -2.0 * plain)
+
+
+def test_dann_gradients_through_the_reversal():
+    model = DANNHead(4, 3, hidden=6, hidden_d=5, dropout=0.0, seed=0).double()
+    z = torch.randn(8, 4, dtype=torch.float64, requires_grad=True)
+    s = torch.tensor([1.0, 0.0] * 4, dtype=torch.float64)
+
+    def plain(inputs):  # discriminator loss without the reversal layer
+        return torch.mean((torch.sigmoid(model.disc(model.psi(inputs)).squeeze(-1)) - s) ** 2)
+
+    assert torch.autograd.gradcheck(plain, (z,))  # autograd agrees with finite differences
+    coeff = 0.3
+    reversed_loss = torch.mean((torch.sigmoid(model.discriminate(z, coeff)) - s) ** 2)
+    assert torch.isclose(reversed_loss, plain(z))  # same value: the layer only acts on gradients
+    psi_params, disc_params = list(model.psi.parameters()), list(model.disc.parameters())
+    g_plain = torch.autograd.grad(plain(z), [z, *psi_params, *disc_params])
+    g_rev = torch.autograd.grad(reversed_loss, [z, *psi_params, *disc_params])
+    n_flip = 1 + len(psi_params)  # everything before the layer is reversed and scaled, D is not
+    for a, b in zip(g_plain[:n_flip], g_rev[:n_flip]):
+        assert torch.allclose(b, -coeff * a)
+    for a, b in zip(g_plain[n_flip:], g_rev[n_flip:]):
+        assert torch.allclose(a, b)
 
 
 def test_grl_schedule_values():
