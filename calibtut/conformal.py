@@ -445,7 +445,9 @@ def weighted_conformal_quantile(cal_scores, cal_weights, test_weights, alpha):
     """
     scores = as_float_array(cal_scores, "cal_scores", ndim=1)
     weights = _check_weights(cal_weights, "cal_weights", scores.size)
-    test = _check_weights(np.atleast_1d(np.asarray(test_weights, dtype=float)), "test_weights")
+    if not isinstance(test_weights, (str, bytes)) and np.ndim(test_weights) == 0:
+        test_weights = [test_weights]
+    test = _check_weights(test_weights, "test_weights")
     alpha = check_alpha(alpha)
     order = np.argsort(scores, kind="stable")
     sorted_scores = scores[order]
