@@ -146,3 +146,18 @@ def test_selection_shift_input_checks():
         D.selection_shift([1.0, 2.0], strength=-1.0)
     with pytest.raises(ValueError, match="feature"):
         D.selection_shift([1.0, np.nan])
+
+
+def test_iid_selection_shift_has_the_exact_law():
+    # i.i.d. mode: the source frequencies are proportional to a = sigmoid(-z); chi-square over 5 items
+    from scipy import stats, special
+
+    t = np.array([-2.0, -1.0, 0.0, 1.0, 2.0])
+    s = D.selection_shift(t, strength=1.0, n_source=20_000, n_target=10, seed=0)
+    z = (t - t.mean()) / t.std()
+    expected = special.expit(-z) / special.expit(-z).sum() * 20_000
+    assert stats.chisquare(np.bincount(s.source_index, minlength=5), expected).pvalue > 0.001
+    assert np.allclose(s.source_weights, ((special.expit(z) / special.expit(z).mean())
+                                          / (special.expit(-z) / special.expit(-z).mean()))[s.source_index])
+    with pytest.raises(ValueError, match="both"):
+        D.selection_shift(t, n_source=10)

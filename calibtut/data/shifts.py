@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import ndimage, special
 
-from calibtut._validation import as_float_array, check_rng
+from calibtut._validation import as_float_array, check_int, check_rng
 
 from .digits import as_input_layout, square_images
 from .regression import load_regression
@@ -111,7 +111,7 @@ class SelectionShift:
     Attributes
     ----------
     source_index, target_index : numpy.ndarray of int
-        Rows of the pool in the source and the target sample (disjoint).
+        Rows of the pool in the source and the target sample.
     source_weights, target_weights : numpy.ndarray
         The density ratio ``q/p`` at the source and the target rows.
     upper : float
@@ -125,17 +125,25 @@ class SelectionShift:
     upper: float
 
 
-def selection_shift(feature, *, strength=1.0, seed=None):
-    """Split a pool into source and target by selection on a scalar feature: exact ratio.
+def selection_shift(feature, *, strength=1.0, n_source=None, n_target=None, seed=None):
+    """Source and target drawn from one pool by selection on a scalar feature: exact ratio.
 
-    The pool is halved at random; a point of the first half enters the
-    source with probability ``a(t) = sigmoid(-strength * z)`` and a point of
-    the second half enters the target with probability
-    ``b(t) = sigmoid(strength * z)``, ``z`` the standardised feature. The
-    source law is then the pool's empirical law reweighted by ``a``, the
-    target's by ``b``; the selection depends on ``x`` only, so the labels'
-    conditional law is unchanged (exact covariate shift) and
-    ``q/p = (b / mean b) / (a / mean a)`` exactly, means over the pool.
+    With ``z`` the standardised feature, ``a = sigmoid(-strength * z)`` and
+    ``b = sigmoid(strength * z)``, the source law is the pool's empirical law
+    reweighted by ``a`` and the target law the one reweighted by ``b``. The
+    selection depends on ``x`` only, so the labels' conditional law is
+    unchanged (exact covariate shift) and ``q/p = (b / mean b) / (a / mean a)``
+    exactly, means over the pool. Two ways to draw:
+
+    * default (``n_source = n_target = None``): the pool is halved at random,
+      a point of the first half enters the source with probability ``a`` and
+      one of the second half the target with probability ``b``. Source and
+      target are disjoint (no item in both), but, given the pool, a Poisson
+      sample is only approximately a sample of independent draws from ``p``;
+    * ``n_source`` and ``n_target`` given: independent draws with replacement
+      from the pool with probabilities proportional to ``a`` and ``b``. The
+      points are then exactly i.i.d. from ``p`` and ``q`` (an item may repeat),
+      which is what a coverage guarantee needs.
 
     Parameters
     ----------
@@ -144,6 +152,8 @@ def selection_shift(feature, *, strength=1.0, seed=None):
         such as California housing's median income).
     strength : float, default 1.0
         0 gives no shift; larger values a stronger one.
+    n_source, n_target : int, optional
+        Sample sizes of the i.i.d. mode; give both or neither.
     seed : int, numpy.random.Generator or None
 
     Returns
@@ -156,25 +166,33 @@ def selection_shift(feature, *, strength=1.0, seed=None):
     >>> s = selection_shift(t, strength=2.0, seed=0)
     >>> bool(t[s.target_index].mean() > 0 > t[s.source_index].mean())
     True
+    >>> len(selection_shift(t, n_source=50, n_target=30, seed=0).target_index)
+    30
     """
     t = as_float_array(feature, "feature", ndim=1)
     if isinstance(strength, bool) or not isinstance(strength, numbers.Real) or not (
         np.isfinite(strength) and strength >= 0
     ):
         raise ValueError(f"strength must be a finite number >= 0, got {strength!r}")
+    if (n_source is None) != (n_target is None):
+        raise ValueError("give both n_source and n_target or neither")
     rng = check_rng(seed)
     sd = t.std()
     z = (t - t.mean()) / (sd if sd > 0 else 1.0)
     a, b = special.expit(-strength * z), special.expit(strength * z)
     ratio = (b / b.mean()) / (a / a.mean())
-    half = rng.permutation(len(t))
-    first, second = half[: len(t) // 2], half[len(t) // 2 :]
-    source = np.sort(first[rng.random(first.size) < a[first]])
-    target = np.sort(second[rng.random(second.size) < b[second]])
+    if n_source is None:
+        half = rng.permutation(len(t))
+        first, second = half[: len(t) // 2], half[len(t) // 2 :]
+        source = np.sort(first[rng.random(first.size) < a[first]])
+        target = np.sort(second[rng.random(second.size) < b[second]])
+    else:
+        source = rng.choice(len(t), size=check_int(n_source, "n_source", minimum=1), p=a / a.sum())
+        target = rng.choice(len(t), size=check_int(n_target, "n_target", minimum=1), p=b / b.sum())
     return SelectionShift(source, target, ratio[source], ratio[target], float(ratio.max()))
 
 
-def california_shift(*, strength=1.0, feature="MedInc", seed=None):
+def california_shift(*, strength=1.0, feature="MedInc", n_source=None, n_target=None, seed=None):
     """An exact covariate shift on California housing: selection on one input column.
 
     Parameters
@@ -184,6 +202,8 @@ def california_shift(*, strength=1.0, feature="MedInc", seed=None):
     feature : str, default "MedInc"
         The column that drives the selection (median income: the target
         holds richer block groups).
+    n_source, n_target : int, optional
+        Draw i.i.d. samples of these sizes (see :func:`selection_shift`).
     seed : int, numpy.random.Generator or None
 
     Returns
@@ -202,6 +222,7 @@ def california_shift(*, strength=1.0, feature="MedInc", seed=None):
     data = load_regression("openml/cal-housing")
     if feature not in data.feature_names:
         raise ValueError(f"feature must be one of {data.feature_names}, got {feature!r}")
-    shift = selection_shift(data.X[:, data.feature_names.index(feature)], strength=strength, seed=seed)
+    shift = selection_shift(data.X[:, data.feature_names.index(feature)], strength=strength, n_source=n_source,
+                            n_target=n_target, seed=seed)
     src, tgt = shift.source_index, shift.target_index
     return data.X[src], data.y[src], data.X[tgt], data.y[tgt], shift
