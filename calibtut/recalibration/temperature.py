@@ -144,7 +144,6 @@ class TemperatureScaling:
         logits = _check_logits(logits)
         return special.softmax(logits / self.temperature_, axis=1)
 
-
     def fit_sgd(self, logits, labels, sample_weight=None, *, epochs=1000, lr=0.1, batch_size=200, momentum=0.9,
                 lr_step=200, lr_gamma=0.5, patience=100, seed=0):
         """Fit the temperature by minibatch SGD, the way paper 004's code does.
