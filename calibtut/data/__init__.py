@@ -30,9 +30,11 @@ from .forecasts import (
     spf_quantile_streams,
     spf_realized,
 )
+from .digits import load_digits_8x8, load_mnist_5k, load_mnist_pool, load_usps, resize_images
 from .images import load_mnist_test
 from .registry import Collection, DataFile, all_files, get_collection, get_file, list_collections
 from .regression import SOURCES, RegressionData, dataset_table, list_datasets, load_regression
+from .shifts import SelectionShift, california_shift, ink_mass, rotate_images, selection_shift, texture_images
 from .splits import Standardizer, train_val_cal_test_split
 from .uci import uci_n_splits, uci_split
 
@@ -47,26 +49,37 @@ __all__ = [
     "DataUnavailableError",
     "ForecastStreams",
     "RegressionData",
+    "SelectionShift",
     "Standardizer",
     "all_files",
     "bins_to_quantiles",
     "covid_quantile_arrays",
     "cache_dir",
+    "california_shift",
     "dataset_table",
     "fetch",
     "get_collection",
     "get_file",
+    "ink_mass",
     "list_collections",
     "list_datasets",
     "load_covid_forecasts",
+    "load_digits_8x8",
+    "load_mnist_5k",
+    "load_mnist_pool",
     "load_mnist_test",
     "load_regression",
     "load_spf_mean",
     "load_spf_probabilities",
+    "load_usps",
     "mirror_dir",
+    "resize_images",
+    "rotate_images",
+    "selection_shift",
     "sha256_of",
     "spf_quantile_streams",
     "spf_realized",
+    "texture_images",
     "train_val_cal_test_split",
     "uci_n_splits",
     "uci_split",

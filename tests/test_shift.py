@@ -1,0 +1,416 @@
+"""calibtut.shift: discriminator weights, calibrated discriminators, Theorem 1 terms, DANN."""
+
+import numpy as np
+import pytest
+import torch
+from scipy import integrate, special
+
+from calibtut.recalibration import TemperatureScaling
+from calibtut.shift import (
+    DANNHead,
+    GaussianShift,
+    GradientReversal,
+    LogisticDiscriminator,
+    MLPDiscriminator,
+    bound_violation_search,
+    discriminator_weights,
+    effective_sample_size,
+    fit_dann,
+    gaussian_bound_terms,
+    grl_coefficient,
+    step5_counterexample,
+    theorem1_terms,
+)
+
+# ---------------------------------------------------------------- weights
+
+
+def test_weights_hand_cases():
+    assert discriminator_weights([0.5], kind="ratio").tolist() == [1.0]
+    assert discriminator_weights([0.5], kind="bound").tolist() == [1.5]
+    assert discriminator_weights([0.25], kind="ratio", prior_ratio=2.0).tolist() == [6.0]
+    # clamp g >= 1/(1+U): ratio weight at most U, bound weight at most U + 1/2
+    assert discriminator_weights([1e-12], upper=10.0).tolist() == pytest.approx([10.0])
+    assert discriminator_weights([1e-12], kind="bound", upper=10.0).tolist() == pytest.approx([10.5])
+    assert discriminator_weights([1.0], kind="ratio").tolist() == [0.0]
+    assert discriminator_weights([1e-12], upper=None)[0] == pytest.approx(1e12 - 1)
+
+
+def test_ratio_weights_of_the_true_discriminator_are_the_density_ratio():
+    shift = GaussianShift(1.0, 0.7)
+    x = np.linspace(-3, 4, 50)
+    assert np.allclose(discriminator_weights(shift.discriminator(x), upper=None), shift.density_ratio(x))
+    assert np.allclose(discriminator_weights(shift.discriminator(x), kind="bound", upper=None),
+                       shift.density_ratio(x) + 0.5)
+
+
+def test_effective_sample_size_hand_and_law():
+    assert effective_sample_size([2.0, 2.0, 2.0]) == pytest.approx(3.0)
+    assert effective_sample_size([1.0, 1.0, 0.0, 0.0]) == pytest.approx(2.0)
+    # ESS / n -> 1 / E_p[w^2], computed here by quadrature
+    shift = GaussianShift(0.5, 0.8)
+    second_moment = integrate.quad(lambda x: shift.density_ratio(np.array([x]))[0] ** 2 * shift.source_pdf(x),
+                                   -20, 20)[0]
+    x = np.random.default_rng(0).normal(size=200_000)
+    assert effective_sample_size(shift.density_ratio(x)) / x.size == pytest.approx(1 / second_moment, rel=0.03)
+
+
+@pytest.mark.parametrize("g", [[0.0, 0.5], [-0.1], [1.2], [np.nan], [np.inf]])
+def test_bad_discriminator_output(g):
+    with pytest.raises(ValueError, match="g"):
+        discriminator_weights(g)
+
+
+def test_bad_weight_arguments():
+    with pytest.raises(ValueError, match="kind"):
+        discriminator_weights([0.5], kind="odds")
+    with pytest.raises(ValueError, match="prior_ratio"):
+        discriminator_weights([0.5], kind="bound", prior_ratio=2.0)
+    with pytest.raises(ValueError, match="upper"):
+        discriminator_weights([0.5], upper=0.5)
+    for bad in ([-1.0, 1.0], [np.nan, 1.0], [0.0, 0.0]):
+        with pytest.raises(ValueError, match="weights"):
+            effective_sample_size(bad)
+
+
+# ---------------------------------------------------------------- theory
+
+
+def test_gaussian_shift_upper_bound():
+    shift = GaussianShift(1.0, 0.7)
+    x = np.linspace(-10, 10, 200_001)
+    assert shift.upper == pytest.approx(shift.density_ratio(x).max(), rel=1e-8)
+    assert shift.upper == pytest.approx(3.808, abs=1e-3)
+    assert GaussianShift(1.0, 1.2).upper == np.inf and GaussianShift(0.0, 1.0).upper == 1.0
+
+
+def test_gaussian_bound_terms_match_the_notes_table():
+    # values of the exact design in ../shared/notes/papers/004 (Section 3.6), to the digits printed there
+    shift = GaussianShift(1.0, 0.7)
+    table = {(0, 0.5): (0.0051, 0.2889, 0.4391, 0.4391), (0, 2): (0.0658, 0.3496, 0.5324, 0.5324),
+             (0.05, 1): (0.0116, 0.2954, 0.4441, 0.4652), (0.3, 1): (0.0116, 0.2954, 0.4092, 1.2371),
+             (1, 1): (0.0116, 0.2954, 0.3423, 11.37)}
+    for (delta, temp), expected in table.items():
+        t = gaussian_bound_terms(shift, temperature=temp, perturbation=delta, n_grid=40_001)
+        got = (t.calibration_error, t.target_loss, t.weighted_term, t.rhs)
+        assert np.allclose(got, expected, atol=6e-5, rtol=5e-4)
+        assert t.iw_loss + t.residual == pytest.approx(t.target_loss, abs=1e-12)  # Eq. (4)
+        assert t.weight_error <= 2 * t.lam * t.discriminator_excess + 1e-12  # Eq. (7)
+        assert t.theorem_holds
+
+
+def test_gaussian_bound_terms_against_quadrature():
+    shift = GaussianShift(0.5, 0.8)
+    t = gaussian_bound_terms(shift, temperature=1.5, perturbation=0.0)
+    eta = lambda x: special.expit(2 * x - 0.5)  # noqa: E731
+    f = lambda x: special.expit((1.2 * x - 0.2) / 1.5)  # noqa: E731
+    loss = lambda x: 2 * ((f(x) - eta(x)) ** 2 + eta(x) * (1 - eta(x)))  # noqa: E731
+    g = lambda x: 1 / (1 + shift.density_ratio(np.array([x]))[0])  # noqa: E731
+    target = integrate.quad(lambda x: loss(x) * shift.target_pdf(x), -12, 12)[0]
+    weighted = integrate.quad(lambda x: loss(x) * (1 / g(x) - 0.5) * shift.source_pdf(x), -12, 12)[0]
+    assert float(t.target_loss) == pytest.approx(target, rel=1e-6)
+    assert float(t.weighted_term) == pytest.approx(weighted, rel=1e-6)
+    # with the true g the bound reads E_q[a] + E_p[a] / 2
+    source = integrate.quad(lambda x: loss(x) * shift.source_pdf(x), -12, 12)[0]
+    assert float(t.rhs) == pytest.approx(target + source / 2, rel=1e-6)
+
+
+def test_temperature_argmins_order_as_the_notes_say():
+    shift = GaussianShift(1.0, 0.7)
+    temps = np.linspace(0.5, 0.8, 301)
+    terms = [gaussian_bound_terms(shift, temperature=T, n_grid=20_001) for T in temps]
+    target = temps[np.argmin([t.target_loss for t in terms])]
+    bound = temps[np.argmin([t.weighted_term for t in terms])]
+    iw = temps[np.argmin([t.iw_loss for t in terms])]
+    source = temps[np.argmin([t.weighted_term - t.iw_loss for t in terms])]  # (1/2) E_p[a]
+    assert source < bound < target
+    assert iw == pytest.approx(target, abs=2e-3)
+    assert (source, bound, target) == pytest.approx((0.595, 0.637, 0.658), abs=2e-3)
+
+
+def test_unbounded_ratio():
+    # a target wider than the source: w = q/p is unbounded, lambda infinite; with the true g the
+    # bound stays finite (E_q[a] + E_p[a]/2), any error in g makes it infinite (vacuous)
+    shift = GaussianShift(0.5, 1.3)
+    exact = gaussian_bound_terms(shift, n_grid=20_001, half_width=12.0)
+    assert exact.upper == np.inf and np.isfinite(exact.rhs) and exact.theorem_holds
+    assert float(exact.target_loss) == pytest.approx(float(exact.iw_loss), rel=1e-6)
+    assert gaussian_bound_terms(shift, perturbation=0.1, n_grid=20_001).rhs == np.inf
+    x = np.random.default_rng(0).normal(size=100_000)
+    assert effective_sample_size(shift.density_ratio(x)) / x.size < 0.5  # heavy weights: much of the sample is lost
+
+
+def test_step5_counterexample():
+    t = step5_counterexample()
+    assert float(t.residual) == pytest.approx(1.0) and float(t.step5_rhs) == pytest.approx(0.75)
+    assert not t.step5_holds
+    assert float(t.residual) <= float(t.step5_corrected_rhs) + 1e-12
+    assert float(t.calibration_error) == pytest.approx(1.8) and float(t.rhs) == pytest.approx(2.994, abs=1e-3)
+    assert t.theorem_holds
+
+
+def test_random_search_breaks_step5_not_the_theorem():
+    step5_gap, theorem_gap = bound_violation_search(5000, seed=1)
+    assert step5_gap > 0.1
+    assert theorem_gap <= 1e-12
+
+
+def test_corrected_step_and_eq7_hold_on_random_instances():
+    rng = np.random.default_rng(2)
+    p, q = rng.dirichlet(np.ones(4), size=3000), rng.dirichlet(np.ones(4), size=3000)
+    upper = (q / p).max(axis=1, keepdims=True)
+    g_hat = np.clip(p / (p + q) + rng.uniform(-0.4, 0.4, size=p.shape), 1 / (1 + upper), 1)
+    t = theorem1_terms(p, q, g_hat, 2.0 * rng.integers(0, 2, size=p.shape))
+    assert np.all(t.residual <= t.step5_corrected_rhs + 1e-12)
+    assert np.all(t.weight_error <= 2 * t.lam * t.discriminator_excess + 1e-12)
+    assert np.allclose(t.iw_loss + t.residual, t.target_loss)
+
+
+def test_theory_input_checks():
+    with pytest.raises(ValueError, match="loss"):
+        theorem1_terms([0.5, 0.5], [0.5, 0.5], [0.5, 0.5], [3.0, 0.0])
+    with pytest.raises(ValueError, match="supp"):
+        theorem1_terms([1.0, 0.0], [0.5, 0.5], [0.5, 0.5], [1.0, 0.0])
+    with pytest.raises(ValueError, match="g_hat"):
+        theorem1_terms([0.5, 0.5], [0.5, 0.5], [0.0, 0.5], [1.0, 0.0])
+    with pytest.raises(ValueError, match="scale"):
+        GaussianShift(0.0, -1.0)
+
+
+# ---------------------------------------------------------------- discriminators
+
+
+def test_logistic_discriminator_recovers_the_true_ratio():
+    # logit g = -log w is quadratic in x: logistic regression on (x, x^2) is well specified
+    shift = GaussianShift(1.0, 0.7)
+    rng = np.random.default_rng(3)
+    xs, xt = rng.normal(size=10_000), rng.normal(1.0, 0.7, size=10_000)
+    feats = lambda x: np.column_stack([x, x**2])  # noqa: E731
+    d = LogisticDiscriminator(C=100.0).fit(feats(xs), feats(xt), seed=0)
+    grid = np.linspace(-0.5, 2.0, 26)  # where both domains have mass
+    w_hat = d.weights(feats(grid), upper=None)
+    assert np.allclose(np.log(w_hat), shift.log_density_ratio(grid), atol=0.15)
+    assert 0.7 < d.temperature_ < 1.4  # a well-specified model needs little recalibration
+
+
+def test_temperature_calibrates_an_overconfident_discriminator():
+    # a tiny penalty on separable-looking inputs scaled up: the temperature brings the logit back
+    rng = np.random.default_rng(4)
+    xs, xt = rng.normal(size=(3000, 1)), rng.normal(0.5, 1.0, size=(3000, 1))
+    d = LogisticDiscriminator().fit(xs, xt, seed=0)
+    true_logit = -(0.5 * np.linspace(-2, 2, 9) - 0.125)
+    d.pipeline_[-1].coef_ *= 5
+    d.pipeline_[-1].intercept_ *= 5
+    raw = d.pipeline_.decision_function(np.linspace(-2, 2, 9)[:, None])
+    assert np.abs(raw - true_logit).max() > 1.0
+    Xv_s, Xv_t = rng.normal(size=(3000, 1)), rng.normal(0.5, 1.0, size=(3000, 1))
+    from calibtut.shift.discriminators import _stack
+
+    X, s, w = _stack(Xv_s, Xv_t)
+    z = d.pipeline_.decision_function(X)
+    d.temperature_ = TemperatureScaling(loss="brier").fit(np.column_stack([0 * z, z]), s, sample_weight=w).temperature_
+    assert d.temperature_ == pytest.approx(5.0, rel=0.25)
+    assert np.abs(d.decision_function(np.linspace(-2, 2, 9)[:, None]) - true_logit).max() < 0.3
+
+
+def test_mlp_discriminator_is_seeded_and_sensible():
+    rng = np.random.default_rng(5)
+    Xs, Xt = rng.normal(size=(300, 2)), rng.normal(1.5, 1.0, size=(300, 2))
+    a = MLPDiscriminator(hidden=16, epochs=10, lr=1e-2).fit(Xs, Xt, seed=0)
+    b = MLPDiscriminator(hidden=16, epochs=10, lr=1e-2).fit(Xs, Xt, seed=0)
+    grid = np.array([[-1.0, -1.0], [0.75, 0.75], [2.5, 2.5]])
+    assert np.array_equal(a.predict_source_proba(grid), b.predict_source_proba(grid))
+    g = a.predict_source_proba(grid)
+    assert g[0] > 0.75 and g[2] < 0.25 and 0.25 < g[1] < 0.75
+
+
+def test_discriminator_input_checks():
+    with pytest.raises(ValueError, match="X_target has 3 features"):
+        LogisticDiscriminator().fit(np.zeros((10, 2)), np.zeros((10, 3)))
+    d = LogisticDiscriminator().fit(np.random.default_rng(0).normal(size=(20, 2)),
+                                    np.random.default_rng(1).normal(size=(20, 2)), seed=0)
+    with pytest.raises(ValueError, match="features"):
+        d.predict_source_proba(np.zeros((3, 5)))
+    with pytest.raises(ValueError, match="not fitted"):
+        LogisticDiscriminator().predict_source_proba(np.zeros((3, 2)))
+    with pytest.raises(ValueError, match="val_fraction"):
+        LogisticDiscriminator().fit(np.zeros((10, 2)), np.zeros((10, 2)), val_fraction=1.5)
+
+
+# ---------------------------------------------------------------- importance-weighted temperature scaling
+
+
+def _logits_and_labels(rng, n=3000, k=4, temperature=2.0):
+    logits = 3 * rng.normal(size=(n, k))
+    p = special.softmax(logits / temperature, axis=1)
+    labels = (rng.random((n, 1)) > p.cumsum(1)).sum(1)
+    return logits, labels
+
+
+def test_weighted_nll_temperature_matches_scikit_learn():
+    calibration = pytest.importorskip("sklearn.calibration")
+    if not hasattr(calibration, "_TemperatureScaling"):
+        pytest.skip("this scikit-learn has no _TemperatureScaling")
+    rng = np.random.default_rng(6)
+    logits, labels = _logits_and_labels(rng)
+    w = rng.gamma(2.0, size=len(labels))
+    ours = TemperatureScaling(loss="nll").fit(logits, labels, sample_weight=w).temperature_
+    ref = calibration._TemperatureScaling().fit(logits, labels, sample_weight=w)
+    assert ours == pytest.approx(1 / ref.beta_, rel=1e-6)
+
+
+def test_importance_weighted_temperature_targets_the_target_optimum():
+    # weights q/p on source data give (in expectation) the target objective
+    rng = np.random.default_rng(7)
+    shift = GaussianShift(1.0, 0.7)
+    xs, xt = rng.normal(size=20_000), rng.normal(1.0, 0.7, size=20_000)
+
+    def logits_labels(x):
+        eta = special.expit(2 * x - 0.5)
+        return np.column_stack([0 * x, 1.2 * x - 0.2]), (rng.random(x.size) < eta).astype(int)
+
+    zs, ys = logits_labels(xs)
+    zt, yt = logits_labels(xt)
+    target = TemperatureScaling(loss="brier").fit(zt, yt).temperature_
+    iw = TemperatureScaling(loss="brier").fit(zs, ys, sample_weight=shift.density_ratio(xs)).temperature_
+    plain = TemperatureScaling(loss="brier").fit(zs, ys).temperature_
+    bound = TemperatureScaling(loss="brier").fit(zs, ys, sample_weight=shift.density_ratio(xs) + 0.5).temperature_
+    assert abs(iw - target) < abs(plain - target)
+    assert min(plain, target) < bound < max(plain, target)
+
+
+@pytest.mark.parametrize("loss", ["brier", "nll"])
+def test_sgd_temperature_matches_brent(loss):
+    rng = np.random.default_rng(8)
+    logits, labels = _logits_and_labels(rng, n=1000)
+    w = rng.exponential(size=1000) + 0.5
+    ts = TemperatureScaling(loss=loss).fit_sgd(logits, labels, sample_weight=w, epochs=60, lr=0.5, seed=0)
+    assert ts.temperature_ == pytest.approx(ts.exact_temperature_, rel=1e-3)
+    again = TemperatureScaling(loss=loss).fit_sgd(logits, labels, sample_weight=w, epochs=60, lr=0.5, seed=0)
+    assert again.temperature_ == ts.temperature_
+
+
+def test_sgd_temperature_rejects_bad_input():
+    logits, labels = _logits_and_labels(np.random.default_rng(0), n=50)
+    with pytest.raises(ValueError, match="sample_weight"):
+        TemperatureScaling().fit_sgd(logits, labels, sample_weight=-np.ones(50))
+    with pytest.raises(ValueError, match="lr"):
+        TemperatureScaling().fit_sgd(logits, labels, lr=-1.0)
+
+
+# ---------------------------------------------------------------- DANN
+
+
+def test_gradient_reversal_gradients():
+    x = torch.randn(5, 3, dtype=torch.float64, requires_grad=True)
+    v = torch.randn(5, 3, dtype=torch.float64)
+    # forward: the identity, as finite differences see it
+    step, e = 1e-6, torch.zeros_like(x)
+    e[2, 1] = 1.0
+    with torch.no_grad():
+        fd = (GradientReversal.apply(x + step * e, 0.7) - GradientReversal.apply(x - step * e, 0.7)) / (2 * step)
+    assert torch.allclose(fd, e)
+    # backward: -c times the incoming gradient
+    (grad,) = torch.autograd.grad(GradientReversal.apply(x, 0.7), x, v)
+    assert torch.allclose(grad, -0.7 * v)
+
+
+def test_dann_gradients_through_the_reversal():
+    model = DANNHead(4, 3, hidden=6, hidden_d=5, dropout=0.0, seed=0).double()
+    z = torch.randn(8, 4, dtype=torch.float64, requires_grad=True)
+    s = torch.tensor([1.0, 0.0] * 4, dtype=torch.float64)
+
+    def plain(inputs):  # discriminator loss without the reversal layer
+        return torch.mean((torch.sigmoid(model.disc(model.psi(inputs)).squeeze(-1)) - s) ** 2)
+
+    assert torch.autograd.gradcheck(plain, (z,))  # autograd agrees with finite differences
+    coeff = 0.3
+    reversed_loss = torch.mean((torch.sigmoid(model.discriminate(z, coeff)) - s) ** 2)
+    assert torch.isclose(reversed_loss, plain(z))  # same value: the layer only acts on gradients
+    psi_params, disc_params = list(model.psi.parameters()), list(model.disc.parameters())
+    g_plain = torch.autograd.grad(plain(z), [z, *psi_params, *disc_params])
+    g_rev = torch.autograd.grad(reversed_loss, [z, *psi_params, *disc_params])
+    n_flip = 1 + len(psi_params)  # everything before the layer is reversed and scaled, D is not
+    for a, b in zip(g_plain[:n_flip], g_rev[:n_flip]):
+        assert torch.allclose(b, -coeff * a)
+    for a, b in zip(g_plain[n_flip:], g_rev[n_flip:]):
+        assert torch.allclose(a, b)
+
+
+def test_grl_schedule_values():
+    assert grl_coefficient(0) == 0.0
+    assert grl_coefficient(1000) == pytest.approx(0.462, abs=1e-3)
+    assert grl_coefficient(2000) == pytest.approx(0.762, abs=1e-3)
+    assert grl_coefficient(5000) == pytest.approx(0.987, abs=1e-3)
+    assert grl_coefficient(10_000) == pytest.approx(2 / (1 + np.exp(-10)) - 1)
+    with pytest.raises(ValueError, match="step"):
+        grl_coefficient(-1)
+
+
+def test_reversal_makes_features_ascend_the_discriminator_loss():
+    # one SGD step on psi alone: through the reversal (c = 1) the discriminator loss goes up, without
+    # it down; with c = 0 psi gets no gradient from the discriminator at all
+    torch.manual_seed(0)
+    z = torch.randn(64, 4)
+    s = torch.cat([torch.ones(32), torch.zeros(32)])
+    z[:32] += 1.0
+    changes = {}
+    for mode in ("plain", 0.0, 1.0):
+        model = DANNHead(4, 2, hidden=8, hidden_d=8, dropout=0.0, seed=0)
+        opt = torch.optim.SGD(model.psi.parameters(), lr=0.1)
+
+        def loss():
+            logit = model.disc(model.psi(z)).squeeze(-1) if mode == "plain" else model.discriminate(z, mode)
+            return torch.mean((torch.sigmoid(logit) - s) ** 2)
+
+        with torch.no_grad():
+            before = float(loss())
+        opt.zero_grad()
+        loss().backward()
+        opt.step()
+        with torch.no_grad():
+            changes[mode] = float(loss()) - before
+    assert changes["plain"] < 0 < changes[1.0]
+    assert changes[0.0] == 0.0
+
+
+def test_fit_dann_learns_the_source_task_and_stays_seeded():
+    g = torch.Generator().manual_seed(0)
+    Zs = torch.randn(400, 5, generator=g)
+    ys = (Zs[:, 0] + Zs[:, 1] > 0).long()
+    Zt = torch.randn(300, 5, generator=g)
+    model = DANNHead(5, 2, hidden=16, hidden_d=16, dropout=0.0, seed=0)
+    hist = fit_dann(model, Zs, ys, Zt, epochs=30, batch_size=100, lr=0.1, stop_disc_loss=None, seed=0,
+                    progress=False)
+    acc = float((model(Zs).argmax(1) == ys).float().mean())
+    assert acc > 0.9
+    # same inputs in both domains: the discriminator cannot beat chance (loss 0.5 = 2 x 0.25)
+    assert hist.disc_loss[-1] > 0.4
+    assert hist.steps == 30 * 4
+    again = DANNHead(5, 2, hidden=16, hidden_d=16, dropout=0.0, seed=0)
+    fit_dann(again, Zs, ys, Zt, epochs=30, batch_size=100, lr=0.1, stop_disc_loss=None, seed=0, progress=False)
+    assert all(torch.equal(a, b) for a, b in zip(model.state_dict().values(), again.state_dict().values()))
+
+
+def test_fit_dann_stopping_rule_keeps_the_previous_epoch():
+    g = torch.Generator().manual_seed(1)
+    Zs = torch.randn(200, 3, generator=g)
+    Zt = torch.randn(200, 3, generator=g) + 4.0  # trivially separable: the discriminator wins soon
+    ys = (Zs[:, 0] > 0).long()
+    model = DANNHead(3, 2, hidden=8, hidden_d=8, dropout=0.0, seed=0)
+    hist = fit_dann(model, Zs, ys, Zt, epochs=200, batch_size=50, lr=0.05, stop_disc_loss=0.2, seed=0,
+                    progress=False)
+    assert hist.stopped and hist.disc_loss[-1] < 0.2
+    assert hist.kept_epoch == len(hist.disc_loss) - 2 or hist.kept_epoch == 0
+    if hist.kept_epoch > 0:
+        assert hist.disc_loss[hist.kept_epoch] >= 0.2
+
+
+def test_fit_dann_input_checks():
+    model = DANNHead(3, 2, hidden=4, hidden_d=4, seed=0)
+    with pytest.raises(ValueError, match="Z_target has 4 features"):
+        fit_dann(model, torch.zeros(5, 3), torch.zeros(5), torch.zeros(5, 4), progress=False)
+    with pytest.raises(ValueError, match="y_source"):
+        fit_dann(model, torch.zeros(5, 3), torch.full((5,), 2.0), torch.zeros(5, 3), progress=False)
+    with pytest.raises(TypeError, match="DANNHead"):
+        fit_dann(torch.nn.Linear(3, 2), torch.zeros(5, 3), torch.zeros(5), torch.zeros(5, 3))
