@@ -29,6 +29,7 @@ from calibtut._validation import (
     check_levels,
     check_positive,
     check_probabilities,
+    check_real,
     check_same_length,
 )
 from calibtut.metrics.pit import check_mixture, check_quantiles
@@ -60,9 +61,7 @@ def check_pit(pit):
 
 
 def _check_p(p):
-    if isinstance(p, bool) or not isinstance(p, numbers.Real) or not p > 0 or not np.isfinite(p):
-        raise ValueError(f"p must be a positive finite number, got {p!r}")
-    return float(p)
+    return check_real(p, "p", low=0, low_open=True)
 
 
 def _grid(levels):

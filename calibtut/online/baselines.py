@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from calibtut._validation import check_int, check_rng
+from calibtut._validation import check_int, check_real, check_rng
 from calibtut.online._base import OnlineCalibrator
 from calibtut.online._forecasts import is_distribution
 from calibtut.online.conformal import ConformalCalibrator, conformal_pit_levels
+
+__all__ = ["ACICalibrator", "OriginalForecast", "RegretCalibrator"]
 
 
 class OriginalForecast(OnlineCalibrator):
@@ -191,10 +193,7 @@ class ACICalibrator(OnlineCalibrator):
 
     def __init__(self, levels, B=None, *, gamma=0.005, conformal=True):
         super().__init__(levels, B)
-        gamma = float(gamma)
-        if not gamma > 0:
-            raise ValueError(f"gamma must be positive, got {gamma}")
-        self.gamma = gamma
+        self.gamma = check_real(gamma, "gamma", low=0, low_open=True)
         self.conformal = bool(conformal)
 
     def _reset(self, n_series):

@@ -25,11 +25,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from calibtut._validation import check_real
 from calibtut.online._base import OnlineCalibrator
 from calibtut.online.adjustment import exponential_adjustment, integral_gains, resolve_params
 from calibtut.online.conformal import ConformalCalibrator, ToleranceTable
 from calibtut.online.pid import PIDController
 from calibtut.online.springs import solve_equilibrium
+
+__all__ = ["DriftCalibrator"]
 
 
 class DriftCalibrator(OnlineCalibrator):
@@ -76,7 +79,7 @@ class DriftCalibrator(OnlineCalibrator):
         self.conformal = conformal
         self.control = control
         self.feasibility = feasibility
-        self.solver_tol = float(solver_tol)
+        self.solver_tol = check_real(solver_tol, "solver_tol", low=0, low_open=True)
         self._tolerance = ToleranceTable(self.levels, self.params.delta, self.params.tolerance)
         self._ki = integral_gains(self.n_levels, self.params.ki_max, self.params.ki_min)
 

@@ -30,6 +30,17 @@ from calibtut.online._forecasts import check_bound
 from calibtut.online.conformal import _check_delta, binomial_tolerance
 from calibtut.online.metrics import _check
 
+__all__ = [
+    "COROLLARY1_MARGIN",
+    "SpringBoundCheck",
+    "THEOREM2_MARGIN",
+    "admissible_c",
+    "adversarial_labels",
+    "count_deviation",
+    "interval_likelihood",
+    "spring_bound_check",
+]
+
 THEOREM2_MARGIN = 4.0
 """The ``4B`` of Theorem 2's likelihood condition (in units of ``B``)."""
 
