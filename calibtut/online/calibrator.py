@@ -59,6 +59,25 @@ class DriftCalibrator(OnlineCalibrator):
     **overrides
         Fields of ``params`` to change (``beta=0.3``, ...).
 
+    Notes
+    -----
+    What the guarantee does not cover. With springs (Theorem 2) and PID
+    (Corollary 1) the calibration bound ``K (2 h(T) + c)`` holds only on
+    transcripts whose likelihood (Eq. 5, the forecast density on the interval
+    where the label fell) stays below a level set by ``c``. That is a
+    hypothesis on nature, not something the algorithm enforces. An adaptive
+    nature that places every label just around the calibrated median (just
+    below, then just above, :func:`~calibtut.online.theory.adversarial_labels`
+    with ``strategy="median"``) pulls the central quantiles onto the labels;
+    the intervals between them shrink towards zero, the likelihood grows
+    without bound, and the smallest admissible ``c`` grows with its
+    logarithm. The bound still holds, but only vacuously: it exceeds ``T``
+    (a frequency error above 1), while the output is far from calibrated.
+    Against such a nature the basic algorithm without springs
+    (``control="basic", feasibility=False``) keeps Theorem 1's guarantee,
+    which holds for any labels in ``[-B, B]``, at the price of crossing
+    quantiles.
+
     Examples
     --------
     >>> from calibtut.online.drift import figure1_stream
