@@ -389,3 +389,21 @@ def test_allowed_infinity_is_documented(key):
 def test_every_public_module_declares_all():
     missing = [m.__name__ for m in _public_modules() if not hasattr(m, "__all__")]
     assert not missing, f"public modules without __all__ (the walker cannot see them): {missing}"
+
+
+def test_scipy_distribution_with_a_nonfinite_parameter_is_rejected_where_passed():
+    from scipy import stats
+
+    from calibtut.online import ConformalCalibrator, DriftCalibrator
+
+    scale = np.ones((1, 5))
+    scale[0, 2] = np.nan
+    with pytest.raises(ValueError, match=r"forecasts has a NaN or infinite parameter \(scale\)"):
+        DriftCalibrator(_levels, B=5.0).run(stats.norm(np.zeros((1, 5)), scale), np.zeros((1, 5)))
+    calibrator = ConformalCalibrator(_levels, B=5.0).reset(1)
+    with pytest.raises(ValueError, match=r"forecast has a NaN or infinite parameter \(loc\)"):
+        calibrator.predict(stats.norm([np.inf], [1.0]))
+    with pytest.raises(ValueError, match=r"forecast has a NaN or infinite parameter \(df\)"):
+        calibrator.predict(stats.t([np.nan], 0.0, 1.0))
+    # A finite distribution is accepted and gives finite quantiles.
+    assert np.all(np.isfinite(calibrator.predict(stats.t([3.0], 0.0, 1.0))))

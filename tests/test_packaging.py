@@ -80,9 +80,9 @@ def _lower_bound(req):
     return bounds[0]
 
 
-def _new_env(path, *, with_pip):
-    args = [sys.executable, "-m", "venv", str(path)] + ([] if with_pip else ["--without-pip"])
-    subprocess.run(args, check=True, timeout=TIMEOUT_S)
+def _new_env(path):
+    """A fresh virtual environment without pip (this pip installs into it with ``--python``)."""
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(path)], check=True, timeout=TIMEOUT_S)
     python = path / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
     purelib = subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                              check=True, capture_output=True, text=True).stdout.strip()
@@ -126,7 +126,7 @@ def test_dry_run_keeps_an_installed_torch(tmp_path):
     # The newest release of the second-newest minor series: inside the range but
     # neither the locked version nor what an unconstrained resolver would pick.
     installed = _latest_per_minor(_registry_versions("torch"), 2)[1]
-    python, site = _new_env(tmp_path / "env", with_pip=False)
+    python, site = _new_env(tmp_path / "env")
     info = site / f"torch-{installed}.dist-info"
     info.mkdir(parents=True)
     (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: torch\nVersion: {installed}\n", encoding="utf8")
@@ -143,9 +143,9 @@ def test_dry_run_keeps_an_installed_torch(tmp_path):
 
 def test_minimum_versions_pass_the_metrics_and_recalibration_tests(tmp_path):
     minimum = {name: _lower_bound(RUNTIME[name]) for name in MINIMUM_CHECKED}
-    python, _ = _new_env(tmp_path / "env", with_pip=True)
+    python, _ = _new_env(tmp_path / "env")
     pins = [f"{name}=={version}" for name, version in minimum.items()]
-    _pip("install", "--quiet", "--prefer-binary", *pins, *MINIMUM_ENV_EXTRAS, python=python)
+    _pip("--python", python, "install", "--quiet", "--prefer-binary", "--no-compile", *pins, *MINIMUM_ENV_EXTRAS)
     found = subprocess.run(
         [python, "-c", "import json, importlib.metadata as m; import sys; "
          "print(json.dumps({n: m.version(n) for n in sys.argv[1:]}))", *MINIMUM_CHECKED],
