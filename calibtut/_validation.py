@@ -9,8 +9,14 @@ from __future__ import annotations
 
 import math
 import numbers
+import reprlib
 
 import numpy as np
+
+
+def _shown(value):
+    """A short repr of a rejected value for an error message."""
+    return reprlib.repr(value)
 
 
 def as_float_array(x, name, *, ndim=None, min_ndim=None, allow_empty=False, finite=True):
@@ -142,7 +148,7 @@ def check_alpha(alpha, name="alpha"):
     0.1
     """
     if isinstance(alpha, bool) or not isinstance(alpha, numbers.Real):
-        raise TypeError(f"{name} must be a real number, got {alpha!r} ({type(alpha).__name__})")
+        raise TypeError(f"{name} must be a real number, got {_shown(alpha)} ({type(alpha).__name__})")
     alpha = float(alpha)
     if not 0 < alpha < 1:
         raise ValueError(f"{name} must lie in (0, 1), got {alpha}")
@@ -158,7 +164,7 @@ def check_int(value, name, *, minimum=None, maximum=None):
     10
     """
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an integer, got {value!r} ({type(value).__name__})")
+        raise TypeError(f"{name} must be an integer, got {_shown(value)} ({type(value).__name__})")
     value = int(value)
     if minimum is not None and value < minimum:
         raise ValueError(f"{name} must be >= {minimum}, got {value}")
@@ -214,7 +220,7 @@ def check_real(value, name, *, low=None, high=None, low_open=False, high_open=Fa
                 and not np.issubdtype(value.dtype, np.bool_) and not np.iscomplexobj(value):
             value = value.item()
         else:
-            raise TypeError(f"{name} must be a real number, got {value!r} ({type(value).__name__})")
+            raise TypeError(f"{name} must be a real number, got {_shown(value)} ({type(value).__name__})")
     value = float(value)
     if math.isnan(value) or (math.isinf(value) and not allow_inf):
         raise ValueError(f"{name} must be a {'' if allow_inf else 'finite '}real number, got {value}")
@@ -291,4 +297,4 @@ def check_rng(seed):
         if seed is not None and seed < 0:
             raise ValueError(f"seed must be a non-negative integer, got {seed}")
         return np.random.default_rng(seed)
-    raise TypeError(f"seed must be None, an int or a numpy Generator, got {seed!r} ({type(seed).__name__})")
+    raise TypeError(f"seed must be None, an int or a numpy Generator, got {_shown(seed)} ({type(seed).__name__})")

@@ -88,7 +88,8 @@ def pit_reliability_data(pit, levels=101, alpha=0.1):
     ----------
     pit : array_like, shape (n,)
     levels : int or array_like, default 101
-        Grid in [0, 1]; an int M gives ``linspace(0, 1, M)``.
+        Evaluation grid of the PIT's CDF, strictly increasing in [0, 1] (0 and
+        1 allowed); an int M gives ``linspace(0, 1, M)``.
     alpha : float, default 0.1
         Miscoverage of the band.
 

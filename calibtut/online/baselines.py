@@ -10,7 +10,7 @@ import numpy as np
 from calibtut._validation import check_int, check_real, check_rng
 from calibtut.online._base import OnlineCalibrator
 from calibtut.online._forecasts import is_distribution
-from calibtut.online.conformal import ConformalCalibrator, conformal_pit_levels
+from calibtut.online.conformal import ConformalCalibrator, _interpolate_levels
 
 __all__ = ["ACICalibrator", "OriginalForecast", "RegretCalibrator"]
 
@@ -203,7 +203,7 @@ class ACICalibrator(OnlineCalibrator):
     def _predict(self, forecast):
         u = np.clip(self.working_levels, 0.0, 1.0)
         if self._stage is not None:
-            u = conformal_pit_levels(self._stage._pits, u)
+            u = _interpolate_levels(self._stage._pits, u)
         return forecast.quantile(u)
 
     def _update(self, labels, quantiles, forecast):

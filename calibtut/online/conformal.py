@@ -147,8 +147,13 @@ def conformal_pit_levels(sorted_pits, levels):
     [[0.2, 0.4]]
     """
     p = as_float_array(sorted_pits, "sorted_pits", ndim=2, allow_empty=True)
+    return _interpolate_levels(p, as_float_array(levels, "levels", ndim=(1, 2)))
+
+
+def _interpolate_levels(p, levels):
+    """:func:`conformal_pit_levels` on checked arrays (the calibrators' per-step path)."""
     n, m = p.shape
-    a = np.clip(as_float_array(levels, "levels", ndim=(1, 2)), 0.0, 1.0)
+    a = np.clip(levels, 0.0, 1.0)
     lo = np.minimum(0.0, p[:, :1]) if m else np.zeros((n, 1))
     hi = np.maximum(1.0, p[:, -1:]) if m else np.ones((n, 1))
     aug = np.concatenate([lo, p, hi], axis=1)
@@ -187,7 +192,7 @@ class ConformalCalibrator(OnlineCalibrator):
 
     def conformal_levels(self, levels=None):
         """Current conformal levels ``q`` (shape (n_series, K)) for ``levels`` (default: own levels)."""
-        return conformal_pit_levels(self._pits, self.levels if levels is None else levels)
+        return _interpolate_levels(self._pits, self.levels if levels is None else np.asarray(levels, dtype=float))
 
     def _predict(self, forecast):
         return forecast.quantile(self.conformal_levels())
