@@ -75,6 +75,8 @@ OUT_OF_RANGE_BY_NAME = {
 #: Out-of-range values that differ from the by-name rule, keyed by ``qualified name.parameter``.
 OUT_OF_RANGE = {
     "calibtut.models.MCDropoutGaussian.p": 1.5,  # the dropout probability, in [0, 1)
+    "calibtut.online.RegretCalibrator.lower": 5.0,  # above upper
+    "calibtut.online.RegretCalibrator.upper": -5.0,  # below lower
 }
 
 N, K = 40, 3
@@ -194,6 +196,7 @@ VALID_FOR = {
                                             "labels": np.zeros(10)},
     "calibtut.online": {"labels": np.zeros((1, 10)), "quantiles": np.zeros((1, 10, K)) + [-1.0, 0.0, 1.0]},
     "calibtut.online.PIDController": {"n_series": 1},
+    "calibtut.online.RegretCalibrator": {"lower": -3.0, "upper": 3.0},
     "calibtut.online.drift_offsets": {"kind": "jump"},
     "calibtut.online.apply_drift": {"kind": "jump", "labels": np.zeros(10)},
     "calibtut.online.drifting_gaussian_stream": {"kind": "jump"},
@@ -213,6 +216,9 @@ RESULT_RECORDS = {"FitHistory", "DataFile", "Collection", "RegressionData", "For
 
 _NUMERIC_TYPE = re.compile(r"\b(float|int|integer)\b")
 _ARRAY_TYPE = re.compile(r"array|tensor|Tensor|sequence|tuple")
+#: "float or array_like", "int or None": a single number is one of the accepted forms.
+_SCALAR_FIRST = re.compile(r"^(?:None,? or |None, )?(?:float|int)\b")
+_SEQUENCE_TYPE = re.compile(r"(?:tuple|sequence) of (?:float|int)")
 #: Parameters that are never a single number (handled by their own checks and tests).
 NOT_SCALAR = {"seed", "levels"}
 
@@ -282,9 +288,16 @@ def _locally_numeric(obj):
             continue
         default_numeric = isinstance(p.default, (int, float)) and not isinstance(p.default, bool)
         kind = types.get(p.name, "")
-        if default_numeric or (_NUMERIC_TYPE.search(kind) and not _ARRAY_TYPE.search(kind)):
+        scalar_type = _NUMERIC_TYPE.search(kind) and not _ARRAY_TYPE.search(kind)
+        if default_numeric or scalar_type or _SCALAR_FIRST.match(kind):
             found.append(p.name)
     return found
+
+
+def _sequence_parameters(obj):
+    """Parameters documented as a tuple or sequence of numbers (``hidden``, ``bounds``, ...)."""
+    types = _documented_types(obj)
+    return [name for name in inspect.signature(obj).parameters if _SEQUENCE_TYPE.search(types.get(name, ""))]
 
 
 def _numeric_parameters(obj):
@@ -297,6 +310,20 @@ def _numeric_parameters(obj):
         name for name in inspect.signature(obj).parameters
         if name in own or (name in vocabulary and not _ARRAY_TYPE.search(types.get(name, "")))
     ]
+
+
+def _sequence_cases():
+    """A bad entry (NaN, inf, -inf, -1) in each numeric sequence parameter, the rest valid."""
+    cases = []
+    for qualname, obj in _public_callables():
+        for name in _sequence_parameters(obj):
+            default = inspect.signature(obj).parameters[name].default
+            valid = np.atleast_1d(default if default is not inspect.Parameter.empty else _valid_value(qualname, name))
+            valid = valid.tolist()
+            for value in (math.nan, math.inf, -math.inf, -1):
+                bad = tuple([value] + valid[1:])
+                cases.append(pytest.param(qualname, obj, name, bad, id=f"{qualname}.{name}={bad}"))
+    return cases
 
 
 @functools.cache
@@ -367,6 +394,12 @@ def test_numeric_parameter_rejects_bad_value(qualname, obj, name, value):
     message = str(info.value)
     assert name in message, f"{qualname}({name}={value}): the error does not name {name!r}: {message}"
     assert _shown(value) in message, f"{qualname}({name}={value}): the error does not show the value: {message}"
+
+
+@pytest.mark.parametrize(("qualname", "obj", "name", "value"), _sequence_cases())
+def test_numeric_sequence_rejects_a_bad_entry(qualname, obj, name, value):
+    with pytest.raises((ValueError, TypeError), match=name):
+        _call(qualname, obj, **{name: value})
 
 
 @pytest.mark.parametrize(("qualname", "obj", "value"), _level_cases())

@@ -49,7 +49,7 @@ class CalibrationTestResult(NamedTuple):
 
 
 def _sizes(n):
-    if isinstance(n, numbers.Integral) and not isinstance(n, bool):
+    if isinstance(n, (numbers.Number, str, bytes)) or not hasattr(n, "__iter__"):
         return [check_int(n, "n", minimum=1)]
     sizes = [check_int(v, "n", minimum=1) for v in n]
     if not sizes:

@@ -305,6 +305,15 @@ def _check_bounds(lower, upper):
 def mean_interval_width(lower, upper):
     """Mean width of prediction intervals (a sharpness measure; may be infinite).
 
+    Parameters
+    ----------
+    lower, upper : array_like, shape (n,)
+        ``lower <= upper`` elementwise; infinite bounds are allowed.
+
+    Returns
+    -------
+    float
+
     Examples
     --------
     >>> mean_interval_width([0.0, 1.0], [2.0, 2.0])

@@ -69,6 +69,11 @@ def fgsm_perturb(model, loss, x, y, eps):
     >>> bool((x_adv.abs() <= 0.1 + 1e-7).all())
     True
     """
+    if isinstance(eps, torch.Tensor):
+        if not torch.isfinite(eps).all() or (eps < 0).any():
+            raise ValueError(f"eps must be finite and non-negative, got {eps.tolist()}")
+    else:
+        eps = check_real(eps, "eps", low=0)
     x_req = x.detach().requires_grad_(True)
     value = loss(model(x_req), y)
     (grad,) = torch.autograd.grad(value, x_req)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from calibtut._validation import check_int, check_real, check_rng
+from calibtut._validation import as_float_array, check_int, check_real, check_rng
 from calibtut.online._base import OnlineCalibrator
 from calibtut.online._forecasts import is_distribution
 from calibtut.online.conformal import ConformalCalibrator, _interpolate_levels
@@ -77,6 +77,11 @@ class RegretCalibrator(OnlineCalibrator):
         self.n_bins = check_int(n_bins, "n_bins", minimum=1)
         if (lower is None) != (upper is None):
             raise ValueError("give both lower and upper, or neither")
+        if lower is not None:
+            lower = as_float_array(lower, "lower", ndim=(0, 1))
+            upper = as_float_array(upper, "upper", ndim=(0, 1))
+            if np.any(np.broadcast_arrays(lower, upper)[0] >= upper):
+                raise ValueError(f"lower must be < upper, got lower={lower.tolist()} and upper={upper.tolist()}")
         self.lower = lower
         self.upper = upper
         self.randomized = bool(randomized)
