@@ -4,10 +4,14 @@
     python3 tasks.py book   # set up .venv, execute every notebook (ci profile), render the HTML book
     python3 tasks.py test   # the whole test suite (what CI runs)
     python3 tasks.py pair   # regenerate every notebooks/**/*.ipynb from its .md, outputs stripped
+    python3 tasks.py lock   # rewrite constraints.txt from the versions installed in .venv
 
 ``.venv`` is created when missing and (re)installed with
-``pip install -e ".[book,test]"`` whenever ``pyproject.toml`` or the Python
-version changed since the last install (a stamp in ``.venv`` keeps the hash).
+``pip install -c constraints.txt -e ".[book,test]"`` whenever ``pyproject.toml``,
+``constraints.txt`` or the Python version changed since the last install (a
+stamp in ``.venv`` keeps the hash). ``pyproject.toml`` declares compatible
+ranges (what ``pip install calibtut`` needs); ``constraints.txt`` pins the exact
+versions the book is built and tested with.
 The JavaScript that renders widgets offline is downloaded once from the npm
 registry, checked against the registry's sha512 integrity, into
 ``book/_vendor/`` (ignored by git).
@@ -35,6 +39,7 @@ VENV = ROOT / ".venv"
 BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
 PY = BIN / ("python.exe" if os.name == "nt" else "python")
 STAMP = VENV / ".calibtut-install"
+CONSTRAINTS = ROOT / "constraints.txt"
 BUILD = ROOT / "_build"
 HTML = BUILD / "html"
 LOGS = BUILD / "logs"
@@ -90,6 +95,7 @@ def run(cmd, *, log: Path | None = None, env=None, check=True) -> int:
 
 def install_key() -> str:
     digest = hashlib.sha256((ROOT / "pyproject.toml").read_bytes())
+    digest.update(CONSTRAINTS.read_bytes())
     digest.update(f"python {sys.version_info[0]}.{sys.version_info[1]}".encode())
     return digest.hexdigest()
 
@@ -124,8 +130,9 @@ def ensure_venv() -> float:
             run([sys.executable, "-m", "venv", "--without-pip", str(VENV)])
             _bootstrap_pip()
     else:
-        say("pyproject.toml (or Python) changed since the last install: reinstalling")
-    run([PY, "-m", "pip", "install", "--disable-pip-version-check", "--progress-bar", "off", "-e", ".[book,test]"])
+        say("pyproject.toml, constraints.txt (or Python) changed since the last install: reinstalling")
+    run([PY, "-m", "pip", "install", "--disable-pip-version-check", "--progress-bar", "off", "-c", CONSTRAINTS,
+         "-e", ".[book,test]"])
     STAMP.write_text(key + "\n")
     seconds = time.perf_counter() - start
     say(f"environment ready in {seconds:.0f} s")
@@ -320,6 +327,22 @@ def cmd_test(args) -> int:
     return 0
 
 
+def cmd_lock(_args) -> int:
+    """Write the exact versions installed in ``.venv`` to ``constraints.txt``."""
+    ensure_venv()
+    frozen = subprocess.run([PY, "-m", "pip", "freeze", "--exclude-editable", "--disable-pip-version-check"],
+                            cwd=ROOT, check=True, capture_output=True, text=True).stdout
+    # A local build label (torch 2.13.0+cpu from a CPU wheel index) would not match PyPI's wheels.
+    pins = sorted({re.sub(r"\+[\w.]+$", "", line.strip()) for line in frozen.splitlines()
+                   if "==" in line and not line.lower().startswith("calibtut==")}, key=str.lower)
+    header = ("# Exact versions the book is built and tested with (the lock), installed by tasks.py and CI as\n"
+              "#   pip install -c constraints.txt -e \".[book,test]\"\n"
+              "# pyproject.toml keeps compatible ranges. Regenerate with `python3 tasks.py lock`.\n")
+    CONSTRAINTS.write_text(header + "\n".join(pins) + "\n", encoding="utf8")
+    say(f"wrote {len(pins)} pins to {CONSTRAINTS.relative_to(ROOT)}")
+    return 0
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python3 tasks.py", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -331,6 +354,8 @@ def main(argv=None) -> int:
     test.set_defaults(func=cmd_test)
     pair = sub.add_parser("pair", help="regenerate notebooks/**/*.ipynb from the .md sources")
     pair.set_defaults(func=cmd_pair)
+    lock = sub.add_parser("lock", help="rewrite constraints.txt from the versions installed in .venv")
+    lock.set_defaults(func=cmd_lock)
     args = parser.parse_args(argv)
     return args.func(args)
 

@@ -201,7 +201,7 @@ class SplitConformalRegressor:
     """
 
     def __init__(self, alpha=0.1):
-        self.alpha = alpha
+        self.alpha = check_alpha(alpha)
 
     def fit(self, cal_pred, cal_y, *, cal_scale=None):
         """Compute the conformal threshold from calibration residuals.

@@ -39,9 +39,10 @@ import numbers
 import numpy as np
 from scipy.special import digamma
 
-from calibtut._validation import as_float_array, check_int
+from calibtut._validation import as_float_array, check_int, check_real
 
 __all__ = [
+    "check_spacing",
     "resolve_spacing",
     "spacing_entropy",
     "spacing_entropy_bias",
@@ -80,25 +81,48 @@ def resolve_spacing(spacing, n):
     >>> resolve_spacing(64, 512)
     64
     """
+    spacing = check_spacing(spacing)
     n = check_int(n, "n", minimum=2)
-    if isinstance(spacing, str):
-        if spacing != "sqrt":
-            raise ValueError(f"spacing must be 'sqrt', an int or a callable, got {spacing!r}")
+    if spacing == "sqrt":
         k = max(1, round(math.sqrt(n)))
     elif callable(spacing):
         k = spacing(n)
         if isinstance(k, bool) or not isinstance(k, numbers.Integral):
-            raise TypeError(f"spacing callable must return an int, got {type(k).__name__}")
+            raise TypeError(f"spacing callable must return an int, got {k!r} ({type(k).__name__})")
         k = int(k)
-    elif isinstance(spacing, numbers.Integral) and not isinstance(spacing, bool):
-        k = int(spacing)
+        if k < 1:
+            raise ValueError(f"spacing callable must return an int >= 1, got {k}")
     else:
-        raise TypeError(f"spacing must be 'sqrt', an int or a callable, got {type(spacing).__name__}")
-    if k < 1:
-        raise ValueError(f"spacing must be >= 1, got {k}")
+        k = spacing
     if k >= n:
         raise ValueError(f"spacing ({k}) must be smaller than the number of samples ({n})")
     return k
+
+
+def check_spacing(spacing):
+    """Check a spacing rule without a sample size: ``"sqrt"``, an int >= 1 or a callable.
+
+    Returns the rule unchanged (an int as ``int``); :func:`resolve_spacing`
+    turns it into ``k`` once ``n`` is known.
+
+    Examples
+    --------
+    >>> check_spacing(64)
+    64
+    >>> check_spacing(0)
+    Traceback (most recent call last):
+    ...
+    ValueError: spacing must be >= 1, got 0
+    """
+    if isinstance(spacing, str):
+        if spacing != "sqrt":
+            raise ValueError(f"spacing must be 'sqrt', an int or a callable, got {spacing!r}")
+        return spacing
+    if callable(spacing):
+        return spacing
+    if isinstance(spacing, numbers.Integral) and not isinstance(spacing, bool):
+        return check_int(spacing, "spacing", minimum=1)
+    raise TypeError(f"spacing must be 'sqrt', an int or a callable, got {spacing!r} ({type(spacing).__name__})")
 
 
 def spacing_entropy_bias(n, k):
@@ -163,8 +187,7 @@ def spacing_entropy(x, spacing="sqrt", *, bias_correction=False, eps=0.0):
     n = arr.size
     if n < 2:
         raise ValueError(f"x must hold at least 2 samples, got {n}")
-    if eps < 0:
-        raise ValueError(f"eps must be non-negative, got {eps}")
+    eps = check_real(eps, "eps", low=0)
     k = resolve_spacing(spacing, n)
     s = np.sort(arr)
     gaps = s[k:] - s[:-k] + eps
@@ -213,8 +236,7 @@ def spacing_entropy_torch(x, spacing="sqrt", *, assume_sorted=False, bias_correc
         raise TypeError(f"x must be a torch.Tensor, got {type(x).__name__}")
     if x.ndim < 1:
         raise ValueError("x must have at least 1 dimension")
-    if eps < 0:
-        raise ValueError(f"eps must be non-negative, got {eps}")
+    eps = check_real(eps, "eps", low=0)
     n = x.shape[-1]
     if n < 2:
         raise ValueError(f"x must hold at least 2 samples along its last dimension, got {n}")

@@ -242,7 +242,8 @@ def pit_reliability_diagram(pit, ax=None, band=0.9, levels=101, label="model"):
     ax : matplotlib.axes.Axes, optional
     band : float or None, default 0.9
     levels : int or array_like, default 101
-        Evaluation grid (an int gives ``linspace(0, 1, levels)``).
+        Evaluation grid of the PIT's CDF, strictly increasing in [0, 1] (0 and
+        1 allowed); an int gives ``linspace(0, 1, levels)``.
     label : str, default "model"
 
     Returns

@@ -33,11 +33,10 @@ closer to 1 with a smaller fixed spacing). The NLL term pulls the other way.
 
 from __future__ import annotations
 
-import numbers
-
 import torch
 
-from calibtut.entropy import spacing_entropy_torch
+from calibtut._validation import check_real
+from calibtut.entropy import check_spacing, spacing_entropy_torch
 from calibtut.metrics.torch import nll_gaussian, pit_gaussian
 from calibtut.sorting import soft_sort
 
@@ -59,6 +58,14 @@ def _check_pit_tensor(pit):
         if (pit < 0).any() or (pit > 1).any():
             lo, hi = float(pit.min()), float(pit.max())
             raise ValueError(f"pit must lie in [0, 1], got values in [{lo:.4g}, {hi:.4g}]")
+
+
+def _check_options(spacing, sort, tau, eps):
+    """Check the options shared by the QR functions; returns (sort, tau, eps)."""
+    check_spacing(spacing)
+    if sort not in _SORTS:
+        raise ValueError(f"sort must be one of {_SORTS}, got {sort!r}")
+    return sort, check_real(tau, "tau", low=0, low_open=True), check_real(eps, "eps", low=0)
 
 
 def pit_negentropy(pit, spacing="sqrt", *, sort="neural", tau=1e-3, eps=1e-5):
@@ -103,8 +110,7 @@ def pit_negentropy(pit, spacing="sqrt", *, sort="neural", tau=1e-3, eps=1e-5):
     -0.02
     """
     _check_pit_tensor(pit)
-    if sort not in _SORTS:
-        raise ValueError(f"sort must be one of {_SORTS}, got {sort!r}")
+    sort, tau, eps = _check_options(spacing, sort, tau, eps)
     if sort == "neural":
         ordered = soft_sort(pit, tau)
     else:
@@ -146,8 +152,8 @@ def qr_loss(nll, pit, y=None, *, lam=1.0, spacing="sqrt", sort="neural", tau=1e-
     """
     if not isinstance(nll, torch.Tensor) or nll.numel() != 1:
         raise TypeError("nll must be a scalar torch.Tensor")
-    if isinstance(lam, bool) or not isinstance(lam, numbers.Real) or lam < 0:
-        raise ValueError(f"lam must be a non-negative real number, got {lam!r}")
+    lam = check_real(lam, "lam", low=0)
+    _check_options(spacing, sort, tau, eps)
     if callable(pit):
         if y is None:
             raise ValueError("y is required when pit is a callable CDF")
@@ -202,10 +208,8 @@ class QuantileRegularizedLoss:
     """
 
     def __init__(self, lam=1.0, *, spacing="sqrt", sort="neural", tau=1e-3, eps=1e-5, nll=None, cdf=None):
-        if isinstance(lam, bool) or not isinstance(lam, numbers.Real) or lam < 0:
-            raise ValueError(f"lam must be a non-negative real number, got {lam!r}")
-        if sort not in _SORTS:
-            raise ValueError(f"sort must be one of {_SORTS}, got {sort!r}")
+        lam = check_real(lam, "lam", low=0)
+        sort, tau, eps = _check_options(spacing, sort, tau, eps)
         for name, fn in (("nll", nll), ("cdf", cdf)):
             if fn is not None and not callable(fn):
                 raise TypeError(f"{name} must be callable, got {type(fn).__name__}")

@@ -26,9 +26,9 @@ batches float64 keeps more of the gaps between logits than float32.
 
 from __future__ import annotations
 
-import numbers
-
 import torch
+
+from calibtut._validation import check_real
 
 __all__ = ["abs_diff_row_sums", "hard_sort_matrix", "neural_sort_matrix", "soft_sort"]
 
@@ -45,11 +45,7 @@ def _check_scores(scores):
 
 
 def _check_tau(tau):
-    if isinstance(tau, bool) or not isinstance(tau, numbers.Real):
-        raise TypeError(f"tau must be a positive real number, got {type(tau).__name__}")
-    if not tau > 0:
-        raise ValueError(f"tau must be > 0, got {tau}")
-    return float(tau)
+    return check_real(tau, "tau", low=0, low_open=True)
 
 
 def neural_sort_matrix(scores, tau=1.0, *, descending=True):

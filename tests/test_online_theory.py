@@ -229,6 +229,34 @@ def test_adversary_stays_within_theorem1_against_the_basic_algorithm():
         assert ratio.max() <= 1.0 and ratio.max() > 0.5
 
 
+@pytest.mark.parametrize("pid", [False, True])
+def test_median_adversary_makes_theorem2_vacuous(pid):
+    # Labels just around the calibrated median squeeze the central intervals:
+    # the likelihood explodes, c_T grows with its log, and the bound exceeds T
+    # (vacuous) while the springs' output is far from calibrated.
+    levels = equally_spaced_levels(9)
+    B, T = 4.0, 300
+    base = np.broadcast_to(np.linspace(-1.5, 1.5, 9), (1, 9))
+    cal = DriftCalibrator(levels, B=B, control="pid" if pid else "basic")
+    z, y = adversarial_labels(cal, base, T, strategy="median")
+    check = spring_bound_check(z, y, levels, B=B, beta=PAPER.beta, eta=PAPER.eta, delta=PAPER.delta, pid=pid)
+    assert check.max_likelihood[0, -1] > 1e6
+    assert np.all(check.deviation <= check.bound)  # the theorem holds ...
+    assert check.bound[0, -1] > T  # ... vacuously
+    assert check.deviation[0, -1] / T > 0.25  # and the forecasts are not calibrated
+    # Without springs the same nature cannot escape Theorem 1.
+    free = DriftCalibrator(levels, B=B, control="basic", feasibility=False)
+    z, y = adversarial_labels(free, base, T, strategy="median")
+    bound = theorem1_bound(T, levels, B=B, beta=PAPER.beta, delta=PAPER.delta)[1:]
+    assert np.all(count_deviation(z, y, levels) <= bound)
+
+
+def test_median_adversary_labels_sit_next_to_the_central_quantile():
+    levels = equally_spaced_levels(3)
+    z, y = adversarial_labels(OriginalForecast(levels, B=2.0), [[-1.0, 0.0, 0.5]], n_steps=4, strategy="median")
+    np.testing.assert_allclose(y[0], [-5e-4, 5e-4, -5e-4, 5e-4])
+
+
 def test_adversary_errors():
     base = np.tile([-1.0, 0.0, 1.0], (2, 1))
     with pytest.raises(TypeError, match="calibrator"):

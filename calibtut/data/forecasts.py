@@ -441,6 +441,8 @@ def spf_quantile_streams(variable, levels=None, *, horizon=0, start=None, end=No
     """
     a = np.arange(1, 10) / 10 if levels is None else check_levels(levels, "levels")
     h = check_int(horizon, "horizon", minimum=0)
+    start = None if start is None else check_int(start, "start")
+    end = None if end is None else check_int(end, "end")
     probs = load_spf_probabilities(variable)
     probs = probs[probs["horizon"] == h]
     if probs.empty:

@@ -49,7 +49,7 @@ class CalibrationTestResult(NamedTuple):
 
 
 def _sizes(n):
-    if isinstance(n, numbers.Integral) and not isinstance(n, bool):
+    if isinstance(n, (numbers.Number, str, bytes)) or not hasattr(n, "__iter__"):
         return [check_int(n, "n", minimum=1)]
     sizes = [check_int(v, "n", minimum=1) for v in n]
     if not sizes:
@@ -83,7 +83,8 @@ def pce_null_distribution(n, n_sim=10_000, p=1, levels=None, seed=None):
         Monte Carlo samples (10^4 in [2]).
     p : float, default 1
     levels : None, int or array_like
-        As in :func:`~calibtut.metrics.regression.pce`.
+        As in :func:`~calibtut.metrics.regression.pce` (an evaluation grid:
+        0 and 1 allowed).
     seed : int, numpy.random.Generator or None
 
     Returns
@@ -121,7 +122,8 @@ def pce_test(pit, n_sim=10_000, p=1, levels=None, seed=None):
     n_sim : int, default 10000
     p : float, default 1
     levels : None, int or array_like
-        As in :func:`~calibtut.metrics.regression.pce`.
+        As in :func:`~calibtut.metrics.regression.pce` (an evaluation grid:
+        0 and 1 allowed).
     seed : int, numpy.random.Generator or None
 
     Returns

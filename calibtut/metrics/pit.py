@@ -19,6 +19,7 @@ from calibtut._validation import (
     check_levels,
     check_positive,
     check_probabilities,
+    check_real,
     check_same_length,
 )
 
@@ -199,12 +200,10 @@ def pit_quantile(y, quantiles, levels, tails="linear", pad=0.1):
         raise ValueError("levels must hold at least 2 levels to interpolate a CDF")
     if tails not in _TAILS:
         raise ValueError(f"tails must be one of {_TAILS}, got {tails!r}")
+    pad = check_real(pad, "pad", low=0, low_open=True)
     n = y.size
     lev = np.broadcast_to(levels, quantiles.shape)
     if tails == "pad":
-        pad = float(pad)
-        if not pad > 0:
-            raise ValueError(f"pad must be positive, got {pad}")
         width = quantiles[:, -1] - quantiles[:, 0]
         if np.any(width <= 0):
             raise ValueError("quantiles must have a positive range in every row when tails='pad'")

@@ -29,6 +29,7 @@ from calibtut._validation import (
     check_levels,
     check_positive,
     check_probabilities,
+    check_real,
     check_same_length,
 )
 from calibtut.metrics.pit import check_mixture, check_quantiles
@@ -60,9 +61,7 @@ def check_pit(pit):
 
 
 def _check_p(p):
-    if isinstance(p, bool) or not isinstance(p, numbers.Real) or not p > 0 or not np.isfinite(p):
-        raise ValueError(f"p must be a positive finite number, got {p!r}")
-    return float(p)
+    return check_real(p, "p", low=0, low_open=True)
 
 
 def _grid(levels):
@@ -89,7 +88,8 @@ def pit_reliability_data(pit, levels=101, alpha=0.1):
     ----------
     pit : array_like, shape (n,)
     levels : int or array_like, default 101
-        Grid in [0, 1]; an int M gives ``linspace(0, 1, M)``.
+        Evaluation grid of the PIT's CDF, strictly increasing in [0, 1] (0 and
+        1 allowed); an int M gives ``linspace(0, 1, M)``.
     alpha : float, default 0.1
         Miscoverage of the band.
 
@@ -304,6 +304,15 @@ def _check_bounds(lower, upper):
 
 def mean_interval_width(lower, upper):
     """Mean width of prediction intervals (a sharpness measure; may be infinite).
+
+    Parameters
+    ----------
+    lower, upper : array_like, shape (n,)
+        ``lower <= upper`` elementwise; infinite bounds are allowed.
+
+    Returns
+    -------
+    float
 
     Examples
     --------

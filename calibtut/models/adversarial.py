@@ -7,9 +7,9 @@ and ``eps`` one percent of each input feature's range.
 
 from __future__ import annotations
 
-import numbers
-
 import torch
+
+from calibtut._validation import check_real
 
 __all__ = ["feature_range_eps", "fgsm_perturb"]
 
@@ -36,8 +36,7 @@ def feature_range_eps(X, fraction=0.01):
     """
     if not isinstance(X, torch.Tensor) or X.ndim != 2:
         raise ValueError("X must be a 2-d torch.Tensor (n, d)")
-    if isinstance(fraction, bool) or not isinstance(fraction, numbers.Real) or not fraction > 0:
-        raise ValueError(f"fraction must be a positive real number, got {fraction!r}")
+    fraction = check_real(fraction, "fraction", low=0, low_open=True)
     return fraction * (X.max(dim=0).values - X.min(dim=0).values)
 
 
@@ -70,6 +69,11 @@ def fgsm_perturb(model, loss, x, y, eps):
     >>> bool((x_adv.abs() <= 0.1 + 1e-7).all())
     True
     """
+    if isinstance(eps, torch.Tensor):
+        if not torch.isfinite(eps).all() or (eps < 0).any():
+            raise ValueError(f"eps must be finite and non-negative, got {eps.tolist()}")
+    else:
+        eps = check_real(eps, "eps", low=0)
     x_req = x.detach().requires_grad_(True)
     value = loss(model(x_req), y)
     (grad,) = torch.autograd.grad(value, x_req)

@@ -21,12 +21,11 @@ one of two standard deviations (``predictive_std``):
 
 from __future__ import annotations
 
-import numbers
 
 import torch
 from torch import nn
 
-from calibtut._validation import check_int
+from calibtut._validation import check_int, check_real
 from calibtut.models.mlp import GaussianMLP
 
 __all__ = ["MCDropoutGaussian"]
@@ -84,8 +83,7 @@ class MCDropoutGaussian(GaussianMLP):
         seed=None,
     ):
         super().__init__(in_features, hidden, min_std=min_std, std_scale=std_scale, seed=seed)
-        if isinstance(p, bool) or not isinstance(p, numbers.Real) or not 0 <= p < 1:
-            raise ValueError(f"p must be a real number in [0, 1), got {p!r}")
+        p = check_real(p, "p", low=0, high=1, high_open=True)
         if predictive_std not in _COMBINE:
             raise ValueError(f"predictive_std must be one of {_COMBINE}, got {predictive_std!r}")
         self.p = float(p)

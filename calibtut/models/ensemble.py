@@ -15,7 +15,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from calibtut._validation import check_int
+from calibtut._validation import check_int, check_real
 from calibtut.models.mlp import GaussianMLP
 from calibtut.models.training import fit
 
@@ -107,6 +107,8 @@ def fit_ensemble(ensemble, X, y, *, adversarial_eps=0.01, seed=None, **fit_kwarg
     """
     if not isinstance(ensemble, DeepEnsemble):
         raise TypeError(f"ensemble must be a DeepEnsemble, got {type(ensemble).__name__}")
+    if adversarial_eps is not None:
+        adversarial_eps = check_real(adversarial_eps, "adversarial_eps", low=0, low_open=True)
     seeds = _member_seeds(seed, len(ensemble.members))
     histories = [
         fit(member, X, y, adversarial_eps=adversarial_eps, seed=s, **fit_kwargs)

@@ -9,7 +9,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from calibtut._validation import check_int
+from calibtut._validation import check_int, check_real
 
 __all__ = ["GaussianMLP"]
 
@@ -39,14 +39,7 @@ def check_std_map(min_std, std_scale):
     >>> check_std_map(0.1, 0.9)
     (0.1, 0.9)
     """
-    for name, value in (("min_std", min_std), ("std_scale", std_scale)):
-        if isinstance(value, bool) or not isinstance(value, numbers.Real):
-            raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
-    if min_std < 0:
-        raise ValueError(f"min_std must be >= 0, got {min_std}")
-    if std_scale <= 0:
-        raise ValueError(f"std_scale must be > 0, got {std_scale}")
-    return float(min_std), float(std_scale)
+    return check_real(min_std, "min_std", low=0), check_real(std_scale, "std_scale", low=0, low_open=True)
 
 
 @contextlib.contextmanager

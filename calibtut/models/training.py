@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import numbers
 from dataclasses import dataclass, field
 
 import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from calibtut._validation import check_int
+from calibtut._validation import check_int, check_real
 from calibtut.models.adversarial import feature_range_eps, fgsm_perturb
 
 __all__ = ["FitHistory", "fit", "predict", "resolve_device", "to_tensor"]
@@ -221,9 +220,10 @@ def fit(
     batch_size = check_int(batch_size, "batch_size", minimum=1)
     if patience is not None:
         patience = check_int(patience, "patience", minimum=1)
-    for name, value in (("lr", lr), ("weight_decay", weight_decay)):
-        if isinstance(value, bool) or not isinstance(value, numbers.Real) or value < 0:
-            raise ValueError(f"{name} must be a non-negative real number, got {value!r}")
+    lr = check_real(lr, "lr", low=0)
+    weight_decay = check_real(weight_decay, "weight_decay", low=0)
+    if adversarial_eps is not None:
+        adversarial_eps = check_real(adversarial_eps, "adversarial_eps", low=0, low_open=True)
     dev = resolve_device(device)
     params = list(model.parameters())
     dtype = params[0].dtype if params else torch.float32

@@ -13,7 +13,7 @@ from abc import ABC, abstractmethod
 
 import numpy as np
 
-from calibtut._validation import as_float_array, check_int
+from calibtut._validation import as_float_array, check_distribution, check_int
 from calibtut.online._forecasts import (
     StepForecast,
     check_bound,
@@ -130,6 +130,7 @@ class OnlineCalibrator(ABC):
             y = y[None, :]
         n, T = y.shape
         if is_distribution(forecasts):
+            check_distribution(forecasts, "forecasts")
             shape = np.shape(forecasts.ppf(0.5))
             if shape != ((T,) if single else (n, T)):
                 raise ValueError(f"forecasts distribution must have batch shape {(T,) if single else (n, T)}, got {shape}")

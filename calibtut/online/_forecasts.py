@@ -14,7 +14,7 @@ import numbers
 
 import numpy as np
 
-from calibtut._validation import as_float_array, check_levels
+from calibtut._validation import as_float_array, check_distribution, check_levels
 
 
 def check_bound(B):
@@ -28,7 +28,7 @@ def check_bound(B):
     if B is None:
         return None
     if isinstance(B, bool) or not isinstance(B, numbers.Real):
-        raise TypeError(f"B must be a positive real number or None, got {type(B).__name__}")
+        raise TypeError(f"B must be a positive real number or None, got {B!r} ({type(B).__name__})")
     B = float(B)
     if not np.isfinite(B) or B <= 0:
         raise ValueError(f"B must be a positive finite number, got {B}")
@@ -207,7 +207,7 @@ class StepForecast:
         self.levels = levels
         self.B = B
         if is_distribution(forecast):
-            self.dist = forecast
+            self.dist = check_distribution(forecast, "forecast")
             probe = np.asarray(forecast.ppf(0.5), dtype=float)
             if probe.ndim != 1:
                 raise ValueError(f"forecast distribution must have batch shape (n_series,), got {probe.shape}")

@@ -25,8 +25,10 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from calibtut._validation import as_float_array, check_int
-from calibtut.online._forecasts import check_online_levels
+from calibtut._validation import as_float_array, check_alpha, check_int, check_positive, check_real
+from calibtut.online._forecasts import check_bound, check_online_levels
+
+__all__ = ["DriftParams", "PAPER", "PRESETS", "TORCHUQ", "exponential_adjustment", "integral_gains"]
 
 EXPONENT_MARGIN = 10.0
 """Margin of the exponent cap above Theorem 1's ``log(1 + 2B)``."""
@@ -84,16 +86,11 @@ class DriftParams:
     tolerance: str = "half"
 
     def __post_init__(self):
-        for name in ("delta", "beta", "eta", "kp", "kd", "ki_max", "ki_min"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not np.isscalar(value) or not np.isfinite(value):
-                raise TypeError(f"{name} must be a finite real number, got {value!r}")
-        if not 0 < self.delta < 1:
-            raise ValueError(f"delta must lie in (0, 1), got {self.delta}")
-        if self.beta <= 0 or self.eta <= 0:
-            raise ValueError("beta and eta must be strictly positive")
-        if min(self.kp, self.kd, self.ki_max, self.ki_min) < 0:
-            raise ValueError("kp, kd, ki_max and ki_min must be non-negative")
+        check_alpha(self.delta, "delta")
+        for name in ("beta", "eta"):
+            check_real(getattr(self, name), name, low=0, low_open=True)
+        for name in ("kp", "kd", "ki_max", "ki_min"):
+            check_real(getattr(self, name), name, low=0)
         if self.tolerance not in ("half", "full"):
             raise ValueError(f"tolerance must be 'half' or 'full', got {self.tolerance!r}")
 
@@ -147,6 +144,8 @@ def integral_gains(n_levels, ki_max, ki_min):
     [0.04, 0.065, 0.09, 0.065, 0.04]
     """
     K = check_int(n_levels, "n_levels", minimum=1)
+    ki_max = check_real(ki_max, "ki_max", low=0)
+    ki_min = check_real(ki_min, "ki_min", low=0)
     if K == 1:
         return np.array([float(ki_max)])
     k = np.arange(1, K + 1)
@@ -180,6 +179,10 @@ def exponential_adjustment(counts, t, levels, tolerance, beta, B=None):
     """
     F = as_float_array(counts, "counts", ndim=2)
     a = check_online_levels(levels)
+    t = check_int(t, "t", minimum=0)
+    tolerance = check_positive(tolerance, "tolerance", strict=False, ndim=(0, 1))
+    beta = check_real(beta, "beta", low=0, low_open=True)
+    B = check_bound(B)
     dev = F - a * t
     excess = np.minimum(beta * (np.abs(dev) - tolerance), max_exponent(B))
     return np.where(excess > 0, -np.sign(dev) * np.expm1(np.maximum(excess, 0.0)), 0.0)

@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from calibtut._validation import check_int, check_rng
+from calibtut._validation import as_float_array, check_int, check_real, check_rng
 from calibtut.online._base import OnlineCalibrator
 from calibtut.online._forecasts import is_distribution
-from calibtut.online.conformal import ConformalCalibrator, conformal_pit_levels
+from calibtut.online.conformal import ConformalCalibrator, _interpolate_levels
+
+__all__ = ["ACICalibrator", "OriginalForecast", "RegretCalibrator"]
 
 
 class OriginalForecast(OnlineCalibrator):
@@ -75,6 +77,11 @@ class RegretCalibrator(OnlineCalibrator):
         self.n_bins = check_int(n_bins, "n_bins", minimum=1)
         if (lower is None) != (upper is None):
             raise ValueError("give both lower and upper, or neither")
+        if lower is not None:
+            lower = as_float_array(lower, "lower", ndim=(0, 1))
+            upper = as_float_array(upper, "upper", ndim=(0, 1))
+            if np.any(np.broadcast_arrays(lower, upper)[0] >= upper):
+                raise ValueError(f"lower must be < upper, got lower={lower.tolist()} and upper={upper.tolist()}")
         self.lower = lower
         self.upper = upper
         self.randomized = bool(randomized)
@@ -191,10 +198,7 @@ class ACICalibrator(OnlineCalibrator):
 
     def __init__(self, levels, B=None, *, gamma=0.005, conformal=True):
         super().__init__(levels, B)
-        gamma = float(gamma)
-        if not gamma > 0:
-            raise ValueError(f"gamma must be positive, got {gamma}")
-        self.gamma = gamma
+        self.gamma = check_real(gamma, "gamma", low=0, low_open=True)
         self.conformal = bool(conformal)
 
     def _reset(self, n_series):
@@ -204,7 +208,7 @@ class ACICalibrator(OnlineCalibrator):
     def _predict(self, forecast):
         u = np.clip(self.working_levels, 0.0, 1.0)
         if self._stage is not None:
-            u = conformal_pit_levels(self._stage._pits, u)
+            u = _interpolate_levels(self._stage._pits, u)
         return forecast.quantile(u)
 
     def _update(self, labels, quantiles, forecast):

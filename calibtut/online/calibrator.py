@@ -25,11 +25,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from calibtut._validation import check_real
 from calibtut.online._base import OnlineCalibrator
 from calibtut.online.adjustment import exponential_adjustment, integral_gains, resolve_params
 from calibtut.online.conformal import ConformalCalibrator, ToleranceTable
 from calibtut.online.pid import PIDController
 from calibtut.online.springs import solve_equilibrium
+
+__all__ = ["DriftCalibrator"]
 
 
 class DriftCalibrator(OnlineCalibrator):
@@ -56,6 +59,25 @@ class DriftCalibrator(OnlineCalibrator):
     **overrides
         Fields of ``params`` to change (``beta=0.3``, ...).
 
+    Notes
+    -----
+    What the guarantee does not cover. With springs (Theorem 2) and PID
+    (Corollary 1) the calibration bound ``K (2 h(T) + c)`` holds only on
+    transcripts whose likelihood (Eq. 5, the forecast density on the interval
+    where the label fell) stays below a level set by ``c``. That is a
+    hypothesis on nature, not something the algorithm enforces. An adaptive
+    nature that places every label just around the calibrated median (just
+    below, then just above, :func:`~calibtut.online.theory.adversarial_labels`
+    with ``strategy="median"``) pulls the central quantiles onto the labels;
+    the intervals between them shrink towards zero, the likelihood grows
+    without bound, and the smallest admissible ``c`` grows with its
+    logarithm. The bound still holds, but only vacuously: it exceeds ``T``
+    (a frequency error above 1), while the output is far from calibrated.
+    Against such a nature the basic algorithm without springs
+    (``control="basic", feasibility=False``) keeps Theorem 1's guarantee,
+    which holds for any labels in ``[-B, B]``, at the price of crossing
+    quantiles.
+
     Examples
     --------
     >>> from calibtut.online.drift import figure1_stream
@@ -76,7 +98,7 @@ class DriftCalibrator(OnlineCalibrator):
         self.conformal = conformal
         self.control = control
         self.feasibility = feasibility
-        self.solver_tol = float(solver_tol)
+        self.solver_tol = check_real(solver_tol, "solver_tol", low=0, low_open=True)
         self._tolerance = ToleranceTable(self.levels, self.params.delta, self.params.tolerance)
         self._ki = integral_gains(self.n_levels, self.params.ki_max, self.params.ki_min)
 

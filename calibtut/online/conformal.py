@@ -29,9 +29,11 @@ from __future__ import annotations
 import numpy as np
 from scipy import stats
 
-from calibtut._validation import as_float_array, check_int
+from calibtut._validation import as_float_array, check_alpha, check_int
 from calibtut.online._base import OnlineCalibrator
 from calibtut.online._forecasts import check_online_levels
+
+__all__ = ["ConformalCalibrator", "binomial_tolerance", "conformal_pit_levels", "equally_spaced_levels"]
 
 
 def equally_spaced_levels(n_levels):
@@ -56,12 +58,7 @@ def equally_spaced_levels(n_levels):
 
 
 def _check_delta(delta):
-    if isinstance(delta, bool) or not np.isscalar(delta):
-        raise TypeError(f"delta must be a real number in (0, 1), got {type(delta).__name__}")
-    delta = float(delta)
-    if not 0 < delta < 1:
-        raise ValueError(f"delta must lie in (0, 1), got {delta}")
-    return delta
+    return check_alpha(delta, "delta")
 
 
 def binomial_tolerance(n_steps, levels, delta, kind="half"):
@@ -149,9 +146,14 @@ def conformal_pit_levels(sorted_pits, levels):
     >>> conformal_pit_levels(np.array([[0.2, 0.6, 0.9]]), np.array([0.25, 0.375])).round(3).tolist()
     [[0.2, 0.4]]
     """
-    p = np.asarray(sorted_pits, dtype=float)
+    p = as_float_array(sorted_pits, "sorted_pits", ndim=2, allow_empty=True)
+    return _interpolate_levels(p, as_float_array(levels, "levels", ndim=(1, 2)))
+
+
+def _interpolate_levels(p, levels):
+    """:func:`conformal_pit_levels` on checked arrays (the calibrators' per-step path)."""
     n, m = p.shape
-    a = np.clip(np.asarray(levels, dtype=float), 0.0, 1.0)
+    a = np.clip(levels, 0.0, 1.0)
     lo = np.minimum(0.0, p[:, :1]) if m else np.zeros((n, 1))
     hi = np.maximum(1.0, p[:, -1:]) if m else np.ones((n, 1))
     aug = np.concatenate([lo, p, hi], axis=1)
@@ -190,7 +192,7 @@ class ConformalCalibrator(OnlineCalibrator):
 
     def conformal_levels(self, levels=None):
         """Current conformal levels ``q`` (shape (n_series, K)) for ``levels`` (default: own levels)."""
-        return conformal_pit_levels(self._pits, self.levels if levels is None else levels)
+        return _interpolate_levels(self._pits, self.levels if levels is None else np.asarray(levels, dtype=float))
 
     def _predict(self, forecast):
         return forecast.quantile(self.conformal_levels())

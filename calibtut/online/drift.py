@@ -12,9 +12,19 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
-from calibtut._validation import as_float_array, check_int, check_rng
+from calibtut._validation import as_float_array, check_int, check_real, check_rng
 from calibtut.online._forecasts import check_online_levels
 from calibtut.online.conformal import equally_spaced_levels
+
+__all__ = [
+    "DriftStream",
+    "PAPER_DRIFT_BETA",
+    "apply_drift",
+    "drift_offsets",
+    "drifting_gaussian_stream",
+    "figure1_stream",
+    "synthetic_tasks",
+]
 
 PAPER_DRIFT_BETA = {"linear_shift": 0.1, "scale_shift": 1.0, "jump": 3.0, "cycle": 3.0}
 """Drift coefficients of Appendix C for the regression benchmarks."""
@@ -140,7 +150,8 @@ def drift_offsets(n_steps, kind, beta=None):
     n_steps : int
     kind : {"linear_shift", "scale_shift", "jump", "cycle"}
     beta : float, optional
-        Defaults to the paper's value (:data:`PAPER_DRIFT_BETA`).
+        Size of the drift, >= 0 (its direction is part of ``kind``). Defaults
+        to the paper's value (:data:`PAPER_DRIFT_BETA`).
 
     Returns
     -------
@@ -155,7 +166,7 @@ def drift_offsets(n_steps, kind, beta=None):
     T = check_int(n_steps, "n_steps", minimum=1)
     if kind not in PAPER_DRIFT_BETA:
         raise ValueError(f"kind must be one of {sorted(PAPER_DRIFT_BETA)}, got {kind!r}")
-    beta = PAPER_DRIFT_BETA[kind] if beta is None else float(beta)
+    beta = PAPER_DRIFT_BETA[kind] if beta is None else check_real(beta, "beta", low=0)
     t = np.arange(1, T + 1, dtype=float)
     shift = np.zeros(T)
     scale = np.ones(T)

@@ -16,9 +16,20 @@ from __future__ import annotations
 
 import numpy as np
 
-from calibtut._validation import as_float_array, check_int
+from calibtut._validation import as_float_array, check_int, check_real
 from calibtut.online._forecasts import check_bound, check_online_levels
 from calibtut.online.conformal import _check_delta, binomial_tolerance
+
+__all__ = [
+    "ece_loss",
+    "empirical_frequencies",
+    "mixed_loss",
+    "oracle_band",
+    "pinball_loss",
+    "reliability_data",
+    "sharpness",
+    "theorem1_bound",
+]
 
 
 def _check(quantiles, labels, levels):
@@ -169,6 +180,20 @@ def theorem1_bound(n_steps, levels, *, B, beta, delta, kind="half"):
     fed with initial predictions in ``[-B, B]``; dividing by ``t`` gives the
     theorem's ``b(T)``.
 
+    Parameters
+    ----------
+    n_steps : int
+    levels : array_like of shape (K,)
+    B : float
+        Label bound (required).
+    beta : float
+        Growth rate of the exponential adjustment, > 0 and finite: with
+        ``beta = inf`` the ``log(1 + 2B) / beta`` term would vanish and the
+        bound would be too tight.
+    delta : float
+        Miscoverage of the binomial tolerance, in (0, 1).
+    kind : {"half", "full"}, default "half"
+
     Returns
     -------
     ndarray of shape (n_steps + 1, K)
@@ -181,7 +206,5 @@ def theorem1_bound(n_steps, levels, *, B, beta, delta, kind="half"):
     B = check_bound(B)
     if B is None:
         raise ValueError("B is required: Theorem 1 assumes labels in [-B, B]")
-    beta = float(beta)
-    if beta <= 0:
-        raise ValueError(f"beta must be positive, got {beta}")
+    beta = check_real(beta, "beta", low=0, low_open=True)
     return binomial_tolerance(n_steps, levels, _check_delta(delta), kind) + np.log1p(2 * B) / beta + 1

@@ -11,7 +11,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from calibtut._validation import as_float_array, check_int
+from calibtut._validation import check_int, check_positive, check_real
+from calibtut.online._forecasts import check_bound
+
+__all__ = ["PIDController"]
 
 
 class PIDController:
@@ -38,10 +41,10 @@ class PIDController:
 
     def __init__(self, n_series, *, kp, kd, ki, B=None):
         n = check_int(n_series, "n_series", minimum=1)
-        self.kp = float(kp)
-        self.kd = float(kd)
-        self.ki = as_float_array(ki, "ki", ndim=1)
-        self.B = B
+        self.kp = check_real(kp, "kp", low=0)
+        self.kd = check_real(kd, "kd", low=0)
+        self.ki = check_positive(ki, "ki", strict=False, ndim=1)
+        self.B = check_bound(B)
         self.integral = np.zeros((n, len(self.ki)))
         self.previous = np.zeros((n, len(self.ki)))
 

@@ -33,6 +33,8 @@ import numpy as np
 from calibtut._validation import as_float_array, check_int, check_positive
 from calibtut.online._forecasts import check_bound
 
+__all__ = ["equilibrium_residual", "solve_equilibrium", "solve_equilibrium_damped", "solve_tridiagonal"]
+
 
 def solve_tridiagonal(diag, off, rhs):
     """Solve symmetric tridiagonal systems in a batch (Thomas algorithm).

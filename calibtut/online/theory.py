@@ -30,13 +30,27 @@ from calibtut.online._forecasts import check_bound
 from calibtut.online.conformal import _check_delta, binomial_tolerance
 from calibtut.online.metrics import _check
 
+__all__ = [
+    "COROLLARY1_MARGIN",
+    "SpringBoundCheck",
+    "THEOREM2_MARGIN",
+    "admissible_c",
+    "adversarial_labels",
+    "count_deviation",
+    "interval_likelihood",
+    "spring_bound_check",
+]
+
 THEOREM2_MARGIN = 4.0
 """The ``4B`` of Theorem 2's likelihood condition (in units of ``B``)."""
 
 COROLLARY1_MARGIN = 6.0
 """The ``6B`` of Corollary 1's likelihood condition (PID with ``kp = 1``)."""
 
-ADVERSARY_STRATEGIES = ("greedy", "above", "below")
+ADVERSARY_STRATEGIES = ("greedy", "above", "below", "median")
+
+MEDIAN_OFFSET = 1e-3
+"""Offset of the ``"median"`` adversary's labels, as a fraction of the smaller gap next to the central quantile."""
 
 
 def _require_bound(B):
@@ -209,6 +223,15 @@ def spring_bound_check(quantiles, labels, levels, *, B, beta, eta, delta, pid=Fa
     return SpringBoundCheck(deviation, len(a) * (2 * h + c), L, running, c)
 
 
+def _around_median(z, t, B):
+    """Labels just below (even ``t``) or just above (odd ``t``) the central quantile."""
+    c = z.shape[1] // 2
+    padded = np.concatenate([np.full((len(z), 1), -B), z, np.full((len(z), 1), B)], axis=1)
+    gap = np.minimum(padded[:, c + 1] - padded[:, c], padded[:, c + 2] - padded[:, c + 1])
+    sign = -1.0 if t % 2 == 0 else 1.0
+    return np.clip(z[:, c] + sign * MEDIAN_OFFSET * gap, -B, B)
+
+
 def adversarial_labels(calibrator, forecasts, n_steps=None, *, strategy="greedy", B=None):
     """Play the causal protocol with a nature that picks each label after seeing the forecast.
 
@@ -220,7 +243,13 @@ def adversarial_labels(calibrator, forecasts, n_steps=None, *, strategy="greedy"
       ``[-B, B]``) and ``B``, the label that makes ``max_k |F_k^t - alpha_k t|``
       largest after this step (the first one on ties);
     * ``"above"``: always ``B`` (no label falls below a quantile under ``B``);
-    * ``"below"``: always ``-B``.
+    * ``"below"``: always ``-B``;
+    * ``"median"``: alternately just below and just above the central output
+      quantile ``Z_c`` (``c = K // 2``, the median for odd ``K``), at
+      :data:`MEDIAN_OFFSET` times the smaller of the two gaps next to it. The
+      quantiles around ``Z_c`` are pulled onto the labels, the intervals
+      between them shrink, and the likelihood of Eq. (5) grows without bound:
+      this nature defeats the hypothesis of Theorem 2.
 
     Parameters
     ----------
@@ -277,6 +306,8 @@ def adversarial_labels(calibrator, forecasts, n_steps=None, *, strategy="greedy"
             y = np.full(n, B)
         elif strategy == "below":
             y = np.full(n, -B)
+        elif strategy == "median":
+            y = _around_median(z, t, B)
         else:
             candidates = np.concatenate([-edge, np.clip(z, -B, B), edge], axis=1)
             hits = candidates[:, :, None] <= z[:, None, :]

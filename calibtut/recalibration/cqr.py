@@ -67,7 +67,7 @@ class ConformalizedQuantileRegression:
     """
 
     def __init__(self, alpha=0.1, *, symmetric=True):
-        self.alpha = alpha
+        self.alpha = check_alpha(alpha)
         self.symmetric = symmetric
 
     def fit(self, cal_lower, cal_upper, cal_y):
@@ -155,7 +155,7 @@ class OneSidedCQR:
     """
 
     def __init__(self, levels, *, clip_rank=False):
-        self.levels = levels
+        self.levels = check_levels(levels)
         self.clip_rank = clip_rank
 
     def fit(self, cal_quantiles, cal_y):

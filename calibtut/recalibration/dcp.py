@@ -76,7 +76,7 @@ class DistributionalConformal:
     """
 
     def __init__(self, alpha=0.1, *, score="abs"):
-        self.alpha = alpha
+        self.alpha = check_alpha(alpha)
         self.score = score
 
     def fit(self, pit):

@@ -41,6 +41,7 @@ from calibtut._validation import (
     check_levels,
     check_positive,
     check_probabilities,
+    check_real,
     check_rng,
 )
 from calibtut.conformal import _ceil_rank, conformal_rank
@@ -205,9 +206,12 @@ class QuantileRecalibrator:
     """
 
     def __init__(self, method="emp", *, tau=100.0, max_kde_points=None, seed=None):
+        if method not in _METHODS:
+            raise ValueError(f"method must be one of {_METHODS}, got {method!r}")
         self.method = method
-        self.tau = tau
-        self.max_kde_points = max_kde_points
+        self.tau = check_real(tau, "tau", low=0, low_open=True)
+        self.max_kde_points = None if max_kde_points is None else check_int(max_kde_points, "max_kde_points", minimum=1)
+        check_rng(seed)
         self.seed = seed
 
     def fit(self, pit):
@@ -228,11 +232,8 @@ class QuantileRecalibrator:
         pit = check_probabilities(pit, "pit", ndim=1)
         self.n_cal_ = pit.size
         if self.method == "kde":
-            self._tau = float(check_positive(self.tau, "tau", ndim=0))
-            if self.max_kde_points is not None:
-                limit = check_int(self.max_kde_points, "max_kde_points", minimum=1)
-                if pit.size > limit:
-                    pit = check_rng(self.seed).choice(pit, size=limit, replace=False)
+            if self.max_kde_points is not None and pit.size > self.max_kde_points:
+                pit = check_rng(self.seed).choice(pit, size=self.max_kde_points, replace=False)
         self.pit_ = np.sort(pit)
         self._method = self.method
         if self.method == "kde":
@@ -252,7 +253,7 @@ class QuantileRecalibrator:
     def _kde_raw(self, u):
         """Unnormalised reflected logistic-kernel CDF at ``u`` (blocks of rows)."""
         z = self.pit_[None, :]
-        tau = self._tau
+        tau = self.tau
         step = max(1, _KDE_BLOCK // z.size)
         out = np.empty(u.size)
         for start in range(0, u.size, step):

@@ -66,8 +66,13 @@ class TemperatureScaling:
     """
 
     def __init__(self, loss="nll", bounds=(1e-2, 1e2)):
+        if loss not in _LOSSES:
+            raise ValueError(f"loss must be one of {_LOSSES}, got {loss!r}")
+        t = check_positive(bounds, "bounds", ndim=1)
+        if t.size != 2 or not t[0] < t[1]:
+            raise ValueError(f"bounds must be (t_min, t_max) with 0 < t_min < t_max, got {bounds!r}")
         self.loss = loss
-        self.bounds = bounds
+        self.bounds = (float(t[0]), float(t[1]))
 
     def _objective(self, log_t, logits, labels, weights):
         scaled = logits * np.exp(-log_t)
@@ -98,11 +103,6 @@ class TemperatureScaling:
         TemperatureScaling
             ``self``.
         """
-        if self.loss not in _LOSSES:
-            raise ValueError(f"loss must be one of {_LOSSES}, got {self.loss!r}")
-        bounds = check_positive(self.bounds, "bounds", ndim=1)
-        if bounds.size != 2 or not bounds[0] < bounds[1]:
-            raise ValueError(f"bounds must be (t_min, t_max) with 0 < t_min < t_max, got {self.bounds!r}")
         logits = _check_logits(logits)
         labels_f = as_float_array(labels, "labels", ndim=1)
         if np.any(labels_f != np.round(labels_f)) or np.any(labels_f < 0) or np.any(labels_f >= logits.shape[1]):
@@ -119,7 +119,7 @@ class TemperatureScaling:
             weights = weights / weights.sum()
         result = optimize.minimize_scalar(
             self._objective,
-            bounds=tuple(np.log(bounds)),
+            bounds=tuple(np.log(self.bounds)),
             args=(logits, labels, weights),
             method="bounded",
             options={"xatol": 1e-8},

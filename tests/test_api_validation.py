@@ -1,0 +1,451 @@
+"""Every numeric parameter of the public API rejects NaN, +-inf and out-of-range values.
+
+The test walks every public module of ``calibtut`` (any module whose dotted
+name has no part starting with ``_``), takes every function and class in its
+``__all__`` and finds the numeric parameters of each from the numpydoc
+``Parameters`` section (a type naming ``float`` or ``int``) and from the
+signature (a default that is a real number). Each such parameter is then set,
+one at a time, to NaN, +inf, -inf and an out-of-range value while the other
+arguments stay valid, and the call must raise a ``ValueError`` or
+``TypeError`` whose message names the parameter and shows the value. A new
+public function or constructor is covered as soon as it is listed in an
+``__all__``; if the walker cannot build a valid call for it, the test says
+which argument needs an entry in ``VALID``.
+
+Parameters named ``levels`` (quantile levels) must in addition reject levels
+that are not strictly increasing or not strictly inside (0, 1).
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import inspect
+import math
+import pkgutil
+import re
+
+import numpy as np
+import pytest
+import torch
+
+import calibtut
+
+#: Areas being rewritten or moved by other branches right now; the integrator
+#: validates them after merging and then empties this set.
+PENDING_INTEGRATION = {"calibtut.run", "calibtut.experiments", "calibtut.online.benchmark"}
+
+#: ``qualified name.parameter`` of numeric parameters that legitimately accept
+#: infinity; each one must say so in its docstring (checked below). None today.
+ALLOW_INF = set()
+
+#: Functions whose ``levels`` is an evaluation grid of the PIT's CDF, where 0
+#: and 1 are meaningful points (documented as such); still strictly increasing.
+CLOSED_LEVEL_GRIDS = {
+    "calibtut.metrics.pce",
+    "calibtut.metrics.pce_null_distribution",
+    "calibtut.metrics.pce_test",
+    "calibtut.metrics.pit_reliability_data",
+    "calibtut.plots.pit_reliability_diagram",
+}
+
+#: Functions whose ``levels`` are working levels that an online method moves
+#: freely (ACI's ``a_k``), clipped to [0, 1] by design as documented; they
+#: must still be finite.
+WORKING_LEVELS = {"calibtut.online.conformal_pit_levels"}
+
+#: Parameters for which every finite real number is valid (no out-of-range value).
+UNBOUNDED = {
+    # Survey years bounding a filter: any integer year is a valid bound.
+    "calibtut.data.spf_quantile_streams.start",
+    "calibtut.data.spf_quantile_streams.end",
+}
+
+#: Out-of-range value per parameter name; names not listed get -1 (every size,
+#: count, rate, tolerance, temperature, gain, bound and width must be >= 0).
+OUT_OF_RANGE_BY_NAME = {
+    "alpha": 1.5,
+    "level": 1.5,
+    "delta": 1.5,
+    "w_mix": 1.5,
+    "shrink": 1.5,
+    "band": 1.5,
+}
+
+#: Out-of-range values that differ from the by-name rule, keyed by ``qualified name.parameter``.
+OUT_OF_RANGE = {
+    "calibtut.models.MCDropoutGaussian.p": 1.5,  # the dropout probability, in [0, 1)
+    "calibtut.online.RegretCalibrator.lower": 5.0,  # above upper
+    "calibtut.online.RegretCalibrator.upper": -5.0,  # below lower
+}
+
+N, K = 40, 3
+_rng = np.random.default_rng(0)
+_y = _rng.normal(size=N)
+_probs = _rng.dirichlet(np.ones(3), size=N)
+_levels = np.array([0.25, 0.5, 0.75])
+_quantiles = np.stack([np.full(N, -0.67), np.zeros(N), np.full(N, 0.67)], axis=1)
+
+
+def _model():
+    from calibtut.models import GaussianMLP
+
+    return GaussianMLP(2, hidden=(4,), seed=0)
+
+
+#: Valid values by parameter name (callables are called to build a fresh value).
+VALID = {
+    "n": 100,
+    "k": 10,
+    "x": _rng.uniform(size=N),
+    "level": 0.9,
+    "scores": np.abs(_y),
+    "alpha": 0.1,
+    "cal_pred": _y,
+    "cal_y": _y + 0.1,
+    "test_pred": _y[:5],
+    "n_cal": 100,
+    "n_test": 50,
+    "confidence": _probs.max(axis=1),
+    "correct": (_y > 0).astype(float),
+    "edges": np.linspace(0, 1, 5),
+    "count": np.array([10, 20]),
+    "mean_confidence": np.array([0.3, 0.8]),
+    "probs": _probs,
+    "labels": np.arange(N) % 3,
+    "pit": _rng.uniform(size=N),
+    "y": _y,
+    "mean": np.zeros(N),
+    "std": np.ones(N),
+    "weights": np.full((N, 2), 0.5),
+    "means": np.zeros((N, 2)),
+    "stds": np.ones((N, 2)),
+    "quantiles": _quantiles,
+    "levels": _levels,
+    "lower": np.full(N, -1.0),
+    "upper": np.full(N, 1.0),
+    "in_features": 2,
+    "X": _rng.normal(size=(N, 2)),
+    "model": _model,
+    "values": _y,
+    "fractions": (0.5, 0.2, 0.2, 0.1),
+    "kind": "linear",
+    "n_steps": 10,
+    "n_series": 2,
+    "n_levels": 3,
+    "B": 5.0,
+    "beta": 0.16,
+    "eta": 0.96,
+    "kp": 1.0,
+    "kd": 0.08,
+    "ki": np.full(K, 0.05),
+    "ki_max": 0.09,
+    "ki_min": 0.04,
+    "max_likelihood": 1.0,
+    "counts": np.zeros((1, K)),
+    "t": 5,
+    "tolerance": np.ones(K),
+    "base": np.array([[-1.0, 0.0, 1.0]]),
+    "adjustment": np.zeros((1, K)),
+    "z": np.array([[-1.0, 0.0, 1.0]]),
+    "sorted_pits": np.sort(_rng.uniform(size=(2, 20)), axis=1),
+    "coverage": _rng.uniform(0.8, 0.95, size=20),
+    "variable": "real_gdp",
+    "delta": 0.1,
+    "path": "cqr_yromano/LICENSE",
+    "name": "yacht",
+    "spacing": "sqrt",
+}
+
+#: Valid arguments that differ from ``VALID`` for one callable (qualified name -> {parameter: value}).
+VALID_FOR = {
+    "calibtut.conformal.SplitConformalRegressor": {},
+    "calibtut.metrics.torch": {
+        "y": lambda: torch.zeros(N),
+        "mean": lambda: torch.zeros(N),
+        "std": lambda: torch.ones(N),
+        "quantiles": lambda: torch.tensor(_quantiles),
+        "levels": lambda: torch.tensor(_levels),
+        "weights": lambda: torch.full((N, 2), 0.5),
+        "means": lambda: torch.zeros((N, 2)),
+        "stds": lambda: torch.ones((N, 2)),
+    },
+    "calibtut.entropy.spacing_entropy_torch": {"x": lambda: torch.rand(N, dtype=torch.float64)},
+    "calibtut.sorting": {"scores": lambda: torch.rand(N)},
+    "calibtut.regularizers": {"pit": lambda: torch.rand(N), "nll": lambda: torch.tensor(1.0)},
+    "calibtut.models.fgsm_perturb": {
+        "loss": lambda: (lambda out, y: torch.mean(out[0] ** 2)),
+        "x": lambda: torch.zeros(N, 2),
+        "y": lambda: torch.zeros(N),
+    },
+    "calibtut.models.fit": {"epochs": 1},
+    "calibtut.models.predict": {},
+    "calibtut.models.fit_ensemble": {"ensemble": lambda: _ensemble()},
+    "calibtut.data.bins_to_quantiles": {
+        "lower": np.array([-np.inf, 0.0, 1.0]),
+        "upper": np.array([0.0, 1.0, np.inf]),
+        "probability": np.array([0.2, 0.5, 0.3]),
+    },
+    "calibtut.plots.plot_calibration_maps": {"maps": {"identity": lambda u: u}},
+    "calibtut.plots.plot_predictive_band": {"x": np.arange(N, dtype=float)},
+    "calibtut.plots.plot_quantile_paths": {"quantiles": np.zeros((10, K)) + [-1.0, 0.0, 1.0]},
+    "calibtut.online.theorem1_bound": {"delta": 0.1},
+    "calibtut.online.spring_bound_check": {"quantiles": np.zeros((10, K)) + [-1.0, 0.0, 1.0],
+                                           "labels": np.zeros(10), "delta": 0.1},
+    "calibtut.online.interval_likelihood": {"quantiles": np.zeros((10, K)) + [-1.0, 0.0, 1.0],
+                                            "labels": np.zeros(10)},
+    "calibtut.online": {"labels": np.zeros((1, 10)), "quantiles": np.zeros((1, 10, K)) + [-1.0, 0.0, 1.0]},
+    "calibtut.online.PIDController": {"n_series": 1},
+    "calibtut.online.RegretCalibrator": {"lower": -3.0, "upper": 3.0},
+    "calibtut.online.drift_offsets": {"kind": "jump"},
+    "calibtut.online.apply_drift": {"kind": "jump", "labels": np.zeros(10)},
+    "calibtut.online.drifting_gaussian_stream": {"kind": "jump"},
+    "calibtut.online.adversarial_labels": {
+        "calibrator": lambda: calibtut.online.OriginalForecast(_levels, B=5.0),
+        "forecasts": np.array([[-1.0, 0.0, 1.0]]),
+        "n_steps": 10,
+    },
+    "calibtut.online.conformal_pit_levels": {"levels": _levels},
+    "calibtut.data.uci_split": {"split": 0},
+    "calibtut.models.feature_range_eps": {"X": lambda: torch.zeros(N, 2)},
+}
+
+#: Public names that are result records (returned by the library, never
+#: built by a user from numbers), so they have no arguments to validate.
+RESULT_RECORDS = {"FitHistory", "DataFile", "Collection", "RegressionData", "ForecastStreams", "DriftStream"}
+
+_NUMERIC_TYPE = re.compile(r"\b(float|int|integer)\b")
+_ARRAY_TYPE = re.compile(r"array|tensor|Tensor|sequence|tuple")
+#: "float or array_like", "int or None": a single number is one of the accepted forms.
+_SCALAR_FIRST = re.compile(r"^(?:None,? or |None, )?(?:float|int)\b")
+_SEQUENCE_TYPE = re.compile(r"(?:tuple|sequence) of (?:float|int)")
+#: Parameters that are never a single number (handled by their own checks and tests).
+NOT_SCALAR = {"seed", "levels"}
+
+
+@pytest.fixture(autouse=True)
+def _close_figures():
+    yield
+    import matplotlib.pyplot as plt
+
+    plt.close("all")
+
+
+def _ensemble():
+    from calibtut.models import DeepEnsemble
+
+    return DeepEnsemble(2, n_members=2, hidden=(4,), seed=0)
+
+
+def _public_modules():
+    for info in pkgutil.walk_packages(calibtut.__path__, "calibtut."):
+        parts = info.name.split(".")
+        if any(p.startswith("_") for p in parts[1:]):
+            continue
+        if any(info.name == p or info.name.startswith(p + ".") for p in PENDING_INTEGRATION):
+            continue
+        yield importlib.import_module(info.name)
+
+
+@functools.cache
+def _public_callables():
+    """(qualified name, object) of every public function and class, each once."""
+    seen = {}
+    for module in _public_modules():
+        for name in getattr(module, "__all__", ()):
+            obj = getattr(module, name)
+            if not (inspect.isfunction(obj) or inspect.isclass(obj)) or id(obj) in seen:
+                continue
+            if inspect.isclass(obj) and (issubclass(obj, (tuple, BaseException)) or name in RESULT_RECORDS):
+                continue
+            if inspect.isclass(obj) and inspect.isabstract(obj):
+                continue
+            home = obj.__module__
+            if any(home == p or home.startswith(p + ".") for p in PENDING_INTEGRATION):
+                continue
+            seen[id(obj)] = (f"{module.__name__}.{name}", obj)
+    return tuple(sorted(seen.values(), key=lambda item: item[0]))
+
+
+def _documented_types(obj):
+    """{parameter: numpydoc type} from the ``Parameters`` section of the docstring."""
+    doc = inspect.getdoc(obj) or ""
+    section = re.search(r"^Parameters\n-+\n(.*?)(?:^\w[\w ]*\n-+\n|\Z)", doc, flags=re.S | re.M)
+    types = {}
+    if section:
+        for names, kind in re.findall(r"^(\w+(?:, \w+)*) : (.+)$", section.group(1), flags=re.M):
+            for name in names.split(", "):
+                types[name] = kind
+    return types
+
+
+def _locally_numeric(obj):
+    """Parameters documented as scalars (float/int) or with a real default."""
+    types = _documented_types(obj)
+    found = []
+    for p in inspect.signature(obj).parameters.values():
+        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) or p.name in NOT_SCALAR:
+            continue
+        default_numeric = isinstance(p.default, (int, float)) and not isinstance(p.default, bool)
+        kind = types.get(p.name, "")
+        scalar_type = _NUMERIC_TYPE.search(kind) and not _ARRAY_TYPE.search(kind)
+        if default_numeric or scalar_type or _SCALAR_FIRST.match(kind):
+            found.append(p.name)
+    return found
+
+
+def _sequence_parameters(obj):
+    """Parameters documented as a tuple or sequence of numbers (``hidden``, ``bounds``, ...)."""
+    types = _documented_types(obj)
+    return [name for name in inspect.signature(obj).parameters if _SEQUENCE_TYPE.search(types.get(name, ""))]
+
+
+def _numeric_parameters(obj):
+    """Numeric parameters of ``obj``: its own, plus any parameter whose name is a
+    numeric parameter elsewhere in the API (unless documented here as an array)."""
+    vocabulary = _numeric_vocabulary()
+    types = _documented_types(obj)
+    own = _locally_numeric(obj)
+    return [
+        name for name in inspect.signature(obj).parameters
+        if name in own or (name in vocabulary and not _ARRAY_TYPE.search(types.get(name, "")))
+    ]
+
+
+def _sequence_cases():
+    """A bad entry (NaN, inf, -inf, -1) in each numeric sequence parameter, the rest valid."""
+    cases = []
+    for qualname, obj in _public_callables():
+        for name in _sequence_parameters(obj):
+            default = inspect.signature(obj).parameters[name].default
+            valid = np.atleast_1d(default if default is not inspect.Parameter.empty else _valid_value(qualname, name))
+            valid = valid.tolist()
+            for value in (math.nan, math.inf, -math.inf, -1):
+                bad = tuple([value] + valid[1:])
+                cases.append(pytest.param(qualname, obj, name, bad, id=f"{qualname}.{name}={bad}"))
+    return cases
+
+
+@functools.cache
+def _numeric_vocabulary():
+    return frozenset(name for _, obj in _public_callables() for name in _locally_numeric(obj))
+
+
+def _valid_value(qualname, name):
+    for key in (qualname, qualname.rsplit(".", 1)[0], qualname.rsplit(".", 2)[0]):
+        if name in VALID_FOR.get(key, {}):
+            value = VALID_FOR[key][name]
+            break
+    else:
+        if name not in VALID:
+            pytest.fail(f"{qualname}: no valid value for its required argument {name!r}; add one to VALID")
+        value = VALID[name]
+    return value() if callable(value) and not isinstance(value, type) else value
+
+
+def _call(qualname, obj, **bad):
+    sig = inspect.signature(obj)
+    kwargs = {}
+    for p in sig.parameters.values():
+        if p.name in bad or p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+            continue
+        if p.default is p.empty or p.name in VALID_FOR.get(qualname, {}):
+            kwargs[p.name] = _valid_value(qualname, p.name)
+    return obj(**kwargs, **bad)
+
+
+def _cases():
+    cases = []
+    for qualname, obj in _public_callables():
+        for name in _numeric_parameters(obj):
+            key = f"{qualname}.{name}"
+            bad = [math.nan, math.inf, -math.inf]
+            if key in ALLOW_INF:
+                bad = [math.nan]
+            if key in OUT_OF_RANGE:
+                bad.append(OUT_OF_RANGE[key])
+            elif key not in UNBOUNDED:
+                bad.append(OUT_OF_RANGE_BY_NAME.get(name, -1))
+            cases.extend(pytest.param(qualname, obj, name, value, id=f"{key}={value}") for value in bad)
+    return cases
+
+
+def _level_cases():
+    cases = []
+    for qualname, obj in _public_callables():
+        if "levels" in inspect.signature(obj).parameters:
+            bad = [[0.25, 0.75, 0.5], [0.25, 0.25, 0.5], [-0.1, 0.5, 0.75], [0.25, 0.5, 1.5], [0.25, 0.5, math.nan]]
+            if qualname in WORKING_LEVELS:
+                bad = [[0.25, 0.5, math.nan], [0.25, 0.5, math.inf]]
+            elif qualname not in CLOSED_LEVEL_GRIDS:
+                bad += [[0.0, 0.5, 0.75], [0.25, 0.5, 1.0]]
+            cases.extend(pytest.param(qualname, obj, value, id=f"{qualname}.levels={value}") for value in bad)
+    return cases
+
+
+def _shown(value):
+    return str(float(value)) if isinstance(value, float) else str(value)
+
+
+@pytest.mark.parametrize(("qualname", "obj", "name", "value"), _cases())
+def test_numeric_parameter_rejects_bad_value(qualname, obj, name, value):
+    with pytest.raises((ValueError, TypeError)) as info:
+        _call(qualname, obj, **{name: value})
+    message = str(info.value)
+    assert name in message, f"{qualname}({name}={value}): the error does not name {name!r}: {message}"
+    assert _shown(value) in message, f"{qualname}({name}={value}): the error does not show the value: {message}"
+
+
+@pytest.mark.parametrize(("qualname", "obj", "name", "value"), _sequence_cases())
+def test_numeric_sequence_rejects_a_bad_entry(qualname, obj, name, value):
+    with pytest.raises((ValueError, TypeError), match=name):
+        _call(qualname, obj, **{name: value})
+
+
+@pytest.mark.parametrize(("qualname", "obj", "value"), _level_cases())
+def test_levels_must_increase_strictly_inside_unit_interval(qualname, obj, value):
+    with pytest.raises((ValueError, TypeError), match="levels"):
+        _call(qualname, obj, levels=np.array(value))
+
+
+def test_the_walker_finds_the_public_api():
+    names = {qualname for qualname, _ in _public_callables()}
+    assert len(names) > 80
+    covered = {f"{qualname}.{name}" for qualname, obj in _public_callables() for name in _numeric_parameters(obj)}
+    # The three cases of issue 10, found without being named anywhere above.
+    assert {"calibtut.entropy.spacing_entropy.eps", "calibtut.online.theorem1_bound.beta",
+            "calibtut.online.ACICalibrator.gamma"} <= covered
+
+
+def test_allowed_infinity_is_documented():
+    for key in sorted(ALLOW_INF):
+        qualname, name = key.rsplit(".", 1)
+        module, attr = qualname.rsplit(".", 1)
+        obj = getattr(importlib.import_module(module), attr)
+        kind = _documented_types(obj).get(name, "")
+        doc = inspect.getdoc(obj) or ""
+        described = re.search(rf"^{name} :.*(?:\n    .*)*", doc, flags=re.M)
+        assert "inf" in kind or (described and "inf" in described.group(0)), f"{key} accepts inf without saying so"
+
+
+def test_every_public_module_declares_all():
+    missing = [m.__name__ for m in _public_modules() if not hasattr(m, "__all__")]
+    assert not missing, f"public modules without __all__ (the walker cannot see them): {missing}"
+
+
+def test_scipy_distribution_with_a_nonfinite_parameter_is_rejected_where_passed():
+    from scipy import stats
+
+    from calibtut.online import ConformalCalibrator, DriftCalibrator
+
+    scale = np.ones((1, 5))
+    scale[0, 2] = np.nan
+    with pytest.raises(ValueError, match=r"forecasts has a NaN or infinite parameter \(scale\)"):
+        DriftCalibrator(_levels, B=5.0).run(stats.norm(np.zeros((1, 5)), scale), np.zeros((1, 5)))
+    calibrator = ConformalCalibrator(_levels, B=5.0).reset(1)
+    with pytest.raises(ValueError, match=r"forecast has a NaN or infinite parameter \(loc\)"):
+        calibrator.predict(stats.norm([np.inf], [1.0]))
+    with pytest.raises(ValueError, match=r"forecast has a NaN or infinite parameter \(df\)"):
+        calibrator.predict(stats.t([np.nan], 0.0, 1.0))
+    # A finite distribution is accepted and gives finite quantiles.
+    assert np.all(np.isfinite(calibrator.predict(stats.t([3.0], 0.0, 1.0))))
