@@ -4,10 +4,19 @@ from calibtut.models.adversarial import feature_range_eps, fgsm_perturb
 from calibtut.models.dropout import MCDropoutGaussian
 from calibtut.models.ensemble import DeepEnsemble, fit_ensemble
 from calibtut.models.marginal import MarginalKDE, silverman_bandwidth
+from calibtut.models.mixture import MixtureMLP, mixture_cdf, predict_mixture
 from calibtut.models.mlp import GaussianMLP
+from calibtut.models.sqr import EVAL_LEVELS, QuantileFunction, SQRNet, predict_quantiles
 from calibtut.models.training import FitHistory, fit, predict, resolve_device, to_tensor
 
 __all__ = [
+    "EVAL_LEVELS",
+    "MixtureMLP",
+    "QuantileFunction",
+    "SQRNet",
+    "mixture_cdf",
+    "predict_mixture",
+    "predict_quantiles",
     "DeepEnsemble",
     "FitHistory",
     "GaussianMLP",

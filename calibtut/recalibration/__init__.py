@@ -15,6 +15,7 @@
 """
 
 from calibtut.recalibration.cqr import ConformalizedQuantileRegression, OneSidedCQR
+from calibtut.recalibration.density import map_density, recalibrated_nll
 from calibtut.recalibration.dcp import DistributionalConformal, recalibration_conformal_table
 from calibtut.recalibration.isotonic import IsotonicRecalibrator, gaussian_mean_shift
 from calibtut.recalibration.quantile import (
@@ -35,4 +36,6 @@ __all__ = [
     "recalibration_conformal_table",
     "IsotonicRecalibrator",
     "gaussian_mean_shift",
+    "map_density",
+    "recalibrated_nll",
 ]
