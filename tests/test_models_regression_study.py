@@ -13,6 +13,8 @@ from calibtut.models import (
     MixtureMLP,
     SQRNet,
     fit,
+    fit_study,
+    make_study_model,
     mixture_cdf,
     predict_mixture,
     predict_quantiles,
@@ -148,3 +150,26 @@ def test_clear_errors():
         predict_quantiles(SQRNet(2, seed=0), np.zeros((2, 2)), [0.5, 0.2])
     with pytest.raises(TypeError, match="SQRNet"):
         predict_quantiles(MixtureMLP(2), np.zeros((2, 2)))
+
+
+@pytest.mark.parametrize("name", ["mix-nll", "mix-crps", "sqr", "sqr-affine"])
+def test_study_models_by_name_train_deterministically(name):
+    X, y = _hetero(200, 6)
+    Xv, yv = _hetero(60, 7)
+    results = []
+    for _ in range(2):
+        options = {"n_levels": 8} if "sqr" in name else {}
+        model, loss = make_study_model(name, 2, seed=3, **options)
+        hist = fit_study(model, X, y, loss=loss, val=(Xv, yv), seed=5, epochs=4)
+        results.append((hist.val_loss, [p.detach().clone() for p in model.parameters()]))
+    assert results[0][0] == results[1][0]
+    assert all(torch.equal(a, b) for a, b in zip(results[0][1], results[1][1]))
+
+
+def test_study_model_errors():
+    with pytest.raises(ValueError, match="name must be one of"):
+        make_study_model("mix", 2)
+    with pytest.raises(ValueError, match="applies to"):
+        make_study_model("sqr", 2, regularizer="qr", lam=1.0)
+    with pytest.raises(ValueError, match="lam must be"):
+        make_study_model("mix-nll", 2, regularizer="pce-kde", lam=-1.0)

@@ -7,9 +7,13 @@ from calibtut.models.marginal import MarginalKDE, silverman_bandwidth
 from calibtut.models.mixture import MixtureMLP, mixture_cdf, predict_mixture
 from calibtut.models.mlp import GaussianMLP
 from calibtut.models.sqr import EVAL_LEVELS, QuantileFunction, SQRNet, predict_quantiles
+from calibtut.models.study_training import BASE_MODEL_NAMES, fit_study, make_study_model
 from calibtut.models.training import FitHistory, fit, predict, resolve_device, to_tensor
 
 __all__ = [
+    "BASE_MODEL_NAMES",
+    "fit_study",
+    "make_study_model",
     "EVAL_LEVELS",
     "MixtureMLP",
     "QuantileFunction",
