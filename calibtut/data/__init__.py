@@ -33,6 +33,7 @@ from .forecasts import (
 from .images import load_mnist_test
 from .registry import Collection, DataFile, all_files, get_collection, get_file, list_collections
 from .regression import SOURCES, RegressionData, dataset_table, list_datasets, load_regression
+from .regression_study import STUDY_DATASETS, load_study_dataset
 from .splits import Standardizer, train_val_cal_test_split
 from .uci import uci_n_splits, uci_split
 
@@ -41,6 +42,7 @@ __all__ = [
     "MIRROR_ENV",
     "SOURCES",
     "SPF_VARIABLES",
+    "STUDY_DATASETS",
     "Collection",
     "DataFile",
     "DataIntegrityWarning",
@@ -62,6 +64,7 @@ __all__ = [
     "load_mnist_test",
     "load_regression",
     "load_spf_mean",
+    "load_study_dataset",
     "load_spf_probabilities",
     "mirror_dir",
     "sha256_of",
