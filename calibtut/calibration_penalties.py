@@ -395,15 +395,19 @@ class StudyLoss:
             penalty = pit_negentropy(pit, qr_spacing_002, sort="neural", tau=1e-3, eps=1e-5)
         return base + self.lam * penalty
 
-    def _sqr(self, output, y):
-        if not isinstance(output, QuantileFunction):
-            raise TypeError(f"an SQR loss needs a QuantileFunction output, got {type(output).__name__}")
-        if self.levels is None:
-            levels = torch.sort(torch.rand(self.n_levels, dtype=y.dtype, device=y.device)).values
-            levels = levels.clamp(1e-6, 1 - 1e-6)
-        else:
-            levels = self.levels.to(dtype=y.dtype, device=y.device)
-        quantiles = output(levels)
+    def draw_levels(self, y):
+        """The SQR levels of one step: the fixed ``levels``, or sorted uniform draws.
+
+        The draws come from torch's global generator, in the order the loss
+        consumes them (before the network's dropout masks).
+        """
+        if self.levels is not None:
+            return self.levels.to(dtype=y.dtype, device=y.device)
+        levels = torch.sort(torch.rand(self.n_levels, dtype=y.dtype, device=y.device)).values
+        return levels.clamp(1e-6, 1 - 1e-6)
+
+    def quantile_loss(self, quantiles, y, levels):
+        """Pinball loss plus ``lam`` times the SQR regularizer, from computed quantiles."""
         base = pinball_loss(y, quantiles, levels)
         if self.lam == 0 or self.regularizer == "none":
             return base
@@ -412,6 +416,12 @@ class StudyLoss:
         else:
             penalty = trunc_penalty(quantiles, y, levels)
         return base + self.lam * penalty
+
+    def _sqr(self, output, y):
+        if not isinstance(output, QuantileFunction):
+            raise TypeError(f"an SQR loss needs a QuantileFunction output, got {type(output).__name__}")
+        levels = self.draw_levels(y)
+        return self.quantile_loss(output(levels), y, levels)
 
     def __call__(self, output, y):
         return self._mixture(output, y) if self.model == "mixture" else self._sqr(output, y)

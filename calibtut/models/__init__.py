@@ -1,6 +1,7 @@
 """Torch regression models with Gaussian outputs and a seeded training loop (paper 003)."""
 
 from calibtut.models.adversarial import feature_range_eps, fgsm_perturb
+from calibtut.models.batched import fit_study_batched
 from calibtut.models.dropout import MCDropoutGaussian
 from calibtut.models.ensemble import DeepEnsemble, fit_ensemble
 from calibtut.models.marginal import MarginalKDE, silverman_bandwidth
@@ -13,6 +14,7 @@ from calibtut.models.training import FitHistory, fit, predict, resolve_device, t
 __all__ = [
     "BASE_MODEL_NAMES",
     "fit_study",
+    "fit_study_batched",
     "make_study_model",
     "EVAL_LEVELS",
     "MixtureMLP",
