@@ -112,14 +112,24 @@ class SQRNet(nn.Module):
     def forward(self, x):
         return QuantileFunction(self, x)
 
+    def _scalar_head(self, h):
+        """The 1-output head as a product and a sum (batched matrix products with one
+        output column are slow on CPU under ``torch.func.vmap``)."""
+        return torch.sum(h * self.head.weight[0], dim=-1) + self.head.bias[0]
+
     def quantiles(self, x, levels):
-        """Quantiles ``Q(levels_j | x_i)`` as an ``(n, m)`` tensor (not sorted)."""
+        """Quantiles ``Q(levels_j | x_i)`` as an ``(n, m)`` tensor (not sorted).
+
+        The affine form is computed as ``head(z(x)) + W_o emb(alpha)``, which
+        equals the authors' ``head(z(x) + emb(alpha))`` by linearity without
+        building the ``(n, m, width)`` sum.
+        """
         n, m = x.shape[0], levels.shape[0]
         if self.form == "paper":
             rows = torch.cat([x.repeat_interleave(m, 0), levels.repeat(n)[:, None]], dim=1)
-            return self.head(self.body(rows)).reshape(n, m)
-        z = self.body(x)[:, None, :] + self.level_embedding(levels[:, None])[None, :, :]
-        return self.head(z)[..., 0]
+            return self._scalar_head(self.body(rows)).reshape(n, m)
+        shift = torch.sum(self.level_embedding(levels[:, None]) * self.head.weight[0], dim=-1)
+        return self._scalar_head(self.body(x))[:, None] + shift[None, :]
 
 
 def predict_quantiles(model, X, levels=EVAL_LEVELS, *, batch_size=4096, device="cpu"):
