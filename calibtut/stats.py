@@ -14,6 +14,9 @@
   Wilcoxon's signed-rank test (``zero_method="pratt"``) with Holm's
   correction (``scikit-posthocs``), and the average ranks;
   :func:`critical_difference_diagram` draws them (``scikit-posthocs``).
+* :func:`letter_value_plot`: the distribution over datasets of each method's
+  Cohen's d as letter-value ("boxen") plots (``seaborn.boxenplot``), methods
+  sorted by median, on a symmetric-log axis, as in paper 002's Figures 3-10.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ __all__ = [
     "critical_difference_diagram",
     "friedman_wilcoxon",
     "holm",
+    "letter_value_plot",
     "pce_study_test",
     "select_lambda",
 ]
@@ -323,3 +327,52 @@ def critical_difference_diagram(result, ax=None, **kwargs):
     if not isinstance(result, ComparisonResult):
         raise TypeError(f"result must be a ComparisonResult, got {type(result).__name__}")
     return sp.critical_difference_diagram(result.ranks, result.pvalues, ax=ax, alpha=result.alpha, **kwargs)
+
+
+def letter_value_plot(effects, ax=None, *, linthresh=1.0, **kwargs):
+    """Letter-value plots of effect sizes per method, sorted by median (paper 002, Figs. 3-10).
+
+    Parameters
+    ----------
+    effects : pandas.DataFrame
+        One row per dataset, one column per method (e.g. Cohen's d against
+        a baseline); NaN entries are ignored.
+    ax : matplotlib.axes.Axes, optional
+    linthresh : float, default 1.0
+        Linear range of the symmetric-log x-axis.
+    **kwargs
+        Passed to ``seaborn.boxenplot``.
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+        Methods on the y-axis from the lowest median (best, for
+        lower-is-better metrics) at the top.
+
+    Examples
+    --------
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> rng = np.random.default_rng(0)
+    >>> d = pd.DataFrame({"A": rng.normal(-2, 1, 57), "B": rng.normal(0, 1, 57)})
+    >>> [t.get_text() for t in letter_value_plot(d).get_yticklabels()]
+    ['A', 'B']
+    """
+    import matplotlib.pyplot as plt
+    import seaborn as sns
+
+    if not isinstance(effects, pd.DataFrame) or effects.shape[1] == 0:
+        raise TypeError("effects must be a pandas DataFrame with one column per method")
+    if isinstance(linthresh, bool) or not isinstance(linthresh, numbers.Real) or not linthresh > 0:
+        raise ValueError(f"linthresh must be a positive real number, got {linthresh!r}")
+    table = effects.astype(float)
+    order = table.median().sort_values(kind="stable").index.tolist()
+    long = table.melt(var_name="method", value_name="effect").dropna()
+    if ax is None:
+        _, ax = plt.subplots(figsize=(6, 0.4 * len(order) + 1))
+    sns.boxenplot(data=long, x="effect", y="method", order=order, ax=ax, **kwargs)
+    ax.set_xscale("symlog", linthresh=linthresh)
+    ax.axvline(0.0, color="0.5", lw=0.8, zorder=0)
+    ax.set_xlabel("Cohen's d")
+    ax.set_ylabel("")
+    return ax

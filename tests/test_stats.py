@@ -122,3 +122,18 @@ def test_friedman_wilcoxon_drops_nan_keeps_inf_and_draws():
         friedman_wilcoxon(table[["x", "y"]])
     with pytest.raises(TypeError, match="DataFrame"):
         friedman_wilcoxon(table.to_numpy())
+
+
+def test_letter_value_plot_orders_by_median_and_uses_symlog():
+    from calibtut.stats import letter_value_plot
+
+    rng = np.random.default_rng(6)
+    effects = pd.DataFrame({"b": rng.normal(1, 1, 40), "a": rng.normal(-3, 1, 40), "c": rng.normal(0, 1, 40)})
+    effects.iloc[0, 0] = np.nan
+    ax = letter_value_plot(effects)
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["a", "c", "b"]
+    assert ax.get_xscale() == "symlog"
+    with pytest.raises(ValueError, match="linthresh"):
+        letter_value_plot(effects, linthresh=0)
+    with pytest.raises(TypeError, match="DataFrame"):
+        letter_value_plot(effects.to_numpy())

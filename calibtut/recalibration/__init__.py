@@ -9,6 +9,9 @@
 * :class:`DistributionalConformal`: distributional conformal prediction from
   PIT values, and :func:`recalibration_conformal_table`, its link with
   quantile recalibration (paper 002, Theorem 1).
+* :func:`map_density`, :func:`recalibrated_nll`: the derivative of a fitted
+  quantile-recalibration map and the NLL of the recalibrated model (infinite
+  for the step maps EMP and DCP; paper 002).
 * :class:`IsotonicRecalibrator`: isotonic recalibration of Gaussian regression
   (Kuleshov et al. 2018), with its density, closed-form mean and truncation
   point (paper 003).
