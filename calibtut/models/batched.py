@@ -16,8 +16,10 @@ the stack (parameters and Adam moments), and its best weights are restored.
 
 On CPU the result equals :func:`calibtut.models.fit_study` model by model,
 up to the rounding of batched against single matrix products (tested). On a
-GPU, ``nn.Dropout`` uses a fused kernel with another random stream, so the
-models differ from sequential GPU training in their dropout masks only.
+GPU the masks and levels are still drawn on CPU, model by model, and then
+moved, so a batched GPU training is reproducible and uses the same masks as
+on CPU; sequential GPU training differs in its dropout masks, because
+``nn.Dropout`` there draws from the CUDA generator through a fused kernel.
 """
 
 from __future__ import annotations
@@ -198,6 +200,7 @@ def fit_study_batched(models, X, y, *, losses, val, seeds, epochs=5000, patience
     is_sqr = isinstance(models[0], SQRNet)
     rows_per_x = lambda n_levels: n_levels if is_sqr and models[0].form == "paper" else 1  # noqa: E731
     prefix = "net." if is_sqr else ""
+    cpu_like = torch.empty(0, dtype=dtype)  # random draws are made on CPU, per model, then moved
 
     def forward(params, noise, x, levels):
         state = {prefix + k: v for k, v in params.items()}
@@ -210,13 +213,13 @@ def fit_study_batched(models, X, y, *, losses, val, seeds, epochs=5000, patience
         levels, noise = [], []
         for pos, m in enumerate(stack.active):
             def draws():
-                lv = losses[m].draw_levels(yb[pos]) if is_sqr else None
+                lv = losses[m].draw_levels(cpu_like) if is_sqr else None
                 rows = len(xb[pos]) * (rows_per_x(len(lv)) if is_sqr else 1)
                 if training:
-                    z = torch.empty(rows, width, dtype=dtype, device=dev).bernoulli_(1 - p_drop).div_(1 - p_drop)
+                    z = torch.empty(rows, width, dtype=dtype).bernoulli_(1 - p_drop).div_(1 - p_drop)
                 else:
-                    z = torch.ones(rows, width, dtype=dtype, device=dev)
-                return lv, z
+                    z = torch.ones(rows, width, dtype=dtype)
+                return (None if lv is None else lv.to(dev)), z.to(dev)
 
             lv, z = stack.draw(m, draws)
             levels.append(lv)
