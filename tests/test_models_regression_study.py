@@ -173,3 +173,16 @@ def test_study_model_errors():
         make_study_model("sqr", 2, regularizer="qr", lam=1.0)
     with pytest.raises(ValueError, match="lam must be"):
         make_study_model("mix-nll", 2, regularizer="pce-kde", lam=-1.0)
+
+
+def test_fit_study_restores_the_best_checkpoint_after_patience():
+    X, y = _hetero(600, 8)
+    Xv, yv = _hetero(200, 9)
+    model, loss = make_study_model("mix-nll", 2, seed=0)
+    hist = fit_study(model, X, y, loss=loss, val=(Xv, yv), seed=0, epochs=400, patience=3, batch_size=256)
+    assert hist.stopped_early and len(hist.val_loss) == hist.best_epoch + 4
+    assert min(hist.val_loss) == hist.best_loss
+    xv, yv_t = torch.as_tensor(Xv, dtype=torch.float32), torch.as_tensor(yv, dtype=torch.float32)
+    with torch.no_grad():
+        restored = float(loss(model.eval()(xv), yv_t))
+    assert restored == pytest.approx(hist.best_loss, rel=1e-5)
