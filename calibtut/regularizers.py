@@ -233,3 +233,18 @@ class QuantileRegularizedLoss:
             f"QuantileRegularizedLoss(lam={self.lam}, spacing={self.spacing!r}, sort={self.sort!r}, "
             f"tau={self.tau}, eps={self.eps})"
         )
+
+
+# The regularizers of paper 002 (PCE-KDE, PCE-Sort, Trunc) and the loss that combines
+# them with the study's base models live in their own module; re-exported here so that
+# every regularizer is reached through calibtut.regularizers.
+from calibtut.calibration_penalties import (  # noqa: E402
+    StudyLoss,
+    pce_kde_pit,
+    pce_kde_quantile,
+    pce_sort,
+    soft_sort_l2,
+    trunc_penalty,
+)
+
+__all__ += ["StudyLoss", "pce_kde_pit", "pce_kde_quantile", "pce_sort", "soft_sort_l2", "trunc_penalty"]

@@ -34,6 +34,7 @@ from .digits import load_digits_8x8, load_mnist_5k, load_mnist_pool, load_usps, 
 from .images import load_mnist_test
 from .registry import Collection, DataFile, all_files, get_collection, get_file, list_collections
 from .regression import SOURCES, RegressionData, dataset_table, list_datasets, load_regression
+from .regression_study import STUDY_DATASETS, load_study_dataset
 from .shifts import SelectionShift, california_shift, ink_mass, rotate_images, selection_shift, texture_images
 from .splits import Standardizer, train_val_cal_test_split
 from .uci import uci_n_splits, uci_split
@@ -43,6 +44,7 @@ __all__ = [
     "MIRROR_ENV",
     "SOURCES",
     "SPF_VARIABLES",
+    "STUDY_DATASETS",
     "Collection",
     "DataFile",
     "DataIntegrityWarning",
@@ -70,6 +72,7 @@ __all__ = [
     "load_mnist_test",
     "load_regression",
     "load_spf_mean",
+    "load_study_dataset",
     "load_spf_probabilities",
     "load_usps",
     "mirror_dir",

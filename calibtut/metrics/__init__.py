@@ -38,6 +38,7 @@ from calibtut.metrics.classification import (
     top_label_ece,
 )
 from calibtut.metrics.hypothesis_tests import CalibrationTestResult, ece_test, pce_null_distribution, pce_test
+from calibtut.metrics.interval_scores import quantile_std, weighted_interval_score
 from calibtut.metrics.pit import pit_gaussian, pit_mixture, pit_quantile
 from calibtut.metrics.regression import (
     interval_coverage,
@@ -54,6 +55,8 @@ from calibtut.metrics.regression import (
 from calibtut.metrics.scores import crps_gaussian, crps_mixture, crps_quantile, nll_gaussian, nll_mixture, pinball_loss
 
 __all__ = [
+    "quantile_std",
+    "weighted_interval_score",
     "BrierDecomposition",
     "CalibrationTestResult",
     "assign_bins",

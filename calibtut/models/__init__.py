@@ -2,14 +2,29 @@
 
 from calibtut.models.adversarial import feature_range_eps, fgsm_perturb
 from calibtut.models.classifier_training import extract_features, fit_classifier, predict_logits
+from calibtut.models.batched import fit_study_batched
 from calibtut.models.dropout import MCDropoutGaussian
 from calibtut.models.ensemble import DeepEnsemble, fit_ensemble
 from calibtut.models.lenet import LeNet5
 from calibtut.models.marginal import MarginalKDE, silverman_bandwidth
+from calibtut.models.mixture import MixtureMLP, mixture_cdf, predict_mixture
 from calibtut.models.mlp import GaussianMLP
+from calibtut.models.sqr import EVAL_LEVELS, QuantileFunction, SQRNet, predict_quantiles
+from calibtut.models.study_training import BASE_MODEL_NAMES, fit_study, make_study_model
 from calibtut.models.training import FitHistory, fit, predict, resolve_device, to_tensor
 
 __all__ = [
+    "BASE_MODEL_NAMES",
+    "fit_study",
+    "fit_study_batched",
+    "make_study_model",
+    "EVAL_LEVELS",
+    "MixtureMLP",
+    "QuantileFunction",
+    "SQRNet",
+    "mixture_cdf",
+    "predict_mixture",
+    "predict_quantiles",
     "DeepEnsemble",
     "FitHistory",
     "GaussianMLP",

@@ -1,0 +1,430 @@
+r"""Calibration regularizers of paper 002 and the loss ``base + lambda * R`` that uses them.
+
+Every regularizer is computed on one minibatch (Algorithm 3 of paper 002) and
+returns a differentiable scalar; ``p = 1`` throughout the study.
+
+PCE-KDE, PIT form (eq. 16; mixtures)
+    :math:`\frac1M \sum_j |\alpha_j - \frac1N \sum_i \sigma(\tau(\alpha_j - Z_i))|^p`
+    at the ``M = 100`` centred levels :math:`\alpha_j = (j - 1/2)/M`, with
+    the logistic function :math:`\sigma` and :math:`\tau = 100`, no
+    reflection (the authors' code).
+PCE-KDE, quantile form (SQR)
+    the same with :math:`\sigma(\tau(Q(\alpha_j | X_i) - Y_i))` at the batch's
+    levels: the relaxed indicator acts on the (standardised) target scale,
+    not on PITs. The paper gives no formula; this is the authors' code.
+PCE-Sort (eq. 17; mixtures)
+    :math:`\frac1N \sum_i |Z_{(i)} - i/(N + 1)|^p` on sorted PITs. The
+    authors' Blondel l2 soft sort at strength 0.1 returns exactly the hard
+    sort for PITs (any gap < 1/0.1), so ``sort="hard"`` reproduces them;
+    ``sort="soft"`` is a genuinely soft sort (:func:`soft_sort_l2`) for
+    the ablation.
+QR (mixtures)
+    the negentropy of the PITs (:func:`calibtut.regularizers.pit_negentropy`)
+    on the mixture CDF, with the authors' spacing rule (64, or the square
+    root of N when 64 > N // 2), NeuralSort at 1e-3 and ``eps = 1e-5``.
+Trunc (Chung et al. 2021; SQR)
+    per level, :math:`\overline{(Y - Q)_+}` when the batch frequency
+    :math:`\hat F_Z(\alpha) = \overline{1(Y \le Q(\alpha|X))}` is at most
+    :math:`\alpha` (the quantile is pushed up) and :math:`\overline{(Q - Y)_+}`
+    when it is at least :math:`\alpha`; both at equality, as the authors'
+    code; averaged over the levels.
+
+:class:`StudyLoss` combines a base model (``"mixture"`` or ``"sqr"``), a
+score (``"nll"`` or ``"crps"``) and a regularizer with its weight; it is the
+``loss`` argument of :func:`calibtut.models.fit`.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+import torch
+from sklearn.isotonic import isotonic_regression
+
+from calibtut._validation import check_int, check_levels
+from calibtut.metrics.torch import crps_mixture, nll_mixture, pinball_loss
+from calibtut.models.mixture import mixture_cdf
+from calibtut.models.sqr import QuantileFunction
+
+__all__ = [
+    "BASE_MODELS",
+    "REGULARIZERS",
+    "StudyLoss",
+    "pce_kde_pit",
+    "pce_kde_quantile",
+    "pce_sort",
+    "qr_spacing_002",
+    "soft_sort_l2",
+    "trunc_penalty",
+]
+
+#: Base models and the scores they can be trained by.
+BASE_MODELS = {"mixture": ("nll", "crps"), "sqr": ("crps",)}
+#: Regularizers and the base models they apply to (as in the authors' study).
+REGULARIZERS = {
+    "none": ("mixture", "sqr"),
+    "pce-kde": ("mixture", "sqr"),
+    "pce-sort": ("mixture",),
+    "qr": ("mixture",),
+    "trunc": ("sqr",),
+}
+
+
+def _check_exponent(p):
+    if isinstance(p, bool) or not isinstance(p, numbers.Real) or not p >= 1:
+        raise ValueError(f"p must be a real number >= 1, got {p!r}")
+    return float(p)
+
+
+def _check_tau(tau):
+    if isinstance(tau, bool) or not isinstance(tau, numbers.Real) or not 0 < tau < float("inf"):
+        raise ValueError(f"tau must be a positive finite real number, got {tau!r}")
+    return float(tau)
+
+
+def _check_pit(pit):
+    if not isinstance(pit, torch.Tensor) or pit.ndim != 1 or not torch.is_floating_point(pit):
+        raise TypeError("pit must be a 1-dimensional floating torch.Tensor")
+    if pit.numel() == 0:
+        raise ValueError("pit must not be empty")
+    return pit
+
+
+def _check_quantile_batch(quantiles, y, levels):
+    for name, value in (("quantiles", quantiles), ("y", y), ("levels", levels)):
+        if not isinstance(value, torch.Tensor) or not torch.is_floating_point(value):
+            raise TypeError(f"{name} must be a floating torch.Tensor")
+    if y.ndim != 1 or levels.ndim != 1 or quantiles.shape != (y.shape[0], levels.shape[0]):
+        raise ValueError(
+            f"quantiles must have shape (len(y), len(levels)) = {(y.shape[0], levels.shape[0])}, "
+            f"got {tuple(quantiles.shape)}"
+        )
+
+
+def pce_kde_pit(pit, n_levels=100, *, tau=100.0, p=1):
+    """PCE-KDE regularizer on PIT values (paper 002, eq. 16, the authors' levels).
+
+    Parameters
+    ----------
+    pit : torch.Tensor, shape (n,)
+        PITs of the batch.
+    n_levels : int, default 100
+        Number M of centred levels ``(j - 1/2) / M``.
+    tau : float, default 100.0
+        Inverse scale of the logistic kernel.
+    p : float, default 1
+
+    Returns
+    -------
+    torch.Tensor
+        Scalar.
+
+    Examples
+    --------
+    >>> pit = torch.full((10,), 0.5)  # every PIT in the middle: PCE = mean |a - 1(a >= .5)| = 0.25
+    >>> round(float(pce_kde_pit(pit, tau=1e6)), 3), round(float(pce_kde_pit(pit)), 3)  # sharp, smoothed
+    (0.25, 0.236)
+    """
+    pit = _check_pit(pit)
+    n_levels = check_int(n_levels, "n_levels", minimum=1)
+    tau, p = _check_tau(tau), _check_exponent(p)
+    levels = (torch.arange(n_levels, dtype=pit.dtype, device=pit.device) + 0.5) / n_levels
+    freq = torch.sigmoid(tau * (levels[:, None] - pit[None, :])).mean(dim=1)
+    return (levels - freq).abs().pow(p).mean()
+
+
+def pce_kde_quantile(quantiles, y, levels, *, tau=100.0, p=1):
+    """PCE-KDE regularizer of a quantile model (the authors' SQR version).
+
+    Parameters
+    ----------
+    quantiles : torch.Tensor, shape (n, m)
+        Predicted quantiles of the batch at ``levels``.
+    y : torch.Tensor, shape (n,)
+    levels : torch.Tensor, shape (m,)
+    tau : float, default 100.0
+        Inverse scale of the logistic relaxation of ``1(y <= q)``, in units of y.
+    p : float, default 1
+
+    Returns
+    -------
+    torch.Tensor
+        Scalar.
+
+    Examples
+    --------
+    >>> y = torch.zeros(4)
+    >>> q = torch.tensor([[-1.0, 1.0]]).repeat(4, 1)  # frequencies 0 and 1 at 0.25, 0.75
+    >>> round(float(pce_kde_quantile(q, y, torch.tensor([0.25, 0.75]))), 4)
+    0.25
+    """
+    _check_quantile_batch(quantiles, y, levels)
+    tau, p = _check_tau(tau), _check_exponent(p)
+    freq = torch.sigmoid(tau * (quantiles - y[:, None])).mean(dim=0)
+    return (levels - freq).abs().pow(p).mean()
+
+
+def soft_sort_l2(values, strength=1.0):
+    """Blondel et al. (2020) l2-regularized soft sort, ascending, differentiable.
+
+    The projection of ``w = (n, ..., 1) / strength`` onto the permutahedron of
+    ``values``: with ``u = w + sort(values)``, the result is ``v - w`` where
+    ``v`` is the decreasing isotonic regression of ``u`` (pool adjacent
+    violators, :func:`sklearn.isotonic.isotonic_regression`). The blocks are
+    found without gradient; within a block the output is the block mean, so
+    the gradient flows through ``torch.sort`` and the block averages. It equals
+    the hard sort when ``1 / strength`` exceeds every gap between sorted values.
+
+    Parameters
+    ----------
+    values : torch.Tensor, shape (n,)
+    strength : float, default 1.0
+        Regularization strength epsilon (the authors use 0.1).
+
+    Returns
+    -------
+    torch.Tensor, shape (n,)
+        Non-decreasing; same sum as ``values``.
+
+    Examples
+    --------
+    >>> x = torch.tensor([0.3, 0.1, 0.2])
+    >>> soft_sort_l2(x, strength=0.1)  # gaps of 0.1 < 1 / 0.1: the hard sort
+    tensor([0.1000, 0.2000, 0.3000])
+    >>> soft_sort_l2(x, strength=100.0)  # very soft: gaps shrunk to 1 / strength around the mean
+    tensor([0.1900, 0.2000, 0.2100])
+    """
+    if not isinstance(values, torch.Tensor) or values.ndim != 1 or not torch.is_floating_point(values):
+        raise TypeError("values must be a 1-dimensional floating torch.Tensor")
+    if isinstance(strength, bool) or not isinstance(strength, numbers.Real) or not 0 < strength < float("inf"):
+        raise ValueError(f"strength must be a positive finite real number, got {strength!r}")
+    n = values.shape[0]
+    w = torch.arange(n, 0, -1, dtype=values.dtype, device=values.device) / strength
+    u = w + torch.sort(values).values
+    fitted = isotonic_regression(u.detach().cpu().double().numpy(), increasing=False)
+    block = torch.as_tensor(np.concatenate([[0], np.cumsum(np.diff(fitted) != 0)]), device=values.device)
+    n_blocks = int(block[-1]) + 1
+    sums = torch.zeros(n_blocks, dtype=u.dtype, device=u.device).index_add(0, block, u)
+    counts = torch.bincount(block, minlength=n_blocks).to(u.dtype)
+    return (sums / counts)[block] - w
+
+
+def pce_sort(pit, *, p=1, sort="hard", strength=0.1):
+    """PCE-Sort regularizer ``mean_i |Z_(i) - i / (n + 1)|^p`` (paper 002, eq. 17).
+
+    Parameters
+    ----------
+    pit : torch.Tensor, shape (n,)
+    p : float, default 1
+    sort : {"hard", "soft"}, default "hard"
+        ``"hard"``: ``torch.sort`` (what the authors' soft sort computes at
+        their strength); ``"soft"``: :func:`soft_sort_l2` at ``strength``.
+    strength : float, default 0.1
+        Strength of the soft sort; PITs become genuinely soft sorted only when
+        ``1 / strength`` is below some gap between sorted PITs (strength > 1).
+
+    Returns
+    -------
+    torch.Tensor
+        Scalar.
+
+    Examples
+    --------
+    >>> round(float(pce_sort(torch.tensor([0.75, 0.25, 0.5]))), 4)  # exactly i / (n + 1)
+    0.0
+    """
+    pit = _check_pit(pit)
+    p = _check_exponent(p)
+    if sort == "hard":
+        ordered = torch.sort(pit).values
+    elif sort == "soft":
+        ordered = soft_sort_l2(pit, strength)
+    else:
+        raise ValueError(f"sort must be 'hard' or 'soft', got {sort!r}")
+    n = pit.shape[0]
+    expected = torch.arange(1, n + 1, dtype=pit.dtype, device=pit.device) / (n + 1)
+    return (ordered - expected).abs().pow(p).mean()
+
+
+def trunc_penalty(quantiles, y, levels):
+    """Truncation regularizer of Chung et al. (2021) as the authors of paper 002 run it.
+
+    Parameters
+    ----------
+    quantiles : torch.Tensor, shape (n, m)
+    y : torch.Tensor, shape (n,)
+    levels : torch.Tensor, shape (m,)
+
+    Returns
+    -------
+    torch.Tensor
+        Scalar: mean over levels of ``mean (y - q)_+`` where the batch
+        frequency of ``y <= q`` is at most the level, plus ``mean (q - y)_+``
+        where it is at least the level.
+
+    Examples
+    --------
+    >>> y = torch.tensor([0.0, 1.0, 2.0, 3.0])
+    >>> q = torch.tensor([[0.5], [0.5], [0.5], [0.5]])  # frequency 1/4 < 0.5: pushed up
+    >>> float(trunc_penalty(q, y, torch.tensor([0.5])))  # mean of (0, 0.5, 1.5, 2.5)
+    1.125
+    """
+    _check_quantile_batch(quantiles, y, levels)
+    with torch.no_grad():
+        freq = (y[:, None] <= quantiles).to(quantiles.dtype).mean(dim=0)
+    diff = y[:, None] - quantiles
+    up = (freq <= levels).to(quantiles.dtype) * torch.relu(diff)
+    down = (freq >= levels).to(quantiles.dtype) * torch.relu(-diff)
+    return (up + down).mean()
+
+
+def qr_spacing_002(n):
+    """The authors' QR spacing: 64, or ``int(sqrt(n))`` when 64 > n // 2.
+
+    Examples
+    --------
+    >>> qr_spacing_002(512), qr_spacing_002(100)
+    (64, 10)
+    """
+    return 64 if 64 <= n // 2 else int(n**0.5)
+
+
+def _check_name(value, name, choices):
+    if value not in choices:
+        raise ValueError(f"{name} must be one of {tuple(choices)}, got {value!r}")
+    return value
+
+
+class StudyLoss:
+    """Training loss ``base score + lam * regularizer`` for the models of paper 002.
+
+    Parameters
+    ----------
+    model : {"mixture", "sqr"}
+        Base model: :class:`calibtut.models.MixtureMLP` outputs or
+        :class:`calibtut.models.QuantileFunction` of an SQR network.
+    score : {"nll", "crps"}, default "crps" for SQR, "nll" for mixtures
+        ``"crps"`` is the closed-form mixture CRPS or, for SQR, the mean
+        pinball loss at ``n_levels`` sorted uniform random levels drawn at
+        each call (from torch's global generator, which
+        :func:`calibtut.models.fit` seeds). A quantile model has no density,
+        so ``"nll"`` is refused for SQR.
+    regularizer : {"none", "pce-kde", "pce-sort", "qr", "trunc"}, default "none"
+        See the module docstring and :data:`REGULARIZERS` for which applies
+        to which base model.
+    lam : float, default 0.0
+        Weight of the regularizer, >= 0.
+    n_levels : int, default 64
+        Random levels per SQR step.
+    sort : {"hard", "soft"}, default "hard"
+        Sort of PCE-Sort.
+    strength : float, default 0.1
+        Soft-sort strength of PCE-Sort.
+    levels : array_like, optional
+        Fixed SQR levels instead of random ones (e.g. for a less noisy
+        validation monitor).
+
+    Examples
+    --------
+    >>> from calibtut.models import MixtureMLP
+    >>> out = MixtureMLP(2, seed=0)(torch.zeros(8, 2))
+    >>> y = torch.linspace(-1, 1, 8)
+    >>> base = StudyLoss("mixture", "nll")(out, y)
+    >>> bool(StudyLoss("mixture", "nll", "pce-kde", lam=1.0)(out, y) > base)
+    True
+    >>> StudyLoss("sqr", "nll")
+    Traceback (most recent call last):
+    ...
+    ValueError: score 'nll' is not available for model 'sqr' (a quantile model has no density); use one of ('crps',)
+    """
+
+    def __init__(
+        self,
+        model,
+        score=None,
+        regularizer="none",
+        lam=0.0,
+        *,
+        n_levels=64,
+        sort="hard",
+        strength=0.1,
+        levels=None,
+    ):
+        self.model = _check_name(model, "model", BASE_MODELS)
+        score = BASE_MODELS[model][0] if score is None else score
+        _check_name(score, "score", ("nll", "crps"))
+        if score not in BASE_MODELS[model]:
+            raise ValueError(
+                f"score {score!r} is not available for model {model!r} (a quantile model has no density); "
+                f"use one of {BASE_MODELS[model]}"
+            )
+        self.score = score
+        self.regularizer = _check_name(regularizer, "regularizer", REGULARIZERS)
+        if model not in REGULARIZERS[regularizer]:
+            raise ValueError(
+                f"regularizer {regularizer!r} applies to {REGULARIZERS[regularizer]} models, not {model!r}"
+            )
+        if isinstance(lam, bool) or not isinstance(lam, numbers.Real) or not 0 <= lam < float("inf"):
+            raise ValueError(f"lam must be a non-negative finite real number, got {lam!r}")
+        self.lam = float(lam)
+        self.n_levels = check_int(n_levels, "n_levels", minimum=1)
+        if sort not in ("hard", "soft"):
+            raise ValueError(f"sort must be 'hard' or 'soft', got {sort!r}")
+        self.sort, self.strength = sort, strength
+        if levels is not None:
+            levels = torch.as_tensor(check_levels(levels))
+        self.levels = levels
+
+    def _mixture(self, output, y):
+        if not isinstance(output, (tuple, list)) or len(output) != 3:
+            raise TypeError("a mixture loss needs a (weights, means, stds) output")
+        score = nll_mixture if self.score == "nll" else crps_mixture
+        base = score(y, *output)
+        if self.lam == 0 or self.regularizer == "none":
+            return base
+        pit = mixture_cdf(y, *output).clamp(0.0, 1.0)
+        if self.regularizer == "pce-kde":
+            penalty = pce_kde_pit(pit)
+        elif self.regularizer == "pce-sort":
+            penalty = pce_sort(pit, sort=self.sort, strength=self.strength)
+        else:
+            # imported here: calibtut.regularizers re-exports this module's names
+            from calibtut.regularizers import pit_negentropy
+
+            penalty = pit_negentropy(pit, qr_spacing_002, sort="neural", tau=1e-3, eps=1e-5)
+        return base + self.lam * penalty
+
+    def draw_levels(self, y):
+        """The SQR levels of one step: the fixed ``levels``, or sorted uniform draws.
+
+        The draws come from torch's global generator, in the order the loss
+        consumes them (before the network's dropout masks).
+        """
+        if self.levels is not None:
+            return self.levels.to(dtype=y.dtype, device=y.device)
+        levels = torch.sort(torch.rand(self.n_levels, dtype=y.dtype, device=y.device)).values
+        return levels.clamp(1e-6, 1 - 1e-6)
+
+    def quantile_loss(self, quantiles, y, levels):
+        """Pinball loss plus ``lam`` times the SQR regularizer, from computed quantiles."""
+        base = pinball_loss(y, quantiles, levels)
+        if self.lam == 0 or self.regularizer == "none":
+            return base
+        if self.regularizer == "pce-kde":
+            penalty = pce_kde_quantile(quantiles, y, levels)
+        else:
+            penalty = trunc_penalty(quantiles, y, levels)
+        return base + self.lam * penalty
+
+    def _sqr(self, output, y):
+        if not isinstance(output, QuantileFunction):
+            raise TypeError(f"an SQR loss needs a QuantileFunction output, got {type(output).__name__}")
+        levels = self.draw_levels(y)
+        return self.quantile_loss(output(levels), y, levels)
+
+    def __call__(self, output, y):
+        return self._mixture(output, y) if self.model == "mixture" else self._sqr(output, y)
+
+    def __repr__(self):
+        return f"StudyLoss({self.model!r}, {self.score!r}, {self.regularizer!r}, lam={self.lam})"

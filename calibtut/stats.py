@@ -1,0 +1,378 @@
+"""Statistics of the large-scale comparison of paper 002, on well-kept libraries.
+
+* :func:`holm`: Holm's step-down correction (``statsmodels``).
+* :func:`pce_study_test`: the per-dataset PCE test against its simulated null
+  (:func:`calibtut.metrics.pce_test`), with the paper's p-value (fraction of
+  null draws strictly above the statistic, which can be 0) beside the usual
+  ``(1 + #>=) / (1 + n_sim)``, each Holm-corrected across datasets.
+* :func:`cohens_d`: the standardized mean difference in the textbook form
+  (pooled variance with ``ddof=1``) and in the authors' form, whose
+  denominator ``sqrt((v1 + v2) / (n1 + n2 - 2))`` with ``ddof=0`` variances
+  makes it ``sqrt(n)`` times larger for ``n`` runs against ``n``.
+* :func:`select_lambda`: the selection rule of the regularization strength.
+* :func:`friedman_wilcoxon`: Friedman's test over methods, then every pair by
+  Wilcoxon's signed-rank test (``zero_method="pratt"``) with Holm's
+  correction (``scikit-posthocs``), and the average ranks;
+  :func:`critical_difference_diagram` draws them (``scikit-posthocs``).
+* :func:`letter_value_plot`: the distribution over datasets of each method's
+  Cohen's d as letter-value ("boxen") plots (``seaborn.boxenplot``), methods
+  sorted by median, on a symmetric-log axis, as in paper 002's Figures 3-10.
+"""
+
+from __future__ import annotations
+
+import numbers
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from scipy import stats as sps
+
+from calibtut._validation import as_float_array, check_alpha, check_int
+from calibtut.metrics.hypothesis_tests import pce_test
+
+__all__ = [
+    "LAMBDA_GRID",
+    "ComparisonResult",
+    "cohens_d",
+    "critical_difference_diagram",
+    "friedman_wilcoxon",
+    "holm",
+    "letter_value_plot",
+    "pce_study_test",
+    "select_lambda",
+]
+
+#: The regularization strengths of paper 002 (0 is the unregularized model).
+LAMBDA_GRID = (0.0, 0.01, 0.05, 0.2, 1.0, 5.0)
+
+
+def holm(pvalues, alpha=0.01):
+    """Holm's step-down correction of a family of p-values.
+
+    Parameters
+    ----------
+    pvalues : array_like, shape (k,)
+        In [0, 1].
+    alpha : float, default 0.01
+        Family-wise error rate (paper 002's level for the PCE tests).
+
+    Returns
+    -------
+    reject : numpy.ndarray of bool, shape (k,)
+    adjusted : numpy.ndarray, shape (k,)
+        Holm-adjusted p-values; ``reject == (adjusted <= alpha)``.
+
+    Examples
+    --------
+    >>> reject, adjusted = holm([0.001, 0.02, 0.004], alpha=0.01)
+    >>> reject.tolist(), adjusted.round(3).tolist()
+    ([True, False, True], [0.003, 0.02, 0.008])
+    """
+    from statsmodels.stats.multitest import multipletests
+
+    p = as_float_array(pvalues, "pvalues", ndim=1)
+    if np.any((p < 0) | (p > 1)):
+        raise ValueError("pvalues must lie in [0, 1]")
+    reject, adjusted, _, _ = multipletests(p, alpha=check_alpha(alpha), method="holm")
+    return reject, adjusted
+
+
+def pce_study_test(pits, *, n_sim=10_000, alpha=0.01, seed=None):
+    """Per-dataset PCE test of paper 002 (Section 4), Holm-corrected across datasets.
+
+    Parameters
+    ----------
+    pits : mapping of str to list of array_like
+        For each dataset, the test PITs of each run; the statistic is the
+        mean over runs of the sorted-form PCE, the null its distribution
+        under uniform PITs of the same sizes.
+    n_sim : int, default 10000
+        Null draws per dataset (paper: 10^4).
+    alpha : float, default 0.01
+        Family-wise level of Holm's correction.
+    seed : int or None
+        Seed of the first dataset's null; dataset ``i`` uses ``seed + i``.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Indexed by dataset: ``statistic``, ``null_mean``, ``pvalue_paper``
+        (``mean(null > statistic)``), ``pvalue`` (``(1 + #>=) / (1 + n_sim)``),
+        and the Holm decisions ``reject_paper`` and ``reject``.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> pits = {"calibrated": [rng.random(300)], "skewed": [rng.random(300) ** 2]}
+    >>> table = pce_study_test(pits, n_sim=2000, seed=0)
+    >>> table["reject"].tolist()
+    [False, True]
+    """
+    if not hasattr(pits, "items") or len(pits) == 0:
+        raise TypeError("pits must be a non-empty mapping of dataset name to a list of PIT arrays")
+    n_sim = check_int(n_sim, "n_sim", minimum=1)
+    if seed is not None:
+        seed = check_int(seed, "seed", minimum=0)
+    rows = {}
+    for i, (name, runs) in enumerate(pits.items()):
+        if not isinstance(runs, (list, tuple)) or len(runs) == 0:
+            raise TypeError(f"pits[{name!r}] must be a non-empty list of PIT arrays (one per run)")
+        result = pce_test(list(runs), n_sim=n_sim, seed=None if seed is None else seed + i)
+        rows[name] = {
+            "statistic": result.statistic,
+            "null_mean": float(result.null_distribution.mean()),
+            "pvalue_paper": float(np.mean(result.null_distribution > result.statistic)),
+            "pvalue": result.pvalue,
+        }
+    table = pd.DataFrame.from_dict(rows, orient="index")
+    table["reject_paper"] = holm(table["pvalue_paper"].to_numpy(), alpha)[0]
+    table["reject"] = holm(table["pvalue"].to_numpy(), alpha)[0]
+    return table
+
+
+def cohens_d(compared, baseline, form="authors"):
+    """Standardized mean difference ``(mean(compared) - mean(baseline)) / s``.
+
+    Parameters
+    ----------
+    compared, baseline : array_like, shape (n1,) and (n2,)
+        One value per run (lower is better in paper 002, so negative d is an
+        improvement of ``compared``).
+    form : {"authors", "textbook"}, default "authors"
+        ``"textbook"``: ``s`` is the pooled standard deviation
+        ``sqrt(((n1 - 1) s1^2 + (n2 - 1) s2^2) / (n1 + n2 - 2))``.
+        ``"authors"``: ``s = sqrt((v1 + v2) / (n1 + n2 - 2))`` with ``ddof=0``
+        variances ``v``, as in the authors' code; for ``n1 = n2 = n`` this is
+        ``sqrt(n)`` times the textbook d.
+
+    Returns
+    -------
+    float
+        ``nan`` when both samples are constant and equal; +-inf when only the
+        means differ.
+
+    Examples
+    --------
+    >>> a, b = [1.0, 2.0, 3.0, 4.0, 5.0], [2.0, 3.0, 4.0, 5.0, 6.0]
+    >>> round(cohens_d(a, b, "textbook"), 4), round(cohens_d(a, b, "authors"), 4)
+    (-0.6325, -1.4142)
+    """
+    x = as_float_array(compared, "compared", ndim=1)
+    y = as_float_array(baseline, "baseline", ndim=1)
+    n1, n2 = x.size, y.size
+    if n1 + n2 < 3:
+        raise ValueError(f"cohens_d needs at least 3 values in all, got {n1} and {n2}")
+    if form == "authors":
+        s = np.sqrt((x.var() + y.var()) / (n1 + n2 - 2))
+    elif form == "textbook":
+        s = np.sqrt(((n1 - 1) * x.var(ddof=1 if n1 > 1 else 0) + (n2 - 1) * y.var(ddof=1 if n2 > 1 else 0))
+                    / (n1 + n2 - 2))
+    else:
+        raise ValueError(f"form must be 'authors' or 'textbook', got {form!r}")
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return float((x.mean() - y.mean()) / s)
+
+
+def select_lambda(lambdas, val_score, val_pce, tolerance=0.1):
+    """The lambda selection rule of paper 002 (Section 6.1, the authors' code).
+
+    Among the strengths whose run-mean validation score is at most
+    ``(1 + tolerance)`` times that of ``lambda = 0``, return the one with the
+    smallest run-mean validation PCE. ``lambda = 0`` is always admissible.
+
+    Parameters
+    ----------
+    lambdas : array_like, shape (k,)
+        Distinct, non-negative; must contain 0.
+    val_score : array_like, shape (k,) or (k, n_runs)
+        Validation score per strength (and run): the 19-level WIS in the
+        authors' code, the CRPS in the paper's text.
+    val_pce : array_like, same shape as ``val_score``
+    tolerance : float, default 0.1
+
+    Returns
+    -------
+    float
+        The selected strength (the smallest one among tied PCEs).
+
+    Examples
+    --------
+    >>> select_lambda([0, 0.2, 1, 5], [1.00, 1.02, 1.08, 1.30], [0.05, 0.04, 0.02, 0.01])
+    1.0
+    """
+    lams = as_float_array(lambdas, "lambdas", ndim=1)
+    if np.any(lams < 0):
+        raise ValueError(f"lambdas must be >= 0, got {lams.tolist()}")
+    if np.unique(lams).size != lams.size:
+        raise ValueError("lambdas must be distinct")
+    if not np.any(lams == 0):
+        raise ValueError("lambdas must contain 0 (the unregularized reference)")
+    score = as_float_array(val_score, "val_score", ndim=(1, 2))
+    pce = as_float_array(val_pce, "val_pce", ndim=(1, 2))
+    if score.shape != pce.shape or score.shape[0] != lams.size:
+        raise ValueError(
+            f"val_score and val_pce must both have {lams.size} rows and the same shape, "
+            f"got {score.shape} and {pce.shape}"
+        )
+    if isinstance(tolerance, bool) or not isinstance(tolerance, numbers.Real) or not tolerance >= 0:
+        raise ValueError(f"tolerance must be a non-negative real number, got {tolerance!r}")
+    score = score.reshape(lams.size, -1).mean(axis=1)
+    pce = pce.reshape(lams.size, -1).mean(axis=1)
+    admissible = score <= (1 + tolerance) * score[lams == 0][0]
+    admissible[lams == 0] = True
+    order = np.lexsort((lams, np.where(admissible, pce, np.inf)))
+    return float(lams[order[0]])
+
+
+@dataclass
+class ComparisonResult:
+    """Outcome of :func:`friedman_wilcoxon`.
+
+    Attributes
+    ----------
+    friedman_statistic, friedman_pvalue : float
+        Friedman's chi-square test over the methods.
+    pvalues : pandas.DataFrame
+        Holm-adjusted two-sided Wilcoxon p-values of every pair (diagonal 1).
+    ranks : pandas.Series
+        Average rank of each method over datasets (1 = lowest value = best).
+    alpha : float
+    """
+
+    friedman_statistic: float
+    friedman_pvalue: float
+    pvalues: pd.DataFrame
+    ranks: pd.Series
+    alpha: float
+
+    @property
+    def significant(self):
+        """Whether Friedman's test rejects at ``alpha`` (else no diagram is drawn)."""
+        return self.friedman_pvalue < self.alpha
+
+
+def friedman_wilcoxon(values, alpha=0.05):
+    """Friedman test, then pairwise Wilcoxon (pratt) with Holm, and average ranks.
+
+    Parameters
+    ----------
+    values : pandas.DataFrame
+        One row per dataset, one column per method (the run-mean metric;
+        lower is better). Rows with NaN are dropped; +inf is kept.
+    alpha : float, default 0.05
+
+    Returns
+    -------
+    ComparisonResult
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> base = rng.normal(size=30)
+    >>> table = pd.DataFrame({"a": base, "b": base + 1 + 0.1 * rng.normal(size=30), "c": base + 2})
+    >>> res = friedman_wilcoxon(table)
+    >>> res.significant, res.ranks.round(2).tolist(), bool(res.pvalues.loc["a", "b"] < 0.05)
+    (True, [1.0, 2.0, 3.0], True)
+    """
+    import scikit_posthocs as sp
+
+    if not isinstance(values, pd.DataFrame):
+        raise TypeError(f"values must be a pandas DataFrame (datasets x methods), got {type(values).__name__}")
+    alpha = check_alpha(alpha)
+    table = values.astype(float).dropna()
+    if table.shape[1] < 3 or table.shape[0] < 2:
+        raise ValueError(f"need at least 3 methods and 2 complete datasets, got shape {table.shape}")
+    statistic, pvalue = sps.friedmanchisquare(*(table[c].to_numpy() for c in table.columns))
+    long = table.reset_index(drop=True).melt(var_name="method", value_name="value", ignore_index=False)
+    long = long.reset_index(names="dataset").sort_values(["method", "dataset"], kind="stable")
+    pvalues = sp.posthoc_wilcoxon(
+        long, val_col="value", group_col="method", zero_method="pratt", p_adjust="holm", sort=False
+    )
+    pvalues = pvalues.loc[table.columns, table.columns]
+    ranks = table.rank(axis=1, method="average").mean(axis=0)
+    return ComparisonResult(float(statistic), float(pvalue), pvalues, ranks, alpha)
+
+
+def critical_difference_diagram(result, ax=None, **kwargs):
+    """Critical-difference diagram of a :class:`ComparisonResult` (scikit-posthocs).
+
+    Methods are placed at their average rank; bars join those whose pairwise
+    tests are not significant at ``result.alpha``.
+
+    Parameters
+    ----------
+    result : ComparisonResult
+    ax : matplotlib.axes.Axes, optional
+    **kwargs
+        Passed to ``scikit_posthocs.critical_difference_diagram``.
+
+    Returns
+    -------
+    dict
+        The artists drawn, as returned by scikit-posthocs.
+
+    Examples
+    --------
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> rng = np.random.default_rng(0)
+    >>> base = rng.normal(size=20)
+    >>> table = pd.DataFrame({"a": base, "b": base + 1, "c": base + 2 + rng.normal(size=20)})
+    >>> isinstance(critical_difference_diagram(friedman_wilcoxon(table)), dict)
+    True
+    """
+    import scikit_posthocs as sp
+
+    if not isinstance(result, ComparisonResult):
+        raise TypeError(f"result must be a ComparisonResult, got {type(result).__name__}")
+    return sp.critical_difference_diagram(result.ranks, result.pvalues, ax=ax, alpha=result.alpha, **kwargs)
+
+
+def letter_value_plot(effects, ax=None, *, linthresh=1.0, **kwargs):
+    """Letter-value plots of effect sizes per method, sorted by median (paper 002, Figs. 3-10).
+
+    Parameters
+    ----------
+    effects : pandas.DataFrame
+        One row per dataset, one column per method (e.g. Cohen's d against
+        a baseline); NaN entries are ignored.
+    ax : matplotlib.axes.Axes, optional
+    linthresh : float, default 1.0
+        Linear range of the symmetric-log x-axis.
+    **kwargs
+        Passed to ``seaborn.boxenplot``.
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+        Methods on the y-axis from the lowest median (best, for
+        lower-is-better metrics) at the top.
+
+    Examples
+    --------
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> rng = np.random.default_rng(0)
+    >>> d = pd.DataFrame({"A": rng.normal(-2, 1, 57), "B": rng.normal(0, 1, 57)})
+    >>> [t.get_text() for t in letter_value_plot(d).get_yticklabels()]
+    ['A', 'B']
+    """
+    import matplotlib.pyplot as plt
+    import seaborn as sns
+
+    if not isinstance(effects, pd.DataFrame) or effects.shape[1] == 0:
+        raise TypeError("effects must be a pandas DataFrame with one column per method")
+    if isinstance(linthresh, bool) or not isinstance(linthresh, numbers.Real) or not linthresh > 0:
+        raise ValueError(f"linthresh must be a positive real number, got {linthresh!r}")
+    table = effects.astype(float)
+    order = table.median().sort_values(kind="stable").index.tolist()
+    long = table.melt(var_name="method", value_name="effect").dropna()
+    if ax is None:
+        _, ax = plt.subplots(figsize=(6, 0.4 * len(order) + 1))
+    sns.boxenplot(data=long, x="effect", y="method", order=order, ax=ax, **kwargs)
+    ax.set_xscale("symlog", linthresh=linthresh)
+    ax.axvline(0.0, color="0.5", lw=0.8, zorder=0)
+    ax.set_xlabel("Cohen's d")
+    ax.set_ylabel("")
+    return ax

@@ -1,0 +1,139 @@
+"""Tests of the statistics of paper 002's comparison (calibtut.stats)."""
+
+import itertools
+
+import matplotlib
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+from statsmodels.stats.multitest import multipletests
+
+from calibtut.metrics import pce_null_distribution
+from calibtut.stats import (
+    LAMBDA_GRID,
+    cohens_d,
+    critical_difference_diagram,
+    friedman_wilcoxon,
+    holm,
+    pce_study_test,
+    select_lambda,
+)
+
+matplotlib.use("Agg")
+
+
+def _step_down(p, alpha):
+    order = np.argsort(p)
+    reject = np.zeros(p.size, bool)
+    for i, j in enumerate(order):
+        if p[j] > alpha / (p.size - i):
+            break
+        reject[j] = True
+    return reject
+
+
+def test_holm_matches_the_authors_step_down():
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        p = rng.uniform(0, 0.05, size=12) ** 1.5
+        assert holm(p, 0.01)[0].tolist() == _step_down(p, 0.01).tolist()
+
+
+def test_pce_study_test_pvalues_and_holm():
+    rng = np.random.default_rng(1)
+    pits = {f"d{i}": [rng.random(100), rng.random(120)] for i in range(8)}
+    pits["bad"] = [rng.random(100) ** 1.5, rng.random(120) ** 1.5]
+    table = pce_study_test(pits, n_sim=3000, seed=4)
+    # the paper's p-value is the fraction of null draws strictly above the statistic
+    null = pce_null_distribution([100, 120], 3000, seed=4 + 8)
+    stat = np.mean([np.mean(np.abs(np.sort(r) - np.arange(1, r.size + 1) / (r.size + 1))) for r in pits["bad"]])
+    assert table.loc["bad", "statistic"] == pytest.approx(stat)
+    assert table.loc["bad", "pvalue_paper"] == np.mean(null > stat)
+    assert table.loc["bad", "pvalue"] == (1 + np.sum(null >= stat)) / 3001
+    assert table["reject"].tolist() == [False] * 8 + [True]
+    assert table["reject_paper"].tolist() == multipletests(table["pvalue_paper"], 0.01, "holm")[0].tolist()
+
+
+def test_pce_test_level_over_seeds():
+    # under calibration, the per-dataset p-values are uniform: about 10% fall below 0.1
+    rng = np.random.default_rng(2)
+    pits = {i: [rng.random(50)] for i in range(200)}
+    table = pce_study_test(pits, n_sim=500, seed=0)
+    assert 0.05 < np.mean(table["pvalue"] < 0.1) < 0.15
+
+
+def test_cohens_d_forms():
+    rng = np.random.default_rng(3)
+    a, b = rng.normal(size=5), rng.normal(1, size=5)
+    textbook = cohens_d(a, b, "textbook")
+    pooled = np.sqrt((a.var(ddof=1) + b.var(ddof=1)) / 2)
+    assert textbook == pytest.approx((a.mean() - b.mean()) / pooled)
+    assert cohens_d(a, b, "authors") == pytest.approx(np.sqrt(5) * textbook)
+    # unequal sizes: textbook pooled variance with its weights
+    c = rng.normal(size=8)
+    s = np.sqrt((4 * a.var(ddof=1) + 7 * c.var(ddof=1)) / 11)
+    assert cohens_d(a, c, "textbook") == pytest.approx((a.mean() - c.mean()) / s)
+    assert cohens_d(a, c) == pytest.approx((a.mean() - c.mean()) / np.sqrt((a.var() + c.var()) / 11))
+    with pytest.raises(ValueError, match="form"):
+        cohens_d(a, b, "hedges")
+
+
+def test_select_lambda_rule():
+    lams = list(LAMBDA_GRID)
+    score = np.array([[1.0, 1.0], [1.0, 1.04], [1.1, 1.1], [1.11, 1.11], [1.3, 1.3], [2.0, 2.0]])
+    pce = np.array([[0.05] * 2, [0.04] * 2, [0.03] * 2, [0.02] * 2, [0.01] * 2, [0.0] * 2])
+    assert select_lambda(lams, score, pce) == 0.05  # 1.1 <= 1.1 x 1.0 at 0.05; 1.11 (at 0.2) is not
+    assert select_lambda(lams, score, pce, tolerance=0.5) == 1.0
+    assert select_lambda(lams, score, pce[::-1]) == 0.0  # lambda = 0 has the lowest PCE
+    with pytest.raises(ValueError, match="contain 0"):
+        select_lambda([0.1, 1], [1, 1], [1, 1])
+    with pytest.raises(ValueError, match=">= 0"):
+        select_lambda([0, -1], [1, 1], [1, 1])
+    with pytest.raises(ValueError, match="rows"):
+        select_lambda([0, 1], [1, 1, 1], [1, 1, 1])
+
+
+def test_friedman_wilcoxon_matches_scipy_and_statsmodels():
+    rng = np.random.default_rng(4)
+    base = rng.normal(size=25)
+    table = pd.DataFrame({m: base + shift + 0.5 * rng.normal(size=25) for m, shift in zip("abcd", (0, 0.1, 0.5, 1))})
+    table.iloc[3, 1] = table.iloc[3, 0]  # a zero difference: pratt keeps it in the ranking
+    res = friedman_wilcoxon(table)
+    assert res.friedman_pvalue == pytest.approx(stats.friedmanchisquare(*table.T.to_numpy()).pvalue)
+    pairs = list(itertools.combinations("abcd", 2))
+    raw = [stats.wilcoxon(table[x], table[y], zero_method="pratt").pvalue for x, y in pairs]
+    adjusted = multipletests(raw, method="holm")[1]
+    for (x, y), p in zip(pairs, adjusted):
+        assert res.pvalues.loc[x, y] == pytest.approx(p, rel=1e-10)
+    want_ranks = np.mean([stats.rankdata(row) for row in table.to_numpy()], axis=0)
+    np.testing.assert_allclose(res.ranks.to_numpy(), want_ranks)
+
+
+def test_friedman_wilcoxon_drops_nan_keeps_inf_and_draws():
+    rng = np.random.default_rng(5)
+    table = pd.DataFrame(rng.normal(size=(12, 3)) + [0, 1, 2], columns=["x", "y", "emp"])
+    table.loc[0, "x"] = np.nan
+    table["emp"] = np.inf  # Rec-EMP's NLL: always ranked last
+    res = friedman_wilcoxon(table)
+    assert res.ranks["emp"] == 3.0
+    assert critical_difference_diagram(res)
+    with pytest.raises(ValueError, match="at least 3 methods"):
+        friedman_wilcoxon(table[["x", "y"]])
+    with pytest.raises(TypeError, match="DataFrame"):
+        friedman_wilcoxon(table.to_numpy())
+
+
+def test_letter_value_plot_orders_by_median_and_uses_symlog():
+    from calibtut.stats import letter_value_plot
+
+    rng = np.random.default_rng(6)
+    effects = pd.DataFrame({"b": rng.normal(1, 1, 40), "a": rng.normal(-3, 1, 40), "c": rng.normal(0, 1, 40)})
+    effects.iloc[0, 0] = np.nan
+    ax = letter_value_plot(effects)
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["a", "c", "b"]
+    assert ax.get_xscale() == "symlog"
+    with pytest.raises(ValueError, match="linthresh"):
+        letter_value_plot(effects, linthresh=0)
+    with pytest.raises(TypeError, match="DataFrame"):
+        letter_value_plot(effects.to_numpy())
