@@ -157,6 +157,16 @@ VALID = {
     "spacing": "sqrt",
 }
 
+def _paper_table():
+    import pandas as pd
+
+    return pd.DataFrame({"m": ["a", "b"], "value": [1.0, 2.0]})
+
+
+def _square_task(seed):
+    return {"v": seed * seed}
+
+
 #: Valid arguments that differ from ``VALID`` for one callable (qualified name -> {parameter: value}).
 VALID_FOR = {
     "calibtut.conformal.SplitConformalRegressor": {},
@@ -198,6 +208,8 @@ VALID_FOR = {
     "calibtut.online.PIDController": {"n_series": 1},
     "calibtut.online.RegretCalibrator": {"lower": -3.0, "upper": 3.0},
     "calibtut.online.drift_offsets": {"kind": "jump"},
+    "calibtut.run.paper_vs_ours": {"paper": lambda: _paper_table(), "ours": lambda: _paper_table(), "on": "m"},
+    "calibtut.run.sweep": {"tasks": [{"seed": 0}], "fn": lambda: _square_task, "progress": False},
     "calibtut.online.apply_drift": {"kind": "jump", "labels": np.zeros(10)},
     "calibtut.online.drifting_gaussian_stream": {"kind": "jump"},
     "calibtut.online.adversarial_labels": {

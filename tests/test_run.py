@@ -395,3 +395,9 @@ def test_cli_rejects_bad_arguments(book, capsys):
         main([notebook, "--profile", "paper"])
     with pytest.raises(SystemExit):
         main([notebook, "--resume", "--fresh"])
+
+
+def test_runner_names_the_missing_extra(monkeypatch, book, capsys):
+    monkeypatch.setitem(sys.modules, "papermill", None)  # as if calibtut[run] were not installed
+    assert main(["notebooks/p9/01_tiny.md"]) == 1
+    assert "pip install \"calibtut[run]\"" in capsys.readouterr().err

@@ -170,13 +170,14 @@ def test_sweep_checks_arguments(tmp_path, tasks, fn, error, match):
 @pytest.mark.parametrize(
     ("kwargs", "error", "match"),
     [
-        ({"workers": 0}, ValueError, "workers must be an integer >= 1, got 0"),
-        ({"workers": -2}, ValueError, "workers must be"),
-        ({"workers": 1.5}, TypeError, "workers must be an integer"),
+        ({"workers": 0}, ValueError, "workers must be >= 1, got 0"),
+        ({"workers": -2}, ValueError, "workers must be >= 1, got -2"),
+        ({"workers": 1.5}, TypeError, r"workers must be an integer, got 1.5"),
         ({"workers": "two"}, ValueError, "workers must be an integer >= 1, got 'two'"),
         ({"workers": 2, "scheduler": "tcp://h:1"}, ValueError, "not both"),
         ({"workers": 1, "gpu_workers": 2}, ValueError, r"gpu_workers \(2\) cannot exceed workers \(1\)"),
-        ({"workers": 1, "threads_per_worker": 0}, ValueError, "threads_per_worker"),
+        ({"workers": 1, "threads_per_worker": 0}, ValueError, "threads_per_worker must be >= 1, got 0"),
+        ({"workers": 1, "gpu_workers": -1}, ValueError, "gpu_workers must be >= 0, got -1"),
         ({"scheduler": "nowhere"}, ValueError, "address like tcp://host:8786"),
         ({"scheduler": 8786}, TypeError, "scheduler must be an address"),
         ({"store": 3}, TypeError, "store must be a path"),
@@ -200,7 +201,10 @@ def test_environment_asks_for_workers(monkeypatch):
     monkeypatch.setenv("CALIBTUT_GPU_WORKERS", "0")
     assert engines.resolve_engine() == engines.Engine(workers=3, threads_per_worker=1, gpu_workers=0)
     monkeypatch.setenv("CALIBTUT_WORKERS", "0")
-    with pytest.raises(ValueError, match=r"workers must be an integer >= 1, got 0"):
+    with pytest.raises(ValueError, match=r"workers must be >= 1, got 0"):
+        engines.resolve_engine()
+    monkeypatch.setenv("CALIBTUT_WORKERS", "many")
+    with pytest.raises(ValueError, match=r"workers must be an integer >= 1, got 'many'"):
         engines.resolve_engine()
 
 

@@ -101,7 +101,7 @@ def main(argv=None):
     except NotebookFailed as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
-    except (FileNotFoundError, ValueError, TypeError) as exc:
+    except (FileNotFoundError, ValueError, TypeError, ImportError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     finally:

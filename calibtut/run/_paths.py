@@ -64,6 +64,8 @@ def find_root(start=None, *, required=True):
         if not root.is_dir():
             raise FileNotFoundError(f"{ROOT_ENV}={env!r} is not a folder")
         return root
+    if start is not None and not isinstance(start, (str, os.PathLike)):
+        raise TypeError(f"start must be a folder or file path, got {start!r} ({type(start).__name__})")
     here = Path(start if start is not None else Path.cwd()).expanduser().resolve()
     if here.is_file():
         here = here.parent

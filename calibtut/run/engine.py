@@ -35,6 +35,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from .._validation import check_int
 from .store import FAILED, OK
 
 #: Environment variable: number of local worker processes (unset or empty: serial).
@@ -51,16 +52,13 @@ _THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 
 
 def _positive_int(value, name, *, minimum=1):
+    """An integer >= ``minimum``; a string (from an environment variable) is parsed first."""
     if isinstance(value, str):
         text = value.strip()
         if not text.lstrip("-").isdigit():
             raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
         value = int(text)
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an integer >= {minimum}, got {type(value).__name__}")
-    if value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {value}")
-    return value
+    return check_int(value, name, minimum=minimum)
 
 
 def _torch_sees_gpu():
@@ -136,7 +134,7 @@ def resolve_engine(workers=None, scheduler=None, threads_per_worker=None, gpu_wo
     >>> resolve_engine(workers=0)
     Traceback (most recent call last):
     ...
-    ValueError: workers must be an integer >= 1, got 0
+    ValueError: workers must be >= 1, got 0
     """
     from_env = workers is None and scheduler is None
     if from_env:
@@ -157,12 +155,13 @@ def resolve_engine(workers=None, scheduler=None, threads_per_worker=None, gpu_wo
         if "://" not in scheduler and ":" not in scheduler:
             raise ValueError(f"scheduler must be an address like tcp://host:8786, got {scheduler!r}{where}")
     threads = _positive_int(threads_per_worker, "threads_per_worker")
+    if gpu_workers is not None:
+        gpu_workers = _positive_int(gpu_workers, "gpu_workers", minimum=0)
     if workers is None:
         return Engine(scheduler=scheduler, threads_per_worker=threads)
     workers = _positive_int(workers, "workers")
     if gpu_workers is None:
         gpu_workers = 1 if _torch_sees_gpu() else 0
-    gpu_workers = _positive_int(gpu_workers, "gpu_workers", minimum=0)
     if gpu_workers > workers:
         raise ValueError(f"gpu_workers ({gpu_workers}) cannot exceed workers ({workers})")
     return Engine(workers=workers, threads_per_worker=threads, gpu_workers=gpu_workers)

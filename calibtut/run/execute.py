@@ -48,6 +48,17 @@ def parse_value(text):
     return text
 
 
+def _runner_tools():
+    """Import papermill and jupytext, or say which extra installs them."""
+    try:
+        import jupytext
+        import papermill
+    except ImportError as exc:
+        raise ImportError(f"running a notebook needs the 'run' extra ({exc.name} is missing): "
+                          f"pip install \"calibtut[run]\"") from None
+    return jupytext, papermill
+
+
 def read_notebook(path):
     """Read a MyST ``.md`` (through jupytext) or ``.ipynb`` notebook as a NotebookNode.
 
@@ -59,8 +70,7 @@ def read_notebook(path):
     >>> [c.cell_type for c in read_notebook(p).cells]
     ['markdown', 'code']
     """
-    import jupytext
-
+    jupytext, _ = _runner_tools()
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"notebook {path} does not exist")
@@ -335,7 +345,7 @@ def run_notebook(notebook, profile="ci", parameters=None, *, out=None, fresh=Fal
     >>> run_notebook("notebooks/000/01_intro.md", "ci", {"seed": 1})  # doctest: +SKIP
     PosixPath('.../_build/runs/000/01_intro/ci-1b2c3d4e')
     """
-    import papermill
+    _, papermill = _runner_tools()
     from papermill.exceptions import PapermillExecutionError
 
     check_profile(profile)
