@@ -69,9 +69,9 @@ def map_density(recalibrator, pit):
     v = u[:, None]
     total = np.zeros(u.size)
     for shifted in (v - z, v + z, v + z - 2):
-        s = special.expit(rec._tau * shifted)
+        s = special.expit(rec.tau * shifted)
         total += (s * (1 - s)).mean(axis=1)
-    return rec._tau * total / rec._kde_total
+    return rec.tau * total / rec._kde_total
 
 
 def recalibrated_nll(recalibrator, pit, log_density, reduction="mean"):
