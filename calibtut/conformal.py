@@ -27,6 +27,7 @@ from ._validation import (
     check_alpha,
     check_int,
     check_positive,
+    check_real,
     check_same_length,
 )
 
@@ -427,7 +428,7 @@ def weighted_conformal_quantile(cal_scores, cal_weights, test_weights, alpha):
         Non-negative weights ``w(x_i)`` of the calibration points (only ratios
         matter: ``w`` and ``c w`` give the same thresholds).
     test_weights : float or array_like of shape (m,)
-        Non-negative weights ``w(x)`` of the test points, on the same scale.
+        Non-negative, finite weights ``w(x)`` of the test points, on the same scale.
     alpha : float
         Miscoverage level in (0, 1).
 
@@ -446,7 +447,7 @@ def weighted_conformal_quantile(cal_scores, cal_weights, test_weights, alpha):
     scores = as_float_array(cal_scores, "cal_scores", ndim=1)
     weights = _check_weights(cal_weights, "cal_weights", scores.size)
     if not isinstance(test_weights, (str, bytes)) and np.ndim(test_weights) == 0:
-        test_weights = [test_weights]
+        test_weights = [check_real(test_weights, "test_weights", low=0)]
     test = _check_weights(test_weights, "test_weights")
     alpha = check_alpha(alpha)
     order = np.argsort(scores, kind="stable")

@@ -59,6 +59,9 @@ UNBOUNDED = {
     # Survey years bounding a filter: any integer year is a valid bound.
     "calibtut.data.spf_quantile_streams.start",
     "calibtut.data.spf_quantile_streams.end",
+    # A rotation by any finite angle in degrees; the mean of a Gaussian target law.
+    "calibtut.data.rotate_images.angle",
+    "calibtut.shift.GaussianShift.mean",
 }
 
 #: Out-of-range value per parameter name; names not listed get -1 (every size,
@@ -220,11 +223,31 @@ VALID_FOR = {
     "calibtut.online.conformal_pit_levels": {"levels": _levels},
     "calibtut.data.uci_split": {"split": 0},
     "calibtut.models.feature_range_eps": {"X": lambda: torch.zeros(N, 2)},
+    "calibtut.conformal": {"cal_scores": np.abs(_y), "cal_weights": np.ones(N), "test_weights": np.ones(5),
+                           "cal_probs": _probs, "cal_labels": np.arange(N) % 3, "test_probs": _probs[:5]},
+    "calibtut.data.resize_images": {"X": np.zeros((2, 16))},
+    "calibtut.data.rotate_images": {"X": np.zeros((2, 16))},
+    "calibtut.data.texture_images": {"X": np.zeros((2, 16))},
+    "calibtut.data.selection_shift": {"feature": np.linspace(-1.0, 1.0, N)},
+    "calibtut.models.fit_classifier": {"model": lambda: torch.nn.Linear(2, 3), "y": np.arange(N) % 3,
+                                       "epochs": 1, "progress": False},
+    "calibtut.shift.DANNHead": {"n_in": 4, "n_classes": 3},
+    "calibtut.shift.fit_dann": {
+        "model": lambda: calibtut.shift.DANNHead(2, 3, hidden=4, hidden_d=4, seed=0),
+        "Z_source": np.zeros((N, 2)), "y_source": np.arange(N) % 3, "Z_target": np.zeros((N, 2)),
+        "epochs": 1, "progress": False,
+    },
+    "calibtut.shift.grl_coefficient": {"step": 10},
+    "calibtut.shift.bound_violation_search": {"n_draws": 10},
+    "calibtut.shift.discriminator_weights": {"g": np.full(N, 0.5)},
+    "calibtut.shift.gaussian_bound_terms": {"shift": lambda: calibtut.shift.GaussianShift(1.0, 0.7), "n_grid": 101},
 }
 
 #: Public names that are result records (returned by the library, never
 #: built by a user from numbers), so they have no arguments to validate.
 RESULT_RECORDS = {"FitHistory", "DataFile", "Collection", "RegressionData", "ForecastStreams", "DriftStream"}
+# Paper 004: the exact selection shift, the terms of Theorem 1, and what fit_dann did.
+RESULT_RECORDS |= {"SelectionShift", "BoundTerms", "DANNHistory"}
 
 _NUMERIC_TYPE = re.compile(r"\b(float|int|integer)\b")
 _ARRAY_TYPE = re.compile(r"array|tensor|Tensor|sequence|tuple")

@@ -161,6 +161,9 @@ def test_iid_selection_shift_has_the_exact_law():
                                           / (special.expit(-z) / special.expit(-z).mean()))[s.source_index])
     with pytest.raises(ValueError, match="both"):
         D.selection_shift(t, n_source=10)
+    # checked before the California data are loaded (no mirror needed to see the error)
+    with pytest.raises(TypeError, match="n_target must be an integer, got 2.5"):
+        D.california_shift(n_source=10, n_target=2.5)
 
 
 def _fake_wheel(tmp_path, member_bytes):

@@ -345,6 +345,29 @@ def test_grl_schedule_values():
     assert grl_coefficient(10_000) == pytest.approx(2 / (1 + np.exp(-10)) - 1)
     with pytest.raises(ValueError, match="step"):
         grl_coefficient(-1)
+    assert grl_coefficient(1000, gamma=5.0) == pytest.approx(2 / (1 + np.exp(-0.5)) - 1)
+    with pytest.raises(ValueError, match="gamma must be > 0, got 0.0"):
+        grl_coefficient(10, gamma=0.0)
+
+
+def test_arguments_are_rejected_where_they_are_given():
+    # constructors check their settings at once, not at fit time
+    with pytest.raises(ValueError, match="C must be > 0, got 0.0"):
+        LogisticDiscriminator(C=0.0)
+    with pytest.raises(ValueError, match="dropout must be < 1, got 1.0"):
+        MLPDiscriminator(dropout=1.0)
+    with pytest.raises(TypeError, match="hidden must be an integer, got 8.5"):
+        MLPDiscriminator(hidden=8.5)
+    # the design of gaussian_bound_terms: an amplitude delta >= 0 and increasing laws
+    shift = GaussianShift(1.0, 0.7)
+    with pytest.raises(ValueError, match="perturbation must be >= 0, got -0.1"):
+        gaussian_bound_terms(shift, perturbation=-0.1)
+    with pytest.raises(ValueError, match=r"true_coef\[0\] \(the slope\) must be > 0, got -2.0"):
+        gaussian_bound_terms(shift, true_coef=(-2.0, 0.5))
+    with pytest.raises(ValueError, match="forecast_coef must be a pair"):
+        gaussian_bound_terms(shift, forecast_coef=(1.0, 0.0, 2.0))
+    with pytest.raises(ValueError, match="grl_gamma must be > 0, got -1.0"):
+        fit_dann(DANNHead(2, 2, seed=0), np.zeros((4, 2)), [0, 1, 0, 1], np.zeros((4, 2)), grl_gamma=-1.0)
 
 
 def test_reversal_makes_features_ascend_the_discriminator_loss():

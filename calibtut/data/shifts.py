@@ -13,13 +13,12 @@
 
 from __future__ import annotations
 
-import numbers
 from dataclasses import dataclass
 
 import numpy as np
 from scipy import ndimage, special
 
-from calibtut._validation import as_float_array, check_int, check_rng
+from calibtut._validation import as_float_array, check_int, check_positive, check_real, check_rng
 
 from .digits import as_input_layout, square_images
 from .regression import load_regression
@@ -34,7 +33,7 @@ def rotate_images(X, angle):
     ----------
     X : array_like of shape (n, h * h) or (n, h, h)
     angle : float
-        Counter-clockwise rotation in degrees.
+        Counter-clockwise rotation in degrees; any finite real number.
 
     Returns
     -------
@@ -47,9 +46,8 @@ def rotate_images(X, angle):
     [1.0, 1.0, 1.0, 1.0, 1.0]
     """
     images, flat = square_images(X)
-    if isinstance(angle, bool) or not isinstance(angle, numbers.Real) or not np.isfinite(angle):
-        raise ValueError(f"angle must be a finite number of degrees, got {angle!r}")
-    out = ndimage.rotate(images, float(angle), axes=(2, 1), reshape=False, order=1, mode="constant", cval=0.0)
+    angle = check_real(angle, "angle")
+    out = ndimage.rotate(images, angle, axes=(2, 1), reshape=False, order=1, mode="constant", cval=0.0)
     return as_input_layout(np.clip(out, images.min(), images.max()), flat)
 
 
@@ -65,6 +63,7 @@ def texture_images(X, *, scales=(1.0, 2.0, 4.0), seed=None):
     ----------
     X : array_like of shape (n, h * h) or (n, h, h), values in [0, 1]
     scales : tuple of float, default (1, 2, 4)
+        Positive widths of the Gaussian filters, in pixels.
     seed : int, numpy.random.Generator or None
 
     Returns
@@ -80,9 +79,7 @@ def texture_images(X, *, scales=(1.0, 2.0, 4.0), seed=None):
     images, flat = square_images(X)
     if np.any(images < 0) or np.any(images > 1):
         raise ValueError("X must hold pixel values in [0, 1]")
-    scales = as_float_array(scales, "scales", ndim=1)
-    if np.any(scales <= 0):
-        raise ValueError("scales must be positive")
+    scales = check_positive(scales, "scales", ndim=1)
     rng = check_rng(seed)
     noise = rng.random(images.shape)
     texture = sum(ndimage.gaussian_filter(noise, sigma=(0, s, s)) for s in scales)
@@ -108,6 +105,11 @@ def ink_mass(X):
 class SelectionShift:
     """Source and target indices into a pool, with the exact density ratio.
 
+    A result record, returned by :func:`selection_shift` and
+    :func:`california_shift` and never built by users, so it validates
+    nothing (the API walker of ``tests/test_api_validation.py`` lists it in
+    ``RESULT_RECORDS``).
+
     Attributes
     ----------
     source_index, target_index : numpy.ndarray of int
@@ -123,6 +125,16 @@ class SelectionShift:
     source_weights: np.ndarray
     target_weights: np.ndarray
     upper: float
+
+
+def _check_selection(strength, n_source, n_target):
+    """Validated ``strength, n_source, n_target`` of :func:`selection_shift`."""
+    strength = check_real(strength, "strength", low=0)
+    n_source = None if n_source is None else check_int(n_source, "n_source", minimum=1)
+    n_target = None if n_target is None else check_int(n_target, "n_target", minimum=1)
+    if (n_source is None) != (n_target is None):
+        raise ValueError(f"give both n_source and n_target or neither, got n_source={n_source}, n_target={n_target}")
+    return strength, n_source, n_target
 
 
 def selection_shift(feature, *, strength=1.0, n_source=None, n_target=None, seed=None):
@@ -151,9 +163,9 @@ def selection_shift(feature, *, strength=1.0, n_source=None, n_target=None, seed
         A scalar summary of each pool item (e.g. :func:`ink_mass`, or a column
         such as California housing's median income).
     strength : float, default 1.0
-        0 gives no shift; larger values a stronger one.
+        At least 0: 0 gives no shift; larger values a stronger one.
     n_source, n_target : int, optional
-        Sample sizes of the i.i.d. mode; give both or neither.
+        Sample sizes (>= 1) of the i.i.d. mode; give both or neither.
     seed : int, numpy.random.Generator or None
 
     Returns
@@ -170,12 +182,7 @@ def selection_shift(feature, *, strength=1.0, n_source=None, n_target=None, seed
     30
     """
     t = as_float_array(feature, "feature", ndim=1)
-    if isinstance(strength, bool) or not isinstance(strength, numbers.Real) or not (
-        np.isfinite(strength) and strength >= 0
-    ):
-        raise ValueError(f"strength must be a finite number >= 0, got {strength!r}")
-    if (n_source is None) != (n_target is None):
-        raise ValueError("give both n_source and n_target or neither")
+    strength, n_source, n_target = _check_selection(strength, n_source, n_target)
     rng = check_rng(seed)
     sd = t.std()
     z = (t - t.mean()) / (sd if sd > 0 else 1.0)
@@ -187,8 +194,8 @@ def selection_shift(feature, *, strength=1.0, n_source=None, n_target=None, seed
         source = np.sort(first[rng.random(first.size) < a[first]])
         target = np.sort(second[rng.random(second.size) < b[second]])
     else:
-        source = rng.choice(len(t), size=check_int(n_source, "n_source", minimum=1), p=a / a.sum())
-        target = rng.choice(len(t), size=check_int(n_target, "n_target", minimum=1), p=b / b.sum())
+        source = rng.choice(len(t), size=n_source, p=a / a.sum())
+        target = rng.choice(len(t), size=n_target, p=b / b.sum())
     return SelectionShift(source, target, ratio[source], ratio[target], float(ratio.max()))
 
 
@@ -219,6 +226,7 @@ def california_shift(*, strength=1.0, feature="MedInc", n_source=None, n_target=
     >>> bool(yt.mean() > ys.mean())  # doctest: +SKIP
     True
     """
+    strength, n_source, n_target = _check_selection(strength, n_source, n_target)
     data = load_regression("openml/cal-housing")
     if feature not in data.feature_names:
         raise ValueError(f"feature must be one of {data.feature_names}, got {feature!r}")

@@ -15,14 +15,14 @@ __all__ = ["GaussianMLP"]
 
 
 def check_hidden(hidden):
-    """Validate a tuple of hidden-layer widths and return it as a tuple of ints.
+    """Validate a tuple of hidden-layer widths (or one width) and return it as a tuple of ints.
 
     Examples
     --------
     >>> check_hidden([128, 128])
     (128, 128)
     """
-    if isinstance(hidden, numbers.Integral):
+    if isinstance(hidden, (numbers.Number, np.generic)):
         hidden = (hidden,)
     try:
         widths = tuple(hidden)

@@ -9,12 +9,13 @@ points (the shorter set is cycled) and minimises
 ``head_weight * mean ||softmax(F(psi(z_i))) - y_i||^2 + lambda_d * mean_j (D(psi(z_j)) - s_j)^2``
 
 (the second mean over all ``2 b`` points, ``s = 1`` for source). The
-gradient-reversal coefficient follows ``c_t = 2 / (1 + exp(-alpha t / T)) - 1``
-with ``t`` the iteration count (Ganin et al.; the code's ``alpha = 10``,
-``T = 10^4``). Training stops once the discriminator wins, i.e. when its
-loss on the training sets, ``mean_source (D - 1)^2 + mean_target D^2`` (two
-times a balanced mean squared error), falls below ``stop_disc_loss`` (0.2 in
-the code); the weights of the previous epoch are kept.
+gradient-reversal coefficient follows ``c_t = 2 / (1 + exp(-gamma t / T)) - 1``
+with ``t`` the iteration count (Ganin et al.'s ``gamma``, ``alpha = 10`` in the
+code, which is ``gamma`` here since ``alpha`` names a miscoverage level
+throughout the package; ``T = 10^4``). Training stops once the discriminator
+wins, i.e. when its loss on the training sets, ``mean_source (D - 1)^2 +
+mean_target D^2`` (two times a balanced mean squared error), falls below
+``stop_disc_loss`` (0.2 in the code); the weights of the previous epoch are kept.
 Torch in, torch out.
 """
 
@@ -22,14 +23,13 @@ from __future__ import annotations
 
 import copy
 import math
-import numbers
 from dataclasses import dataclass, field
 
 import torch
 from torch import nn
 from tqdm.auto import tqdm
 
-from calibtut._validation import check_int
+from calibtut._validation import check_int, check_real
 from calibtut.models.mlp import seeded_rng
 from calibtut.models.training import resolve_device, to_tensor
 
@@ -65,20 +65,20 @@ def grad_reverse(x, coeff=1.0):
     >>> grad_reverse(torch.tensor([1.0, 2.0]), 0.3)
     tensor([1., 2.])
     """
-    if isinstance(coeff, bool) or not isinstance(coeff, numbers.Real) or not (math.isfinite(coeff) and coeff >= 0):
-        raise ValueError(f"coeff must be a finite number >= 0, got {coeff!r}")
-    return GradientReversal.apply(x, coeff)
+    return GradientReversal.apply(x, check_real(coeff, "coeff", low=0))
 
 
-def grl_coefficient(step, *, alpha=10.0, max_steps=10_000):
-    """Ganin et al.'s schedule ``2 / (1 + exp(-alpha * step / max_steps)) - 1``.
+def grl_coefficient(step, *, gamma=10.0, max_steps=10_000):
+    """Ganin et al.'s schedule ``2 / (1 + exp(-gamma * step / max_steps)) - 1``.
 
     Parameters
     ----------
     step : int
         Iterations done so far (>= 0).
-    alpha : float, default 10.0
+    gamma : float, default 10.0
+        Steepness of the schedule (> 0; Ganin et al.'s ``gamma``, the code's ``alpha``).
     max_steps : int, default 10000
+        Iterations over which the coefficient rises (>= 1).
 
     Returns
     -------
@@ -93,9 +93,8 @@ def grl_coefficient(step, *, alpha=10.0, max_steps=10_000):
     """
     step = check_int(step, "step", minimum=0)
     max_steps = check_int(max_steps, "max_steps", minimum=1)
-    if isinstance(alpha, bool) or not isinstance(alpha, numbers.Real) or not alpha > 0:
-        raise ValueError(f"alpha must be a positive number, got {alpha!r}")
-    return float(2.0 / (1.0 + math.exp(-alpha * step / max_steps)) - 1.0)
+    gamma = check_real(gamma, "gamma", low=0, low_open=True)
+    return float(2.0 / (1.0 + math.exp(-gamma * step / max_steps)) - 1.0)
 
 
 class DANNHead(nn.Module):
@@ -113,6 +112,7 @@ class DANNHead(nn.Module):
     hidden : int, default 84
     hidden_d : int, default 84
     dropout : float, default 0.5
+        In ``[0, 1)``.
     seed : int or None
         Seeds the initialisation.
 
@@ -129,8 +129,7 @@ class DANNHead(nn.Module):
         n_classes = check_int(n_classes, "n_classes", minimum=2)
         hidden = check_int(hidden, "hidden", minimum=1)
         hidden_d = check_int(hidden_d, "hidden_d", minimum=1)
-        if isinstance(dropout, bool) or not isinstance(dropout, numbers.Real) or not 0 <= dropout < 1:
-            raise ValueError(f"dropout must lie in [0, 1), got {dropout!r}")
+        dropout = check_real(dropout, "dropout", low=0, high=1, high_open=True)
         with seeded_rng(seed):
             self.psi = nn.Sequential(nn.Linear(n_in, hidden), nn.ReLU())
             self.head = nn.Sequential(nn.Dropout(dropout), nn.Linear(hidden, n_classes))
@@ -153,7 +152,11 @@ class DANNHead(nn.Module):
 
 @dataclass
 class DANNHistory:
-    """What :func:`fit_dann` did.
+    """What :func:`fit_dann` did: a result record, returned and never built by users.
+
+    Its fields are filled in by :func:`fit_dann`, so it validates nothing (the
+    API walker of ``tests/test_api_validation.py`` lists it in
+    ``RESULT_RECORDS``).
 
     Attributes
     ----------
@@ -177,14 +180,6 @@ class DANNHistory:
     steps: int = 0
     kept_epoch: int = -1
     stopped: bool = False
-
-
-def _positive(value, name, *, allow_zero=False):
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value):
-        raise ValueError(f"{name} must be a finite number, got {value!r}")
-    if value < 0 or (value == 0 and not allow_zero):
-        raise ValueError(f"{name} must be {'>= 0' if allow_zero else '> 0'}, got {value!r}")
-    return float(value)
 
 
 class _Cycler:
@@ -229,7 +224,7 @@ def fit_dann(
     lambda_d=1.0,
     head_weight=1.5,
     stop_disc_loss=0.2,
-    grl_alpha=10.0,
+    grl_gamma=10.0,
     grl_max_steps=10_000,
     seed=None,
     device="cpu",
@@ -249,20 +244,28 @@ def fit_dann(
         At most this many epochs of ``ceil(max(n, m) / batch_size)`` iterations.
     batch_size : int, default 200
         Points per domain and iteration.
-    lr, momentum, weight_decay : float
-        SGD settings of the code (1e-3, 0.9, 5e-4) for all three networks.
-    lr_step, lr_gamma : int, float
-        StepLR: the learning rate is multiplied by ``lr_gamma`` every ``lr_step`` epochs.
+    lr : float, default 1e-3
+        SGD learning rate (> 0) of the code, for all three networks.
+    momentum : float, default 0.9
+        SGD momentum, in ``[0, 1)``.
+    weight_decay : float, default 5e-4
+        SGD weight decay (>= 0).
+    lr_step : int, default 100
+    lr_gamma : float, default 0.5
+        StepLR: the learning rate is multiplied by ``lr_gamma`` (> 0) every
+        ``lr_step`` epochs.
     lambda_d : float, default 1.0
-        Weight of the discriminator loss.
+        Weight of the discriminator loss (>= 0).
     head_weight : float, default 1.5
-        Weight of the head's Brier loss (the code's default sample weight).
+        Weight of the head's Brier loss (>= 0; the code's default sample weight).
     stop_disc_loss : float or None, default 0.2
-        Stop once the training discriminator loss is below this, keeping the
+        Stop once the training discriminator loss is below this (> 0), keeping the
         previous epoch's weights (the first epoch's weights if it fires at once);
         ``None`` trains all epochs.
-    grl_alpha, grl_max_steps : float, int
-        Parameters of :func:`grl_coefficient`.
+    grl_gamma : float, default 10.0
+        ``gamma`` of :func:`grl_coefficient` (the code's ``alpha``).
+    grl_max_steps : int, default 10000
+        ``max_steps`` of :func:`grl_coefficient`.
     seed : int or None
         Seeds dropout and batch order inside a forked RNG.
     device : {"cpu", "cuda"}, default "cpu"
@@ -299,13 +302,16 @@ def fit_dann(
     epochs = check_int(epochs, "epochs", minimum=1)
     batch_size = check_int(batch_size, "batch_size", minimum=1)
     lr_step = check_int(lr_step, "lr_step", minimum=1)
-    lr, momentum = _positive(lr, "lr"), _positive(momentum, "momentum", allow_zero=True)
-    weight_decay = _positive(weight_decay, "weight_decay", allow_zero=True)
-    lr_gamma, lambda_d = _positive(lr_gamma, "lr_gamma"), _positive(lambda_d, "lambda_d", allow_zero=True)
-    head_weight = _positive(head_weight, "head_weight", allow_zero=True)
+    lr = check_real(lr, "lr", low=0, low_open=True)
+    momentum = check_real(momentum, "momentum", low=0, high=1, high_open=True)
+    weight_decay = check_real(weight_decay, "weight_decay", low=0)
+    lr_gamma = check_real(lr_gamma, "lr_gamma", low=0, low_open=True)
+    lambda_d = check_real(lambda_d, "lambda_d", low=0)
+    head_weight = check_real(head_weight, "head_weight", low=0)
     if stop_disc_loss is not None:
-        stop_disc_loss = _positive(stop_disc_loss, "stop_disc_loss")
-    grl_coefficient(0, alpha=grl_alpha, max_steps=grl_max_steps)
+        stop_disc_loss = check_real(stop_disc_loss, "stop_disc_loss", low=0, low_open=True)
+    grl_gamma = check_real(grl_gamma, "grl_gamma", low=0, low_open=True)
+    grl_max_steps = check_int(grl_max_steps, "grl_max_steps", minimum=1)
     if seed is not None:
         seed = check_int(seed, "seed", minimum=0)
     dev = resolve_device(device)
@@ -333,7 +339,7 @@ def fit_dann(
             running = 0.0
             for _ in range(per_epoch):
                 bs, bt = source.take(b).to(dev), target.take(b).to(dev)
-                coeff = grl_coefficient(history.steps, alpha=grl_alpha, max_steps=grl_max_steps)
+                coeff = grl_coefficient(history.steps, gamma=grl_gamma, max_steps=grl_max_steps)
                 zb = torch.cat([Zs_d[bs], Zt_d[bt]])
                 probs = torch.softmax(model(Zs_d[bs]), dim=1)
                 onehot = nn.functional.one_hot(ys_d[bs], n_classes).to(probs.dtype)

@@ -19,8 +19,6 @@ numpy out.
 
 from __future__ import annotations
 
-import numbers
-
 import numpy as np
 import torch
 from scipy import special
@@ -29,7 +27,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 from torch import nn
 
-from calibtut._validation import as_float_array, check_int, check_rng
+from calibtut._validation import as_float_array, check_int, check_real, check_rng
 from calibtut.models.mlp import check_hidden, seeded_rng
 from calibtut.models.training import fit as fit_model
 from calibtut.recalibration.temperature import TemperatureScaling
@@ -97,8 +95,7 @@ class _Discriminator:
         X_source, X_target = check_domains(X_source, X_target)
         rng = check_rng(seed)
         if val is None:
-            if isinstance(val_fraction, bool) or not isinstance(val_fraction, numbers.Real) or not 0 < val_fraction < 1:
-                raise ValueError(f"val_fraction must lie in (0, 1), got {val_fraction!r}")
+            val_fraction = check_real(val_fraction, "val_fraction", low=0, high=1, low_open=True, high_open=True)
             X_source, Xs_val = _split(X_source, val_fraction, rng)
             X_target, Xt_val = _split(X_target, val_fraction, rng)
         else:
@@ -143,8 +140,9 @@ class LogisticDiscriminator(_Discriminator):
     Parameters
     ----------
     C : float, default 1.0
-        Inverse L2 penalty of :class:`sklearn.linear_model.LogisticRegression`.
+        Inverse L2 penalty of :class:`sklearn.linear_model.LogisticRegression` (> 0).
     max_iter : int, default 1000
+        At least 1.
 
     Attributes
     ----------
@@ -165,15 +163,12 @@ class LogisticDiscriminator(_Discriminator):
     """
 
     def __init__(self, C=1.0, max_iter=1000):
-        self.C = C
-        self.max_iter = max_iter
+        self.C = check_real(C, "C", low=0, low_open=True)
+        self.max_iter = check_int(max_iter, "max_iter", minimum=1)
 
     def _fit_raw(self, X_source, X_target, Xs_val, Xt_val, rng):
-        max_iter = check_int(self.max_iter, "max_iter", minimum=1)
-        if isinstance(self.C, bool) or not isinstance(self.C, numbers.Real) or not self.C > 0:
-            raise ValueError(f"C must be a positive number, got {self.C!r}")
         X, s, w = _stack(X_source, X_target)
-        self.pipeline_ = make_pipeline(StandardScaler(), LogisticRegression(C=self.C, max_iter=max_iter))
+        self.pipeline_ = make_pipeline(StandardScaler(), LogisticRegression(C=self.C, max_iter=self.max_iter))
         self.pipeline_.fit(X, s, logisticregression__sample_weight=w)
 
     def _logit(self, X):
@@ -213,13 +208,16 @@ class MLPDiscriminator(_Discriminator):
     hidden : int or tuple of int, default (84,)
         Hidden widths (the paper: one layer as wide as the 84-d features).
     dropout : float, default 0.5
+        In ``[0, 1)``.
     epochs : int, default 100
     batch_size : int, default 200
     lr : float, default 1e-3
-        Adam learning rate.
+        Adam learning rate (>= 0).
     weight_decay : float, default 5e-4
-    patience : int, default 20
-        Epochs without improvement of the held-out balanced loss before stopping.
+        At least 0.
+    patience : int or None, default 20
+        Epochs without improvement of the held-out balanced loss before
+        stopping (>= 1); ``None`` trains all epochs.
     device : {"cpu", "cuda"}, default "cpu"
     progress : bool, default False
 
@@ -242,23 +240,20 @@ class MLPDiscriminator(_Discriminator):
 
     def __init__(self, hidden=(84,), dropout=0.5, epochs=100, batch_size=200, lr=1e-3, weight_decay=5e-4,
                  patience=20, device="cpu", progress=False):
-        self.hidden = hidden
-        self.dropout = dropout
-        self.epochs = epochs
-        self.batch_size = batch_size
-        self.lr = lr
-        self.weight_decay = weight_decay
-        self.patience = patience
+        self.hidden = check_hidden(hidden)
+        self.dropout = check_real(dropout, "dropout", low=0, high=1, high_open=True)
+        self.epochs = check_int(epochs, "epochs", minimum=1)
+        self.batch_size = check_int(batch_size, "batch_size", minimum=1)
+        self.lr = check_real(lr, "lr", low=0)
+        self.weight_decay = check_real(weight_decay, "weight_decay", low=0)
+        self.patience = None if patience is None else check_int(patience, "patience", minimum=1)
         self.device = device
         self.progress = progress
 
     def _fit_raw(self, X_source, X_target, Xs_val, Xt_val, rng):
-        hidden = check_hidden(self.hidden)
-        if isinstance(self.dropout, bool) or not isinstance(self.dropout, numbers.Real) or not 0 <= self.dropout < 1:
-            raise ValueError(f"dropout must lie in [0, 1), got {self.dropout!r}")
         seed = int(rng.integers(2**31))
         with seeded_rng(seed):
-            self.model_ = _MLP(X_source.shape[1], hidden, float(self.dropout))
+            self.model_ = _MLP(X_source.shape[1], self.hidden, self.dropout)
         X, s, _ = _stack(X_source, X_target)
         Xv, sv, _ = _stack(Xs_val, Xt_val)
         loss = _BalancedSquaredLoss(0.5 / len(X_source), 0.5 / len(X_target))

@@ -33,13 +33,12 @@ design with a bounded (target narrower than source) or unbounded ratio.
 
 from __future__ import annotations
 
-import numbers
 from dataclasses import dataclass
 
 import numpy as np
 from scipy import special, stats
 
-from calibtut._validation import as_float_array, check_int, check_rng
+from calibtut._validation import as_float_array, check_int, check_real, check_rng
 
 __all__ = [
     "BoundTerms",
@@ -54,6 +53,11 @@ __all__ = [
 @dataclass(frozen=True)
 class BoundTerms:
     """Every term of the proof of Theorem 1 for one (or a batch of) instance(s).
+
+    A result record, returned by :func:`theorem1_terms`,
+    :func:`step5_counterexample` and :func:`gaussian_bound_terms` and never
+    built by users, so it validates nothing (the API walker of
+    ``tests/test_api_validation.py`` lists it in ``RESULT_RECORDS``).
 
     Attributes
     ----------
@@ -261,10 +265,14 @@ def bound_violation_search(n_draws, *, max_points=5, seed=None):
     return step5, theorem
 
 
-def _check_real(value, name):
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not np.isfinite(value):
-        raise TypeError(f"{name} must be a finite real number, got {value!r}")
-    return float(value)
+def _coef_pair(coef, name, *, positive_slope):
+    """A label law's or forecaster's ``(slope, intercept)``: two finite reals."""
+    values = as_float_array(coef, name, ndim=1)
+    if values.size != 2:
+        raise ValueError(f"{name} must be a pair (slope, intercept), got {values.tolist()}")
+    if positive_slope:
+        check_real(values[0], f"{name}[0] (the slope)", low=0, low_open=True)
+    return float(values[0]), float(values[1])
 
 
 @dataclass(frozen=True)
@@ -278,7 +286,9 @@ class GaussianShift:
     Parameters
     ----------
     mean : float, default 1.0
+        Mean of the target; any finite real number.
     scale : float, default 0.7
+        Standard deviation of the target (> 0).
 
     Examples
     --------
@@ -293,9 +303,8 @@ class GaussianShift:
     scale: float = 0.7
 
     def __post_init__(self):
-        _check_real(self.mean, "mean")
-        if _check_real(self.scale, "scale") <= 0:
-            raise ValueError(f"scale must be positive, got {self.scale!r}")
+        object.__setattr__(self, "mean", check_real(self.mean, "mean"))
+        object.__setattr__(self, "scale", check_real(self.scale, "scale", low=0, low_open=True))
 
     @property
     def upper(self):
@@ -342,7 +351,7 @@ class GaussianShift:
         ----------
         n_source, n_target : int
         coef : tuple (a, b), default (2.0, -0.5)
-            The shared conditional law of the label (covariate shift).
+            The shared conditional law of the label (covariate shift); finite.
         seed : int, numpy.random.Generator or None
 
         Returns
@@ -358,7 +367,7 @@ class GaussianShift:
         """
         n_source = check_int(n_source, "n_source", minimum=1)
         n_target = check_int(n_target, "n_target", minimum=1)
-        a, b = (_check_real(c, "coef") for c in coef)
+        a, b = _coef_pair(coef, "coef", positive_slope=False)
         rng = check_rng(seed)
         xs = rng.normal(size=n_source)
         xt = rng.normal(self.mean, self.scale, size=n_target)
@@ -389,13 +398,18 @@ def gaussian_bound_terms(
     ----------
     shift : GaussianShift
     temperature : float, default 1.0
+        The forecaster's temperature ``T > 0``.
     perturbation : float, default 0.0
-        ``delta``; 0 gives the true discriminator.
+        ``delta >= 0``, the amplitude of the discriminator's error; 0 gives
+        the true discriminator.
     forecast_coef, true_coef : tuple of float
-        ``(a0, b0)`` (``a0 > 0``) and ``(a, b)``.
+        ``(a0, b0)`` and ``(a, b)``, finite, with positive slopes ``a0, a > 0``:
+        the forecaster is increasing (hence injective) and, in this design,
+        ``y = 1`` grows likelier with ``x`` as well.
     n_grid : int, default 200001
+        Number of grid points (>= 3).
     half_width : float, default 9.0
-        The grid is uniform on ``[-half_width, half_width]``.
+        The grid is uniform on ``[-half_width, half_width]`` (> 0).
 
     Returns
     -------
@@ -409,18 +423,12 @@ def gaussian_bound_terms(
     """
     if not isinstance(shift, GaussianShift):
         raise TypeError(f"shift must be a GaussianShift, got {type(shift).__name__}")
-    temperature = _check_real(temperature, "temperature")
-    if temperature <= 0:
-        raise ValueError(f"temperature must be positive, got {temperature}")
-    delta = _check_real(perturbation, "perturbation")
-    a0, b0 = (_check_real(c, "forecast_coef") for c in forecast_coef)
-    if a0 <= 0:
-        raise ValueError(f"forecast_coef[0] must be positive (a monotone forecaster), got {a0}")
-    a, b = (_check_real(c, "true_coef") for c in true_coef)
+    temperature = check_real(temperature, "temperature", low=0, low_open=True)
+    delta = check_real(perturbation, "perturbation", low=0)
+    a0, b0 = _coef_pair(forecast_coef, "forecast_coef", positive_slope=True)
+    a, b = _coef_pair(true_coef, "true_coef", positive_slope=True)
     n_grid = check_int(n_grid, "n_grid", minimum=3)
-    half_width = _check_real(half_width, "half_width")
-    if half_width <= 0:
-        raise ValueError(f"half_width must be positive, got {half_width}")
+    half_width = check_real(half_width, "half_width", low=0, low_open=True)
     x = np.linspace(-half_width, half_width, n_grid)
     p, q = shift.source_pdf(x), shift.target_pdf(x)
     p, q = p / p.sum(), q / q.sum()

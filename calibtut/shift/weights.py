@@ -20,11 +20,9 @@ weights never exceed ``upper`` (the paper's ``U``; its code uses 1000).
 
 from __future__ import annotations
 
-import numbers
-
 import numpy as np
 
-from calibtut._validation import as_float_array, check_positive
+from calibtut._validation import as_float_array, check_positive, check_real
 
 __all__ = ["check_discriminator_output", "discriminator_weights", "effective_sample_size"]
 
@@ -74,7 +72,8 @@ def discriminator_weights(g, *, kind="ratio", upper=1e3, prior_ratio=1.0):
     upper : float or None, default 1000
         The bound ``U`` on the density ratio: ``g`` is first clamped to
         ``g >= 1 / (1 + U)`` (the paper's Eq. 6), so ratio weights are at most
-        ``prior_ratio * U``. ``None`` disables the clamp.
+        ``prior_ratio * U``; at least 1, since ``E_p[w] = 1``. ``None``
+        disables the clamp.
     prior_ratio : float, default 1.0
         ``n_source / n_target`` of the discriminator's training set, which
         corrects ``g`` trained on unbalanced classes (``"ratio"`` only).
@@ -96,16 +95,11 @@ def discriminator_weights(g, *, kind="ratio", upper=1e3, prior_ratio=1.0):
     g = check_discriminator_output(g)
     if kind not in _KINDS:
         raise ValueError(f"kind must be one of {_KINDS}, got {kind!r}")
-    if isinstance(prior_ratio, bool) or not isinstance(prior_ratio, numbers.Real) or not (
-        np.isfinite(prior_ratio) and prior_ratio > 0
-    ):
-        raise ValueError(f"prior_ratio must be a positive finite number, got {prior_ratio!r}")
+    prior_ratio = check_real(prior_ratio, "prior_ratio", low=0, low_open=True)
     if kind == "bound" and prior_ratio != 1:
         raise ValueError(f"kind='bound' assumes balanced training (prior_ratio=1), got prior_ratio={prior_ratio!r}")
     if upper is not None:
-        if isinstance(upper, bool) or not isinstance(upper, numbers.Real) or not (np.isfinite(upper) and upper >= 1):
-            raise ValueError(f"upper must be a finite number >= 1 (E_p[w] = 1 forces U >= 1), got {upper!r}")
-        g = np.maximum(g, 1.0 / (1.0 + upper))
+        g = np.maximum(g, 1.0 / (1.0 + check_real(upper, "upper", low=1)))
     if kind == "bound":
         return 1.0 / g - 0.5
     return prior_ratio * (1.0 - g) / g
