@@ -37,6 +37,25 @@ import pandas as pd
 
 from .store import FAILED, OK
 
+__all__ = [
+    "CONNECT_TIMEOUT_S",
+    "GPU_WORKERS_ENV",
+    "SCHEDULER_ENV",
+    "THREADS_ENV",
+    "WORKERS_ENV",
+    "Engine",
+    "check_serialisable",
+    "connect",
+    "gpu_slots",
+    "local_cluster",
+    "resolve_engine",
+    "run_dask",
+    "run_serial",
+    "run_task",
+    "to_records",
+    "wants_gpu",
+]
+
 #: Environment variable: number of local worker processes (unset or empty: serial).
 WORKERS_ENV = "CALIBTUT_WORKERS"
 #: Environment variable: address of an existing Dask scheduler.

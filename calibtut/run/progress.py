@@ -6,6 +6,8 @@ import os
 import time
 from pathlib import Path
 
+__all__ = ["LOG_EVERY_S", "PROGRESS_LOG_ENV", "SweepProgress"]
+
 #: Environment variable through which the runner names the file it echoes to its terminal.
 PROGRESS_LOG_ENV = "CALIBTUT_PROGRESS_LOG"
 #: Seconds between two lines written to the runner's log (the last line is always written).

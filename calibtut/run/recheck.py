@@ -21,6 +21,8 @@ import pandas as pd
 from .store import SweepStore
 from .sweep import sweep
 
+__all__ = ["differing", "main", "recheck", "resolve_function"]
+
 
 def resolve_function(reference):
     """Import ``"module:qualname"`` (as recorded in a store line's ``fn``).
