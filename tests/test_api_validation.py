@@ -226,6 +226,9 @@ VALID_FOR = {
     },
     "calibtut.stats.pce_study_test": {"n_sim": 100},
     "calibtut.data.regression_study": {"frame": lambda: _method_table(), "X": lambda: _method_table(), "run": 0},
+    "calibtut.run.progress.SweepProgress": {"total": 4, "done": 1, "desc": "demo", "bar": False, "slots": 2},
+    "calibtut.run.recheck.recheck": {"store": "missing.jsonl"},  # bad arguments are refused before it is read
+    "calibtut.run.sweep": {"tasks": [{"seed": 0}], "fn": lambda: (lambda seed: {"v": seed})},
     "calibtut.online.theorem1_bound": {"delta": 0.1},
     "calibtut.online.spring_bound_check": {"quantiles": np.zeros((10, K)) + [-1.0, 0.0, 1.0],
                                            "labels": np.zeros(10), "delta": 0.1},

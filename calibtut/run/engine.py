@@ -76,7 +76,7 @@ def _positive_int(value, name, *, minimum=1):
             raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
         value = int(text)
     if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an integer >= {minimum}, got {type(value).__name__}")
+        raise TypeError(f"{name} must be an integer >= {minimum}, got {value!r} ({type(value).__name__})")
     if value < minimum:
         raise ValueError(f"{name} must be an integer >= {minimum}, got {value}")
     return value
@@ -100,6 +100,17 @@ def _torch_sees_gpu():
 class Engine:
     """How a sweep executes: serial, a local cluster of ``workers``, or a ``scheduler`` address.
 
+    Parameters
+    ----------
+    workers : int, optional
+        Local worker processes, >= 1 (None: serial or ``scheduler``).
+    scheduler : str, optional
+        Address of an existing Dask scheduler.
+    threads_per_worker : int, default 1
+        >= 1.
+    gpu_workers : int, default 0
+        Local workers that carry the ``GPU`` resource, >= 0.
+
     Examples
     --------
     >>> Engine().describe()
@@ -112,6 +123,12 @@ class Engine:
     scheduler: str | None = None
     threads_per_worker: int = 1
     gpu_workers: int = 0
+
+    def __post_init__(self):
+        if self.workers is not None:
+            _positive_int(self.workers, "workers")
+        _positive_int(self.threads_per_worker, "threads_per_worker")
+        _positive_int(self.gpu_workers, "gpu_workers", minimum=0)
 
     @property
     def serial(self):
@@ -176,12 +193,13 @@ def resolve_engine(workers=None, scheduler=None, threads_per_worker=None, gpu_wo
         if "://" not in scheduler and ":" not in scheduler:
             raise ValueError(f"scheduler must be an address like tcp://host:8786, got {scheduler!r}{where}")
     threads = _positive_int(threads_per_worker, "threads_per_worker")
+    if gpu_workers is not None:
+        gpu_workers = _positive_int(gpu_workers, "gpu_workers", minimum=0)
     if workers is None:
         return Engine(scheduler=scheduler, threads_per_worker=threads)
     workers = _positive_int(workers, "workers")
     if gpu_workers is None:
         gpu_workers = 1 if _torch_sees_gpu() else 0
-    gpu_workers = _positive_int(gpu_workers, "gpu_workers", minimum=0)
     if gpu_workers > workers:
         raise ValueError(f"gpu_workers ({gpu_workers}) cannot exceed workers ({workers})")
     return Engine(workers=workers, threads_per_worker=threads, gpu_workers=gpu_workers)
