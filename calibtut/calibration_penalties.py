@@ -36,13 +36,11 @@ score (``"nll"`` or ``"crps"``) and a regularizer with its weight; it is the
 
 from __future__ import annotations
 
-import numbers
-
 import numpy as np
 import torch
 from sklearn.isotonic import isotonic_regression
 
-from calibtut._validation import check_int, check_levels
+from calibtut._validation import check_int, check_levels, check_real
 from calibtut.metrics.torch import crps_mixture, nll_mixture, pinball_loss
 from calibtut.models.mixture import mixture_cdf
 from calibtut.models.sqr import QuantileFunction
@@ -71,18 +69,6 @@ REGULARIZERS = {
 }
 
 
-def _check_exponent(p):
-    if isinstance(p, bool) or not isinstance(p, numbers.Real) or not p >= 1:
-        raise ValueError(f"p must be a real number >= 1, got {p!r}")
-    return float(p)
-
-
-def _check_tau(tau):
-    if isinstance(tau, bool) or not isinstance(tau, numbers.Real) or not 0 < tau < float("inf"):
-        raise ValueError(f"tau must be a positive finite real number, got {tau!r}")
-    return float(tau)
-
-
 def _check_pit(pit):
     if not isinstance(pit, torch.Tensor) or pit.ndim != 1 or not torch.is_floating_point(pit):
         raise TypeError("pit must be a 1-dimensional floating torch.Tensor")
@@ -100,6 +86,8 @@ def _check_quantile_batch(quantiles, y, levels):
             f"quantiles must have shape (len(y), len(levels)) = {(y.shape[0], levels.shape[0])}, "
             f"got {tuple(quantiles.shape)}"
         )
+    if not bool(((levels > 0) & (levels < 1)).all()):
+        raise ValueError(f"levels must lie strictly inside (0, 1), got {levels.tolist()}")
 
 
 def pce_kde_pit(pit, n_levels=100, *, tau=100.0, p=1):
@@ -112,8 +100,9 @@ def pce_kde_pit(pit, n_levels=100, *, tau=100.0, p=1):
     n_levels : int, default 100
         Number M of centred levels ``(j - 1/2) / M``.
     tau : float, default 100.0
-        Inverse scale of the logistic kernel.
+        Inverse scale of the logistic kernel, > 0.
     p : float, default 1
+        Exponent of the absolute deviations, >= 1.
 
     Returns
     -------
@@ -128,7 +117,8 @@ def pce_kde_pit(pit, n_levels=100, *, tau=100.0, p=1):
     """
     pit = _check_pit(pit)
     n_levels = check_int(n_levels, "n_levels", minimum=1)
-    tau, p = _check_tau(tau), _check_exponent(p)
+    tau = check_real(tau, "tau", low=0, low_open=True)
+    p = check_real(p, "p", low=1)
     levels = (torch.arange(n_levels, dtype=pit.dtype, device=pit.device) + 0.5) / n_levels
     freq = torch.sigmoid(tau * (levels[:, None] - pit[None, :])).mean(dim=1)
     return (levels - freq).abs().pow(p).mean()
@@ -143,9 +133,12 @@ def pce_kde_quantile(quantiles, y, levels, *, tau=100.0, p=1):
         Predicted quantiles of the batch at ``levels``.
     y : torch.Tensor, shape (n,)
     levels : torch.Tensor, shape (m,)
+        Strictly inside (0, 1); need not be sorted (training draws random
+        levels, possibly tied).
     tau : float, default 100.0
-        Inverse scale of the logistic relaxation of ``1(y <= q)``, in units of y.
+        Inverse scale of the logistic relaxation of ``1(y <= q)``, in units of y, > 0.
     p : float, default 1
+        Exponent of the absolute deviations, >= 1.
 
     Returns
     -------
@@ -160,7 +153,8 @@ def pce_kde_quantile(quantiles, y, levels, *, tau=100.0, p=1):
     0.25
     """
     _check_quantile_batch(quantiles, y, levels)
-    tau, p = _check_tau(tau), _check_exponent(p)
+    tau = check_real(tau, "tau", low=0, low_open=True)
+    p = check_real(p, "p", low=1)
     freq = torch.sigmoid(tau * (quantiles - y[:, None])).mean(dim=0)
     return (levels - freq).abs().pow(p).mean()
 
@@ -180,7 +174,7 @@ def soft_sort_l2(values, strength=1.0):
     ----------
     values : torch.Tensor, shape (n,)
     strength : float, default 1.0
-        Regularization strength epsilon (the authors use 0.1).
+        Regularization strength epsilon (the authors use 0.1), > 0.
 
     Returns
     -------
@@ -197,8 +191,7 @@ def soft_sort_l2(values, strength=1.0):
     """
     if not isinstance(values, torch.Tensor) or values.ndim != 1 or not torch.is_floating_point(values):
         raise TypeError("values must be a 1-dimensional floating torch.Tensor")
-    if isinstance(strength, bool) or not isinstance(strength, numbers.Real) or not 0 < strength < float("inf"):
-        raise ValueError(f"strength must be a positive finite real number, got {strength!r}")
+    strength = check_real(strength, "strength", low=0, low_open=True)
     n = values.shape[0]
     w = torch.arange(n, 0, -1, dtype=values.dtype, device=values.device) / strength
     u = w + torch.sort(values).values
@@ -217,12 +210,14 @@ def pce_sort(pit, *, p=1, sort="hard", strength=0.1):
     ----------
     pit : torch.Tensor, shape (n,)
     p : float, default 1
+        Exponent of the absolute deviations, >= 1.
     sort : {"hard", "soft"}, default "hard"
         ``"hard"``: ``torch.sort`` (what the authors' soft sort computes at
         their strength); ``"soft"``: :func:`soft_sort_l2` at ``strength``.
     strength : float, default 0.1
-        Strength of the soft sort; PITs become genuinely soft sorted only when
-        ``1 / strength`` is below some gap between sorted PITs (strength > 1).
+        Strength of the soft sort, > 0 (checked for either sort); PITs become
+        genuinely soft sorted only when ``1 / strength`` is below some gap
+        between sorted PITs (strength > 1).
 
     Returns
     -------
@@ -235,13 +230,11 @@ def pce_sort(pit, *, p=1, sort="hard", strength=0.1):
     0.0
     """
     pit = _check_pit(pit)
-    p = _check_exponent(p)
-    if sort == "hard":
-        ordered = torch.sort(pit).values
-    elif sort == "soft":
-        ordered = soft_sort_l2(pit, strength)
-    else:
+    p = check_real(p, "p", low=1)
+    strength = check_real(strength, "strength", low=0, low_open=True)
+    if sort not in ("hard", "soft"):
         raise ValueError(f"sort must be 'hard' or 'soft', got {sort!r}")
+    ordered = torch.sort(pit).values if sort == "hard" else soft_sort_l2(pit, strength)
     n = pit.shape[0]
     expected = torch.arange(1, n + 1, dtype=pit.dtype, device=pit.device) / (n + 1)
     return (ordered - expected).abs().pow(p).mean()
@@ -255,6 +248,7 @@ def trunc_penalty(quantiles, y, levels):
     quantiles : torch.Tensor, shape (n, m)
     y : torch.Tensor, shape (n,)
     levels : torch.Tensor, shape (m,)
+        Strictly inside (0, 1); need not be sorted.
 
     Returns
     -------
@@ -282,11 +276,21 @@ def trunc_penalty(quantiles, y, levels):
 def qr_spacing_002(n):
     """The authors' QR spacing: 64, or ``int(sqrt(n))`` when 64 > n // 2.
 
+    Parameters
+    ----------
+    n : int
+        Number of PITs in the batch, >= 1.
+
+    Returns
+    -------
+    int
+
     Examples
     --------
     >>> qr_spacing_002(512), qr_spacing_002(100)
     (64, 10)
     """
+    n = check_int(n, "n", minimum=1)
     return 64 if 64 <= n // 2 else int(n**0.5)
 
 
@@ -316,11 +320,11 @@ class StudyLoss:
     lam : float, default 0.0
         Weight of the regularizer, >= 0.
     n_levels : int, default 64
-        Random levels per SQR step.
+        Random levels per SQR step, >= 1.
     sort : {"hard", "soft"}, default "hard"
         Sort of PCE-Sort.
     strength : float, default 0.1
-        Soft-sort strength of PCE-Sort.
+        Soft-sort strength of PCE-Sort, > 0.
     levels : array_like, optional
         Fixed SQR levels instead of random ones (e.g. for a less noisy
         validation monitor).
@@ -365,13 +369,11 @@ class StudyLoss:
             raise ValueError(
                 f"regularizer {regularizer!r} applies to {REGULARIZERS[regularizer]} models, not {model!r}"
             )
-        if isinstance(lam, bool) or not isinstance(lam, numbers.Real) or not 0 <= lam < float("inf"):
-            raise ValueError(f"lam must be a non-negative finite real number, got {lam!r}")
-        self.lam = float(lam)
+        self.lam = check_real(lam, "lam", low=0)
         self.n_levels = check_int(n_levels, "n_levels", minimum=1)
         if sort not in ("hard", "soft"):
             raise ValueError(f"sort must be 'hard' or 'soft', got {sort!r}")
-        self.sort, self.strength = sort, strength
+        self.sort, self.strength = sort, check_real(strength, "strength", low=0, low_open=True)
         if levels is not None:
             levels = torch.as_tensor(check_levels(levels))
         self.levels = levels

@@ -21,14 +21,13 @@
 
 from __future__ import annotations
 
-import numbers
-from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
-from calibtut._validation import as_float_array, check_alpha, check_int
+from calibtut._validation import as_float_array, check_alpha, check_int, check_real
 from calibtut.metrics.hypothesis_tests import pce_test
 
 __all__ = [
@@ -55,7 +54,7 @@ def holm(pvalues, alpha=0.01):
     pvalues : array_like, shape (k,)
         In [0, 1].
     alpha : float, default 0.01
-        Family-wise error rate (paper 002's level for the PCE tests).
+        Family-wise error rate in (0, 1) (paper 002's level for the PCE tests).
 
     Returns
     -------
@@ -88,9 +87,9 @@ def pce_study_test(pits, *, n_sim=10_000, alpha=0.01, seed=None):
         mean over runs of the sorted-form PCE, the null its distribution
         under uniform PITs of the same sizes.
     n_sim : int, default 10000
-        Null draws per dataset (paper: 10^4).
+        Null draws per dataset (paper: 10^4), >= 1.
     alpha : float, default 0.01
-        Family-wise level of Holm's correction.
+        Family-wise level of Holm's correction, in (0, 1).
     seed : int or None
         Seed of the first dataset's null; dataset ``i`` uses ``seed + i``.
 
@@ -112,6 +111,7 @@ def pce_study_test(pits, *, n_sim=10_000, alpha=0.01, seed=None):
     if not hasattr(pits, "items") or len(pits) == 0:
         raise TypeError("pits must be a non-empty mapping of dataset name to a list of PIT arrays")
     n_sim = check_int(n_sim, "n_sim", minimum=1)
+    alpha = check_alpha(alpha)
     if seed is not None:
         seed = check_int(seed, "seed", minimum=0)
     rows = {}
@@ -190,6 +190,7 @@ def select_lambda(lambdas, val_score, val_pce, tolerance=0.1):
         authors' code, the CRPS in the paper's text.
     val_pce : array_like, same shape as ``val_score``
     tolerance : float, default 0.1
+        Relative slack on the score, >= 0.
 
     Returns
     -------
@@ -215,8 +216,7 @@ def select_lambda(lambdas, val_score, val_pce, tolerance=0.1):
             f"val_score and val_pce must both have {lams.size} rows and the same shape, "
             f"got {score.shape} and {pce.shape}"
         )
-    if isinstance(tolerance, bool) or not isinstance(tolerance, numbers.Real) or not tolerance >= 0:
-        raise ValueError(f"tolerance must be a non-negative real number, got {tolerance!r}")
+    tolerance = check_real(tolerance, "tolerance", low=0)
     score = score.reshape(lams.size, -1).mean(axis=1)
     pce = pce.reshape(lams.size, -1).mean(axis=1)
     admissible = score <= (1 + tolerance) * score[lams == 0][0]
@@ -225,9 +225,8 @@ def select_lambda(lambdas, val_score, val_pce, tolerance=0.1):
     return float(lams[order[0]])
 
 
-@dataclass
-class ComparisonResult:
-    """Outcome of :func:`friedman_wilcoxon`.
+class ComparisonResult(NamedTuple):
+    """Outcome of :func:`friedman_wilcoxon`: a result record (a named tuple), not built by users.
 
     Attributes
     ----------
@@ -238,6 +237,7 @@ class ComparisonResult:
     ranks : pandas.Series
         Average rank of each method over datasets (1 = lowest value = best).
     alpha : float
+        The level of the test, already validated by :func:`friedman_wilcoxon`.
     """
 
     friedman_statistic: float
@@ -261,6 +261,7 @@ def friedman_wilcoxon(values, alpha=0.05):
         One row per dataset, one column per method (the run-mean metric;
         lower is better). Rows with NaN are dropped; +inf is kept.
     alpha : float, default 0.05
+        Level of Friedman's test and of the diagram's bars, in (0, 1).
 
     Returns
     -------
@@ -339,7 +340,7 @@ def letter_value_plot(effects, ax=None, *, linthresh=1.0, **kwargs):
         a baseline); NaN entries are ignored.
     ax : matplotlib.axes.Axes, optional
     linthresh : float, default 1.0
-        Linear range of the symmetric-log x-axis.
+        Linear range of the symmetric-log x-axis, > 0.
     **kwargs
         Passed to ``seaborn.boxenplot``.
 
@@ -363,8 +364,7 @@ def letter_value_plot(effects, ax=None, *, linthresh=1.0, **kwargs):
 
     if not isinstance(effects, pd.DataFrame) or effects.shape[1] == 0:
         raise TypeError("effects must be a pandas DataFrame with one column per method")
-    if isinstance(linthresh, bool) or not isinstance(linthresh, numbers.Real) or not linthresh > 0:
-        raise ValueError(f"linthresh must be a positive real number, got {linthresh!r}")
+    linthresh = check_real(linthresh, "linthresh", low=0, low_open=True)
     table = effects.astype(float)
     order = table.median().sort_values(kind="stable").index.tolist()
     long = table.melt(var_name="method", value_name="effect").dropna()

@@ -202,6 +202,46 @@ VALID_FOR = {
     "calibtut.plots.plot_calibration_maps": {"maps": {"identity": lambda u: u}},
     "calibtut.plots.plot_predictive_band": {"x": np.arange(N, dtype=float)},
     "calibtut.plots.plot_quantile_paths": {"quantiles": np.zeros((10, K)) + [-1.0, 0.0, 1.0]},
+    # Paper 002 (regression study): torch batches, study models and losses, result tables.
+    "calibtut.calibration_penalties": {
+        "pit": lambda: torch.rand(N, dtype=torch.float64),
+        "values": lambda: torch.rand(N, dtype=torch.float64),
+        "quantiles": lambda: torch.tensor(_quantiles),
+        "y": lambda: torch.zeros(N, dtype=torch.float64),
+        "levels": lambda: torch.tensor(_levels),
+        "model": "sqr",
+    },
+    "calibtut.models.mixture.relu_body": {"hidden": (4, 4), "dropout": 0.2},
+    "calibtut.models.make_study_model": {"name": "mix-nll"},
+    "calibtut.models.predict_quantiles": {"model": lambda: calibtut.models.SQRNet(2, hidden=(4,), seed=0)},
+    "calibtut.models.fit_study": {
+        "model": lambda: calibtut.models.MixtureMLP(2, hidden=(4,), seed=0),
+        "loss": lambda: calibtut.calibration_penalties.StudyLoss("mixture"),
+        "val": (VALID["X"][:10], _y[:10]),
+        "seed": 0,
+        "epochs": 1,
+    },
+    "calibtut.models.fit_study_batched": {
+        "models": lambda: [calibtut.models.MixtureMLP(2, hidden=(4,), seed=0)],
+        "losses": lambda: [calibtut.calibration_penalties.StudyLoss("mixture")],
+        "val": (VALID["X"][:10], _y[:10]),
+        "seeds": [0],
+        "epochs": 1,
+    },
+    "calibtut.stats": {
+        "pits": {"a": [_rng.uniform(size=N)]},
+        "pvalues": [0.001, 0.02, 0.004],
+        "lambdas": [0.0, 1.0],
+        "val_score": [1.0, 1.05],
+        "val_pce": [0.1, 0.05],
+        "values": lambda: _method_table(),
+        "effects": lambda: _method_table(),
+    },
+    "calibtut.stats.pce_study_test": {"n_sim": 100},
+    "calibtut.data.regression_study": {"frame": lambda: _method_table(), "X": lambda: _method_table(), "run": 0},
+    "calibtut.run.progress.SweepProgress": {"total": 4, "done": 1, "desc": "demo", "bar": False, "slots": 2},
+    "calibtut.run.recheck.recheck": {"store": "missing.jsonl"},  # bad arguments are refused before it is read
+    "calibtut.run.sweep": {"tasks": [{"seed": 0}], "fn": lambda: (lambda seed: {"v": seed})},
     "calibtut.online.theorem1_bound": {"delta": 0.1},
     "calibtut.online.spring_bound_check": {"quantiles": np.zeros((10, K)) + [-1.0, 0.0, 1.0],
                                            "labels": np.zeros(10), "delta": 0.1},
@@ -270,6 +310,13 @@ def _ensemble():
     from calibtut.models import DeepEnsemble
 
     return DeepEnsemble(2, n_members=2, hidden=(4,), seed=0)
+
+
+def _method_table():
+    """A datasets x methods table (also a frame whose last column is a numeric target)."""
+    import pandas as pd
+
+    return pd.DataFrame(np.random.default_rng(1).normal(size=(N, 3)), columns=["a", "b", "c"])
 
 
 def _public_modules():

@@ -92,6 +92,8 @@ def test_select_lambda_rule():
         select_lambda([0, -1], [1, 1], [1, 1])
     with pytest.raises(ValueError, match="rows"):
         select_lambda([0, 1], [1, 1, 1], [1, 1, 1])
+    with pytest.raises(ValueError, match="tolerance must be a finite real number, got inf"):
+        select_lambda(lams, score, pce, tolerance=np.inf)  # would make every strength admissible
 
 
 def test_friedman_wilcoxon_matches_scipy_and_statsmodels():
@@ -122,6 +124,7 @@ def test_friedman_wilcoxon_drops_nan_keeps_inf_and_draws():
         friedman_wilcoxon(table[["x", "y"]])
     with pytest.raises(TypeError, match="DataFrame"):
         friedman_wilcoxon(table.to_numpy())
+    assert isinstance(res, tuple) and res.alpha == 0.05  # a result record (named tuple)
 
 
 def test_letter_value_plot_orders_by_median_and_uses_symlog():

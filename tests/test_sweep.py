@@ -178,6 +178,8 @@ def test_sweep_checks_arguments(tmp_path, tasks, fn, error, match):
         ({"workers": 1, "gpu_workers": 2}, ValueError, r"gpu_workers \(2\) cannot exceed workers \(1\)"),
         ({"workers": 1, "threads_per_worker": 0}, ValueError, "threads_per_worker must be >= 1, got 0"),
         ({"workers": 1, "gpu_workers": -1}, ValueError, "gpu_workers must be >= 0, got -1"),
+        ({"workers": float("nan")}, TypeError, "workers must be an integer, got nan"),
+        ({"gpu_workers": -1}, ValueError, "gpu_workers must be >= 0, got -1"),  # also when serial
         ({"scheduler": "nowhere"}, ValueError, "address like tcp://host:8786"),
         ({"scheduler": 8786}, TypeError, "scheduler must be an address"),
         ({"store": 3}, TypeError, "store must be a path"),
@@ -492,3 +494,18 @@ def test_recheck_finds_a_tampered_line(tmp_path, capsys):
     assert "does not exist" in capsys.readouterr().err
     with pytest.raises(ValueError, match="sample must be"):
         recheck(path, sample=0)
+
+
+def test_engine_and_progress_check_their_counts():
+    with pytest.raises(ValueError, match="workers must be >= 1, got 0"):
+        engines.Engine(workers=0)
+    with pytest.raises(TypeError, match=r"gpu_workers must be an integer, got inf"):
+        engines.Engine(workers=2, gpu_workers=float("inf"))
+    from calibtut.run.progress import SweepProgress
+
+    with pytest.raises(ValueError, match="done must be <= 4, got 5"):
+        SweepProgress(4, 5, "demo", bar=False, slots=1)
+    from calibtut.run.recheck import recheck
+
+    with pytest.raises(ValueError, match="max_seconds must be a finite real number, got inf"):
+        recheck("missing.jsonl", max_seconds=float("inf"))  # refused before the store is read

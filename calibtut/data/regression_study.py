@@ -38,7 +38,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from .._validation import check_int
+from .._validation import check_int, check_real
 from .fetching import DataUnavailableError, fetch
 from .openml import load_openml
 from .regression import RegressionData, load_regression
@@ -158,7 +158,7 @@ def numeric_complete(frame, max_missing=0.2):
     frame : pandas.DataFrame
         Target in the last column; missing values as NaN.
     max_missing : float, default 0.2
-        Columns with a larger fraction of missing values are dropped.
+        Columns with a larger fraction of missing values are dropped; in [0, 1].
 
     Returns
     -------
@@ -175,6 +175,7 @@ def numeric_complete(frame, max_missing=0.2):
     """
     if not isinstance(frame, pd.DataFrame):
         raise TypeError(f"frame must be a pandas DataFrame, got {type(frame).__name__}")
+    max_missing = check_real(max_missing, "max_missing", low=0, high=1)
     numeric = frame.select_dtypes("number")
     if numeric.columns.empty or numeric.columns[-1] != frame.columns[-1]:
         raise ValueError("the last column of frame (the target) must be numeric")
@@ -184,6 +185,16 @@ def numeric_complete(frame, max_missing=0.2):
 
 def drop_pseudo_categorical(X, min_distinct=10):
     """Drop numeric columns with fewer than ``min_distinct`` distinct values (Grinsztajn et al.).
+
+    Parameters
+    ----------
+    X : pandas.DataFrame
+    min_distinct : int, default 10
+        Numeric columns with fewer distinct values are dropped; >= 1.
+
+    Returns
+    -------
+    pandas.DataFrame
 
     Examples
     --------
@@ -204,6 +215,17 @@ def study_subsample(n, run):
 
     A permutation of ``range(n)`` when ``n <= MAX_ROWS``, else ``MAX_ROWS`` rows
     without replacement.
+
+    Parameters
+    ----------
+    n : int
+        Number of rows, >= 1.
+    run : int
+        Run index, >= 0.
+
+    Returns
+    -------
+    numpy.ndarray of int
 
     Examples
     --------

@@ -38,6 +38,11 @@ _TAILS = ("linear", "pad")
 def check_gaussian(y, mean, std):
     """Validate a Gaussian prediction ``(mean, std)`` for targets ``y``.
 
+    Parameters
+    ----------
+    y, mean, std : array_like, shape (n,)
+        Targets, predicted means and standard deviations (finite, ``std > 0``).
+
     Returns
     -------
     y, mean, std : numpy.ndarray, shape (n,)
@@ -56,6 +61,12 @@ def check_gaussian(y, mean, std):
 
 def check_mixture(y, weights, means, stds):
     """Validate a Gaussian mixture ``(weights, means, stds)``, each (n, n_components).
+
+    Parameters
+    ----------
+    y : array_like, shape (n,)
+    weights, means, stds : array_like, shape (n, n_components)
+        Component weights (rows summing to 1), means and standard deviations (> 0).
 
     Returns
     -------

@@ -91,6 +91,15 @@ def _Phi(z):
 def pit_gaussian(y, mean, std):
     r"""Gaussian CDF at the targets, :math:`\Phi((y - \mu)/\sigma)`, differentiable.
 
+    Parameters
+    ----------
+    y, mean, std : torch.Tensor, shape (n,)
+        Targets, predicted means and standard deviations (finite, ``std > 0``).
+
+    Returns
+    -------
+    torch.Tensor, shape (n,)
+
     Examples
     --------
     >>> t = torch.tensor
@@ -107,6 +116,13 @@ def nll_gaussian(y, mean, std, reduction="mean"):
     Unlike ``torch.nn.GaussianNLLLoss`` it keeps the constant and takes a
     standard deviation, not a variance.
 
+    Parameters
+    ----------
+    y, mean, std : torch.Tensor, shape (n,)
+        Targets, predicted means and standard deviations (finite, ``std > 0``).
+    reduction : {"mean", "none"}, default "mean"
+        ``"none"`` returns the (n,) tensor.
+
     Examples
     --------
     >>> round(nll_gaussian(torch.zeros(1), torch.zeros(1), torch.ones(1)).item(), 4)
@@ -119,6 +135,13 @@ def nll_gaussian(y, mean, std, reduction="mean"):
 
 def crps_gaussian(y, mean, std, reduction="mean"):
     r"""Closed-form Gaussian CRPS :math:`\sigma[z(2\Phi(z) - 1) + 2\varphi(z) - 1/\sqrt\pi]`.
+
+    Parameters
+    ----------
+    y, mean, std : torch.Tensor, shape (n,)
+        Targets, predicted means and standard deviations (finite, ``std > 0``).
+    reduction : {"mean", "none"}, default "mean"
+        ``"none"`` returns the (n,) tensor.
 
     Examples
     --------
@@ -165,6 +188,14 @@ def pinball_loss(y, quantiles, levels, reduction="mean"):
 def nll_mixture(y, weights, means, stds, reduction="mean"):
     r"""Gaussian-mixture negative log-likelihood via ``torch.logsumexp``.
 
+    Parameters
+    ----------
+    y : torch.Tensor, shape (n,)
+    weights, means, stds : torch.Tensor, shape (n, K)
+        Component weights (rows summing to 1), means and standard deviations (> 0).
+    reduction : {"mean", "none"}, default "mean"
+        ``"none"`` returns the (n,) tensor.
+
     Examples
     --------
     >>> t = torch.tensor
@@ -184,6 +215,14 @@ def _a_term(m, s):
 
 def crps_mixture(y, weights, means, stds, reduction="mean"):
     r"""Closed-form CRPS of Gaussian mixtures (see :func:`calibtut.metrics.scores.crps_mixture`).
+
+    Parameters
+    ----------
+    y : torch.Tensor, shape (n,)
+    weights, means, stds : torch.Tensor, shape (n, K)
+        Component weights (rows summing to 1), means and standard deviations (> 0).
+    reduction : {"mean", "none"}, default "mean"
+        ``"none"`` returns the (n,) tensor.
 
     Examples
     --------

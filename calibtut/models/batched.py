@@ -152,10 +152,10 @@ def fit_study_batched(models, X, y, *, losses, val, seeds, epochs=5000, patience
     losses : list of StudyLoss
         One per model (e.g. the lambda grid of one regularizer).
     val : tuple (X_val, y_val)
-    seeds : list of int
-        One training seed per model (as ``seed`` of :func:`fit_study`).
+    seeds : sequence of int
+        One training seed per model (as ``seed`` of :func:`fit_study`), each >= 0.
     epochs, patience, batch_size : int
-        As in :func:`calibtut.models.fit_study`.
+        As in :func:`calibtut.models.fit_study`, each >= 1.
     device : {"cpu", "cuda"} or torch.device, default "cpu"
 
     Returns
@@ -177,7 +177,7 @@ def fit_study_batched(models, X, y, *, losses, val, seeds, epochs=5000, patience
     """
     _check_models(models, losses)
     if not isinstance(seeds, (list, tuple)) or len(seeds) != len(models):
-        raise TypeError("seeds must be a list of ints, one per model")
+        raise TypeError(f"seeds must be a list of ints, one per model, got {seeds!r}")
     seeds = [check_int(s, "seeds", minimum=0) for s in seeds]
     epochs = check_int(epochs, "epochs", minimum=1)
     patience = check_int(patience, "patience", minimum=1)

@@ -12,12 +12,10 @@ and the logits of the weights (softmax). It is trained by the mixture NLL
 
 from __future__ import annotations
 
-import numbers
-
 import torch
 from torch import nn
 
-from calibtut._validation import check_int
+from calibtut._validation import check_int, check_real
 from calibtut.models.mlp import check_hidden, seeded_rng
 from calibtut.models.training import resolve_device, to_tensor
 
@@ -34,15 +32,25 @@ def check_dropout(dropout):
     >>> check_dropout(0.2)
     0.2
     """
-    if isinstance(dropout, bool) or not isinstance(dropout, numbers.Real):
-        raise TypeError(f"dropout must be a real number, got {type(dropout).__name__}")
-    if not 0 <= dropout < 1:
-        raise ValueError(f"dropout must lie in [0, 1), got {dropout}")
-    return float(dropout)
+    return check_real(dropout, "dropout", low=0, high=1, high_open=True)
 
 
 def relu_body(in_features, hidden, dropout):
     """Linear-ReLU layers of the given widths, then one dropout layer.
+
+    Parameters
+    ----------
+    in_features : int
+        Input dimension, >= 1.
+    hidden : sequence of int
+        Widths of the Linear-ReLU layers, each >= 1 (may be empty: then only
+        the dropout layer).
+    dropout : float
+        Dropout rate in [0, 1).
+
+    Returns
+    -------
+    torch.nn.Sequential
 
     Examples
     --------
@@ -55,7 +63,8 @@ def relu_body(in_features, hidden, dropout):
       (4): Dropout(p=0.2, inplace=False)
     )
     """
-    dims = (in_features, *hidden)
+    dims = (check_int(in_features, "in_features", minimum=1), *check_hidden(hidden))
+    dropout = check_dropout(dropout)
     layers = []
     for a, b in zip(dims[:-1], dims[1:]):
         layers += [nn.Linear(a, b), nn.ReLU()]
@@ -95,11 +104,9 @@ class MixtureMLP(nn.Module):
         in_features = check_int(in_features, "in_features", minimum=1)
         self.n_components = check_int(n_components, "n_components", minimum=1)
         widths = check_hidden(hidden)
-        if isinstance(min_std, bool) or not isinstance(min_std, numbers.Real) or not min_std >= 0:
-            raise ValueError(f"min_std must be a non-negative real number, got {min_std!r}")
-        self.min_std = float(min_std)
+        self.min_std = check_real(min_std, "min_std", low=0)
         with seeded_rng(seed):
-            self.body = relu_body(in_features, widths, check_dropout(dropout))
+            self.body = relu_body(in_features, widths, dropout)
             self.head = nn.Linear(widths[-1], 3 * self.n_components)
 
     def forward(self, x):

@@ -26,7 +26,7 @@ import torch
 from torch import nn
 
 from calibtut._validation import check_int, check_levels
-from calibtut.models.mixture import check_dropout, relu_body
+from calibtut.models.mixture import relu_body
 from calibtut.models.mlp import check_hidden, seeded_rng
 from calibtut.models.training import resolve_device, to_tensor
 
@@ -97,7 +97,6 @@ class SQRNet(nn.Module):
         if form not in _FORMS:
             raise ValueError(f"form must be one of {_FORMS}, got {form!r}")
         widths = check_hidden(hidden)
-        dropout = check_dropout(dropout)
         self.form = form
         with seeded_rng(seed):
             if form == "paper":

@@ -39,8 +39,10 @@ def make_study_model(name, in_features, *, regularizer="none", lam=0.0, seed=Non
         MIX-NLL, MIX-CRPS, SQR-CRPS in the paper's form, or in the authors'
         affine-in-level form.
     in_features : int
+        Input dimension, >= 1.
     regularizer : {"none", "pce-kde", "pce-sort", "qr", "trunc"}, default "none"
     lam : float, default 0.0
+        Weight of the regularizer, >= 0.
     seed : int, optional
         Weight initialization.
     **options

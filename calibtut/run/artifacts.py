@@ -12,6 +12,17 @@ import pandas as pd
 
 from ._paths import check_name, current_run_dir, find_root
 
+__all__ = [
+    "INTERACTIVE",
+    "PROVENANCE",
+    "atomic_write_text",
+    "list_tables",
+    "load_result",
+    "publish",
+    "read_provenance",
+    "save_table",
+]
+
 PROVENANCE = "provenance.json"
 INTERACTIVE = Path("_build") / "runs" / "interactive"
 

@@ -6,6 +6,8 @@ import pandas as pd
 
 from .._validation import check_int
 
+__all__ = ["paper_vs_ours"]
+
 
 def _mean_by(df, on, value, argname):
     if not isinstance(df, pd.DataFrame):

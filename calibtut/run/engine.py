@@ -38,6 +38,25 @@ import pandas as pd
 from .._validation import check_int
 from .store import FAILED, OK
 
+__all__ = [
+    "CONNECT_TIMEOUT_S",
+    "GPU_WORKERS_ENV",
+    "SCHEDULER_ENV",
+    "THREADS_ENV",
+    "WORKERS_ENV",
+    "Engine",
+    "check_serialisable",
+    "connect",
+    "gpu_slots",
+    "local_cluster",
+    "resolve_engine",
+    "run_dask",
+    "run_serial",
+    "run_task",
+    "to_records",
+    "wants_gpu",
+]
+
 #: Environment variable: number of local worker processes (unset or empty: serial).
 WORKERS_ENV = "CALIBTUT_WORKERS"
 #: Environment variable: address of an existing Dask scheduler.
@@ -79,6 +98,17 @@ def _torch_sees_gpu():
 class Engine:
     """How a sweep executes: serial, a local cluster of ``workers``, or a ``scheduler`` address.
 
+    Parameters
+    ----------
+    workers : int, optional
+        Local worker processes, >= 1 (None: serial or ``scheduler``).
+    scheduler : str, optional
+        Address of an existing Dask scheduler.
+    threads_per_worker : int, default 1
+        >= 1.
+    gpu_workers : int, default 0
+        Local workers that carry the ``GPU`` resource, >= 0.
+
     Examples
     --------
     >>> Engine().describe()
@@ -91,6 +121,12 @@ class Engine:
     scheduler: str | None = None
     threads_per_worker: int = 1
     gpu_workers: int = 0
+
+    def __post_init__(self):
+        if self.workers is not None:
+            _positive_int(self.workers, "workers")
+        _positive_int(self.threads_per_worker, "threads_per_worker")
+        _positive_int(self.gpu_workers, "gpu_workers", minimum=0)
 
     @property
     def serial(self):

@@ -21,6 +21,19 @@ from .progress import PROGRESS_LOG_ENV
 from .profiles import check_profile
 from .provenance import git_state, machine, package_versions
 
+__all__ = [
+    "NotebookFailed",
+    "default_run_dir",
+    "engine_environment",
+    "notebook_identity",
+    "parameter_defaults",
+    "params_hash",
+    "parse_value",
+    "read_notebook",
+    "run_notebook",
+    "sweep_folder",
+]
+
 
 class NotebookFailed(RuntimeError):
     """A cell of the executed notebook raised; the message names the cell."""

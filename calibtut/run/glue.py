@@ -13,6 +13,8 @@ import numpy as np
 
 from ._paths import check_name
 
+__all__ = ["GLUE_PREFIX", "glue", "glue_bundle"]
+
 GLUE_PREFIX = "application/papermill.record/"
 
 

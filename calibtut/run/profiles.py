@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from types import MappingProxyType
 
+__all__ = ["PROFILES", "Settings", "check_profile", "settings"]
+
 #: The valid profile names: ``ci`` (under 60 s on 2 CPU cores) and ``full`` (the paper's scale).
 PROFILES = ("ci", "full")
 

@@ -6,6 +6,10 @@ import os
 import time
 from pathlib import Path
 
+from .._validation import check_int
+
+__all__ = ["LOG_EVERY_S", "PROGRESS_LOG_ENV", "SweepProgress"]
+
 #: Environment variable through which the runner names the file it echoes to its terminal.
 PROGRESS_LOG_ENV = "CALIBTUT_PROGRESS_LOG"
 #: Seconds between two lines written to the runner's log (the last line is always written).
@@ -18,15 +22,15 @@ class SweepProgress:
     Parameters
     ----------
     total : int
-        Tasks in the sweep.
+        Tasks in the sweep, >= 0.
     done : int
-        Tasks already finished before this run (read back from the store).
+        Tasks already finished before this run (read back from the store), in [0, total].
     desc : str
         Label.
     bar : bool
         Show a tqdm bar (in a notebook or terminal).
     slots : int
-        Tasks that can run at once (1 when serial), for the "running" count.
+        Tasks that can run at once (1 when serial), for the "running" count; >= 1.
 
     Examples
     --------
@@ -38,6 +42,9 @@ class SweepProgress:
     """
 
     def __init__(self, total, done, desc, *, bar, slots):
+        total = check_int(total, "total", minimum=0)
+        done = check_int(done, "done", minimum=0, maximum=total)
+        slots = check_int(slots, "slots", minimum=1)
         self.total, self.done, self.failed, self.desc, self.slots = total, done, 0, desc, slots
         self.start_done = done
         self.started = time.monotonic()

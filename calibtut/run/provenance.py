@@ -8,6 +8,8 @@ import subprocess
 import sys
 from importlib import metadata
 
+__all__ = ["PACKAGES", "SIMD_FLAGS", "git_state", "machine", "package_versions"]
+
 #: Import name -> distribution name of the packages recorded in provenance.
 PACKAGES = {
     "numpy": "numpy",

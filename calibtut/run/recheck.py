@@ -18,8 +18,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from .._validation import check_real
+from .engine import resolve_engine
 from .store import SweepStore
 from .sweep import sweep
+
+__all__ = ["differing", "main", "recheck", "resolve_function"]
 
 
 def resolve_function(reference):
@@ -105,8 +109,9 @@ def recheck(store, *, sample=20, seed=0, max_seconds=None, fn=None, workers=None
     """
     if isinstance(sample, bool) or not isinstance(sample, int) or sample < 1:
         raise ValueError(f"sample must be an integer >= 1, got {sample!r}")
-    if max_seconds is not None and not (isinstance(max_seconds, (int, float)) and max_seconds > 0):
-        raise ValueError(f"max_seconds must be a positive number, got {max_seconds!r}")
+    if max_seconds is not None:
+        max_seconds = check_real(max_seconds, "max_seconds", low=0, low_open=True)
+    resolve_engine(workers, scheduler)  # checks the engine's arguments before any work
     path = Path(store)
     if not path.is_file():
         raise FileNotFoundError(f"store {path} does not exist")

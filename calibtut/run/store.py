@@ -16,6 +16,8 @@ import os
 import warnings
 from pathlib import Path
 
+__all__ = ["FAILED", "OK", "SweepStore", "dumps"]
+
 #: Status of a line whose task returned its rows.
 OK = "ok"
 #: Status of a line whose task raised (or whose worker died too often).

@@ -17,6 +17,8 @@ from ._paths import SWEEP_DIR_ENV, current_run_dir, find_root
 from .progress import SweepProgress
 from .store import OK, SweepStore, dumps
 
+__all__ = ["SweepFailed", "code_version", "resolve_store", "sweep", "task_key"]
+
 class SweepFailed(RuntimeError):
     """Some tasks of a sweep raised; the others finished and are stored.
 
