@@ -1,4 +1,4 @@
-"""The experiments of the drift paper (Section 5, Appendix C): the regression benchmark and the decision task.
+"""The experiments of the drift paper (paper 000, Section 5, Appendix C): the regression benchmark and the decision task.
 
 The regression benchmark puts UCI data under four drifts. For one dataset and seed:
 

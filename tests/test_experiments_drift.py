@@ -1,4 +1,4 @@
-"""Tests of calibtut.online.benchmark: the drifted regression benchmark, the decision task, the search helpers.
+"""Tests of calibtut.experiments.drift: the drifted regression benchmark, the decision task, the search helpers.
 
 Loader-based tests read the offline mirror and are skipped unless
 ``CALIBTUT_DATA_MIRROR`` points at it.
@@ -13,7 +13,7 @@ import pytest
 from scipy import stats
 
 from calibtut.online import PRESETS, ACICalibrator, ConformalCalibrator, DriftCalibrator, OriginalForecast
-from calibtut.online import benchmark as bm
+from calibtut.experiments import drift as bm
 from calibtut.online.metrics import mixed_loss
 
 MIRROR = os.environ.get("CALIBTUT_DATA_MIRROR")
