@@ -157,3 +157,80 @@ def test_benchmark_table_is_deterministic_and_resumable(tmp_path):
 def test_unknown_dataset_is_named():
     with pytest.raises(ValueError, match="dataset"):
         bm.benchmark_streams("mnist")
+
+
+# ------------------------------------------------------------------ Table 1's summary tables
+
+def _random_rows(seed=0, n_seq=6):
+    rng = np.random.default_rng(seed)
+    rows = [{"dataset": d, "seed": 0, "drift": drift, "method": m, "sequence": q,
+             "pinball": rng.uniform(0, 3), "ece": rng.uniform(0, 0.5), "sharpness": rng.uniform(0, 5)}
+            for d in ("yacht", "energy") for drift in bm.BENCHMARK_DRIFTS for m in bm.BENCHMARK_METHODS
+            for q in range(n_seq)]
+    return pd.DataFrame(rows)
+
+
+def test_benchmark_tasks_are_the_sweep_grid():
+    tasks = bm.benchmark_tasks(["yacht", "energy"], [3, 4], n_steps=50, methods="ours")
+    assert [(t["dataset"], t["seed"]) for t in tasks] == [("yacht", 3), ("yacht", 4), ("energy", 3), ("energy", 4)]
+    assert all(t["n_steps"] == 50 and t["methods"] == "ours" and isinstance(t["aci_gamma"], float) for t in tasks)
+    with pytest.raises(ValueError, match="datasets"):
+        bm.benchmark_tasks(["atlantis"], [0])
+    with pytest.raises(ValueError, match="seeds"):
+        bm.benchmark_tasks(["yacht"], [-1])
+
+
+def test_table1_rows_labels_and_rejects():
+    rows = bm.table1_rows(_random_rows().assign(n_steps=100))
+    assert list(rows.columns) == list(bm.TABLE1_COLUMNS)
+    assert set(rows["method"]) == set(bm.METHOD_LABELS.values())
+    with pytest.raises(ValueError, match="outside"):
+        bm.table1_rows(_random_rows().replace({"method": {"ours": "mine"}}))
+    with pytest.raises(ValueError, match="lacks"):
+        bm.table1_rows(_random_rows().drop(columns="ece"))
+    with pytest.raises(TypeError, match="bench"):
+        bm.table1_rows([1, 2])
+
+
+def test_table1_summary_is_the_groupby_mean():
+    rows = bm.table1_rows(_random_rows())
+    summary = bm.table1_summary(rows)
+    assert list(summary.columns) == list(bm.METHOD_LABELS.values())
+    assert len(summary) == len(bm.BENCHMARK_DRIFTS) * 3
+    for drift, metric, method in [("jump", "ece", "ours"), ("cycle", "pinball", "regret"),
+                                  ("scale_shift", "sharpness", "ACI")]:
+        expected = rows.loc[(rows["drift"] == drift) & (rows["method"] == method), metric].mean()
+        assert summary.loc[(drift, metric), method] == pytest.approx(expected, rel=1e-12)
+
+
+def test_paired_difference_matches_a_paired_t_statistic():
+    rows = bm.table1_rows(_random_rows(seed=3))
+    out = bm.paired_difference(rows, "ece", "conf.", "ours")
+    assert (out["n"] == 12).all()  # 2 datasets x 6 sequences per drift
+    for drift in bm.BENCHMARK_DRIFTS:
+        a = rows[(rows["drift"] == drift) & (rows["method"] == "conf.")].sort_values(["dataset", "sequence"])
+        b = rows[(rows["drift"] == drift) & (rows["method"] == "ours")].sort_values(["dataset", "sequence"])
+        t = stats.ttest_rel(a["ece"].to_numpy(), b["ece"].to_numpy())
+        assert out.loc[drift, "mean"] / out.loc[drift, "se"] == pytest.approx(t.statistic, rel=1e-9)
+    with pytest.raises(ValueError, match="metric"):
+        bm.paired_difference(rows, "crps", "conf.", "ours")
+    with pytest.raises(ValueError, match="b must be a method"):
+        bm.paired_difference(rows, "ece", "conf.", "mine")
+
+
+def test_table1_vs_paper_reads_the_paper_file():
+    rows = bm.table1_rows(_random_rows())
+    table = bm.table1_vs_paper(rows, rows=bm.BENCHMARK_DRIFTS, full=rows)
+    assert list(table.columns) == ["row", "metric", "method", "paper", "ours (ci)", "ours (full)", "difference"]
+    # 4 drifts x 3 metrics x 4 methods, less the unreadable Bench-shift regret pinball loss
+    assert len(table) == 47
+    cell = table.set_index(["row", "metric", "method"]).loc[("jump", "ece", "ours")]
+    assert cell["paper"] == 0.073
+    mean = rows.loc[(rows["drift"] == "jump") & (rows["method"] == "ours"), "ece"].mean()
+    assert cell["ours (ci)"] == round(mean, 3)
+    assert cell["difference"] == pytest.approx(cell["ours (full)"] - cell["paper"], abs=1.5e-3)
+    series = rows.rename(columns={"drift": "row"}).replace({"row": {"jump": "COVID"}})
+    covid = bm.table1_vs_paper(series, rows=["COVID"], by="row")
+    assert len(covid) == 11 and covid["ours (ci)"].notna().all()
+    with pytest.raises(ValueError, match="rows"):
+        bm.table1_vs_paper(rows, rows=["Bench-shift"])

@@ -21,6 +21,15 @@ from sklearn.model_selection import KFold
 
 from calibtut.data import MIRROR_ENV
 from calibtut.experiments import METRIC_LABELS, kfold_indices, paper_setting, run_qr_config, summarize_runs
+from calibtut.experiments.quantile_regularization import (
+    PAPER_TABLES,
+    fold_order_summary,
+    fold_order_tasks,
+    paper_numbers,
+    paper_vs_ours_cells,
+    qr_effect,
+    recalibration_raises_error,
+)
 
 MIRROR = os.environ.get(MIRROR_ENV)
 needs_mirror = pytest.mark.skipif(
@@ -136,3 +145,64 @@ def test_paper_setting_after_csv_round_trip():
     assert paper_setting(runs).tolist() == [True, True, False, False]
     with pytest.raises(ValueError, match="lacks"):
         paper_setting(runs.drop(columns="lam"))
+
+
+# ------------------------------------------------------------------ paper versus ours
+
+def _runs(seed=0):
+    rng = np.random.default_rng(seed)
+    return pd.DataFrame([
+        {"model": model, "dataset": d, "method": m, "fold": f,
+         **{c: rng.uniform(1, 30) for c in ("calib_error", "calib_error_iso", "calib_error_kfold_iso", "rmse")}}
+        for model in ("dropout", "ensemble") for d in ("yacht", "boston", "concrete") for m in ("base", "QR")
+        for f in range(3)])
+
+
+def test_paper_numbers_hold_every_table():
+    paper = paper_numbers()
+    assert sorted(paper["table"].unique()) == sorted(PAPER_TABLES)
+    assert not paper.duplicated(["table", "model", "dataset", "method", "metric"]).any()
+    assert set(paper["metric"]) <= set(METRIC_LABELS)
+
+
+def test_paper_vs_ours_cells_means_and_spread():
+    runs = _runs()
+    paper = paper_numbers().query("table in ['table1', 'table2']")
+    cells = paper_vs_ours_cells(paper, runs, ["calib_error", "rmse"], full=runs, datasets=["yacht", "boston"])
+    assert list(cells.columns) == ["paper", "paper std", "ours (ci)", "ours (full)", "ours (full) std", "difference"]
+    assert len(cells) == 2 * 2 * 2 * 2  # metrics x models x datasets x methods
+    key = ("rmse", "ensemble", "boston", "QR")
+    mine = runs.query("model == 'ensemble' and dataset == 'boston' and method == 'QR'")["rmse"]
+    assert cells.loc[key, "ours (ci)"] == round(mine.mean(), 2)
+    assert cells.loc[key, "ours (full) std"] == round(mine.std(), 2)
+    assert (cells.loc[key, "paper"], cells.loc[key, "paper std"]) == (4.49, 0.11)
+    with pytest.raises(ValueError, match="no cell"):
+        paper_vs_ours_cells(paper, runs, ["calib_error_iso"])
+    with pytest.raises(ValueError, match="lacks"):
+        paper_vs_ours_cells(paper, runs.drop(columns="rmse"), ["rmse"])
+
+
+def test_qr_effect_and_recalibration_share():
+    runs = _runs(1)
+    paper = paper_numbers()
+    cells = paper_vs_ours_cells(paper.query("table in ['table1', 'table2']"), runs, ["calib_error", "rmse"])
+    effect = qr_effect(cells, "paper")
+    assert effect.loc[("ensemble", "yacht"), "qr_lowers_ce"] == (26.81 < 24.18)
+    assert effect.loc[("dropout", "boston"), "rmse_ratio"] == pytest.approx(4.58 / 4.59)
+    raised = recalibration_raises_error(runs, paper)
+    base = runs[runs["method"] == "base"].groupby(["model", "dataset"]).mean(numeric_only=True)
+    expected = (base["calib_error_iso"] > base["calib_error"]).groupby("model").mean()
+    assert raised["ours: train PITs"].to_dict() == pytest.approx(expected.to_dict())
+    # the paper's Tables 4-5 against 1-2 on yacht, boston, concrete: dropout 2 of 3 raised, ensemble 3 of 3
+    assert raised["paper: train PITs"].to_dict() == pytest.approx({"dropout": 2 / 3, "ensemble": 1.0})
+
+
+def test_fold_order_tasks_and_summary():
+    tasks = fold_order_tasks(["concrete", "boston"], 2, epochs=3)
+    assert len(tasks) == 20 and {t["fold"] for t in tasks} == set(range(5))
+    assert sum(t["shuffle"] for t in tasks) == 10 and all(t["lam"] == 0.0 and t["epochs"] == 3 for t in tasks)
+    order = pd.DataFrame([{**t, "calib_error": 10.0 * (not t["shuffle"]) + t["fold"]} for t in tasks])
+    summary = fold_order_summary(order)
+    assert summary.loc["concrete", "CE mean, contiguous folds"] == 12.0
+    assert summary.loc["boston", "CE mean, shuffled folds"] == 2.0
+    assert summary.loc["boston", "CE std, shuffled folds"] == pytest.approx(np.std(range(5), ddof=1))

@@ -357,12 +357,207 @@ def benchmark_table(datasets, seeds, *, n_steps=100, n_sequences=1, n_levels=9, 
     """
     from calibtut.run import sweep
 
+    tasks = benchmark_tasks(datasets, seeds, n_steps=n_steps, n_sequences=n_sequences, n_levels=n_levels,
+                            params=params, aci_gamma=aci_gamma, max_train=max_train, drifts=drifts, methods=methods)
+    return sweep(tasks, run_benchmark_task, store=store, desc="drift_benchmark", progress=progress)
+
+
+def benchmark_tasks(datasets, seeds, *, n_steps=100, n_sequences=1, n_levels=9, params="paper", aci_gamma=0.05,
+                    max_train=5000, drifts="all", methods="all"):
+    """The task list of the benchmark: one JSON-able dict per ``(dataset, seed)``.
+
+    Each dict holds the keyword arguments of :func:`run_benchmark_task`, so
+    that a changed setting is a new task for :func:`calibtut.run.sweep`.
+
+    Parameters
+    ----------
+    datasets : sequence of str
+        Keys of :data:`BENCHMARK_DATASETS`.
+    seeds : sequence of int
+    n_steps, n_sequences, n_levels, params, aci_gamma, max_train, drifts, methods
+        See :func:`run_benchmark_task`.
+
+    Returns
+    -------
+    list of dict
+
+    Examples
+    --------
+    >>> tasks = benchmark_tasks(["yacht", "energy"], [0, 1])
+    >>> len(tasks), tasks[1]["dataset"], tasks[1]["seed"], tasks[1]["n_steps"]
+    (4, 'yacht', 1, 100)
+    """
     datasets = _check_names(datasets, tuple(BENCHMARK_DATASETS), "datasets")
     seeds = [check_int(s, "seeds", minimum=0) for s in seeds]
-    tasks = [{"dataset": d, "seed": s, "n_steps": n_steps, "n_sequences": n_sequences, "n_levels": n_levels,
-              "params": params, "aci_gamma": float(aci_gamma), "max_train": max_train, "drifts": drifts,
-              "methods": methods} for d in datasets for s in seeds]
-    return sweep(tasks, run_benchmark_task, store=store, desc="drift_benchmark", progress=progress)
+    return [{"dataset": d, "seed": s, "n_steps": n_steps, "n_sequences": n_sequences, "n_levels": n_levels,
+             "params": params, "aci_gamma": float(aci_gamma), "max_train": max_train, "drifts": drifts,
+             "methods": methods} for d in datasets for s in seeds]
+
+
+METHOD_LABELS = {"original": "orig.", "conformal": "conf.", "ours": "ours", "regret": "regret", "aci": "ACI"}
+"""Method name -> its column label in the paper's Table 1 (ACI is not in the paper)."""
+
+TABLE1_METRICS = ("pinball", "ece", "sharpness")
+"""The three scores of Table 1, in its order."""
+
+TABLE1_COLUMNS = ("dataset", "seed", "drift", "method", "sequence", *TABLE1_METRICS)
+
+
+def _check_frame(frame, columns, name):
+    if not isinstance(frame, pd.DataFrame):
+        raise TypeError(f"{name} must be a pandas DataFrame, got {type(frame).__name__}")
+    missing = [c for c in columns if c not in frame.columns]
+    if missing:
+        raise ValueError(f"{name} lacks column(s) {missing}; it has {list(frame.columns)}")
+    return frame
+
+
+def table1_rows(bench):
+    """The benchmark's rows as Table 1 labels them: methods renamed (:data:`METHOD_LABELS`), Table 1's columns.
+
+    Parameters
+    ----------
+    bench : pandas.DataFrame
+        What :func:`benchmark_table` returns.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``dataset``, ``seed``, ``drift``, ``method``, ``sequence``,
+        ``pinball``, ``ece``, ``sharpness``.
+
+    Examples
+    --------
+    >>> bench = pd.DataFrame({"dataset": ["yacht"], "seed": [0], "drift": ["jump"], "method": ["conformal"],
+    ...                       "sequence": [0], "pinball": [0.5], "ece": [0.1], "sharpness": [2.0], "n_steps": [100]})
+    >>> table1_rows(bench).to_dict("records")
+    [{'dataset': 'yacht', 'seed': 0, 'drift': 'jump', 'method': 'conf.', 'sequence': 0, 'pinball': 0.5, 'ece': 0.1, \
+'sharpness': 2.0}]
+    """
+    _check_frame(bench, TABLE1_COLUMNS, "bench")
+    unknown = sorted(set(bench["method"]) - set(METHOD_LABELS))
+    if unknown:
+        raise ValueError(f"bench['method'] holds names outside {list(METHOD_LABELS)}: {unknown}")
+    return bench.assign(method=bench["method"].map(METHOD_LABELS))[list(TABLE1_COLUMNS)]
+
+
+def table1_summary(rows):
+    """Table 1's block for some rows: the mean of each score per drift (or row) and method.
+
+    Parameters
+    ----------
+    rows : pandas.DataFrame
+        Columns ``drift``, ``method`` and the three scores, e.g. :func:`table1_rows`.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Index ``(drift, metric)``, one column per method in the order of
+        :data:`METHOD_LABELS`: the mean over datasets, seeds and sequences.
+
+    Examples
+    --------
+    >>> rows = pd.DataFrame({"drift": ["jump"] * 3, "method": ["ours", "ours", "conf."], "pinball": [1.0, 2.0, 4.0],
+    ...                      "ece": [0.1, 0.3, 0.4], "sharpness": [1.0, 1.0, 2.0]})
+    >>> summary = table1_summary(rows)
+    >>> summary.index.tolist(), summary.columns.tolist()
+    ([('jump', 'pinball'), ('jump', 'ece'), ('jump', 'sharpness')], ['conf.', 'ours'])
+    >>> summary.values.tolist()
+    [[4.0, 1.5], [0.4, 0.2], [2.0, 1.0]]
+    """
+    _check_frame(rows, ["drift", "method", *TABLE1_METRICS], "rows")
+    means = rows.groupby(["drift", "method"], sort=False)[list(TABLE1_METRICS)].mean()
+    long = means.rename_axis(columns="metric").stack().unstack("method")
+    order = [m for m in METHOD_LABELS.values() if m in long.columns]
+    return long[order + [m for m in long.columns if m not in order]].rename_axis(columns=None)
+
+
+def paired_difference(rows, metric, a, b):
+    """Mean of ``metric`` of method ``a`` minus method ``b`` per drift, paired by sequence, with its standard error.
+
+    Parameters
+    ----------
+    rows : pandas.DataFrame
+        Columns ``dataset``, ``seed``, ``sequence``, ``drift``, ``method`` and ``metric``.
+    metric : {"pinball", "ece", "sharpness"}
+    a, b : str
+        Method labels in ``rows["method"]``.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Index ``drift``; columns ``mean``, ``se`` (sample standard deviation
+        over the paired sequences divided by the square root of their number)
+        and ``n`` (the number of pairs).
+
+    Examples
+    --------
+    >>> rows = pd.DataFrame({"dataset": "d", "seed": 0, "drift": "jump", "sequence": [0, 0, 1, 1],
+    ...                      "method": ["ours", "conf.", "ours", "conf."], "ece": [0.1, 0.3, 0.2, 0.6]})
+    >>> paired_difference(rows, "ece", "conf.", "ours").round(3).to_dict("records")
+    [{'mean': 0.3, 'se': 0.1, 'n': 2}]
+    """
+    if metric not in TABLE1_METRICS:
+        raise ValueError(f"metric must be one of {list(TABLE1_METRICS)}, got {metric!r}")
+    _check_frame(rows, ["dataset", "seed", "sequence", "drift", "method", metric], "rows")
+    for name, label in (("a", a), ("b", b)):
+        if label not in set(rows["method"]):
+            raise ValueError(f"{name} must be a method of rows, one of {sorted(set(rows['method']))}, got {label!r}")
+    wide = rows.pivot_table(index=["dataset", "seed", "sequence", "drift"], columns="method", values=metric)
+    d = (wide[a] - wide[b]).groupby(level="drift")
+    return pd.DataFrame({"mean": d.mean(), "se": d.std(ddof=1) / np.sqrt(d.count()), "n": d.count()})
+
+
+def table1_vs_paper(ours, *, rows, full=None, by="drift"):
+    """Table 1 of the paper beside ours, one line per (row, metric, method).
+
+    The paper's numbers are :func:`calibtut.papers.paper_table` ``("drift",
+    "table1")``; the two cells unreadable in our copy are left out.
+
+    Parameters
+    ----------
+    ours : pandas.DataFrame
+        Our scores: the column ``by`` holds Table 1's row (a drift, ``"COVID"``,
+        ``"stock"``), ``method`` a label of :data:`METHOD_LABELS`, and the three scores.
+    rows : sequence of str
+        Table 1's rows to compare.
+    full : pandas.DataFrame, optional
+        The published full run, laid out like ``ours``.
+    by : str, default "drift"
+        The column of ``ours`` (and ``full``) that holds Table 1's row.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``row``, ``metric``, ``method``, ``paper``, ``ours (ci)``,
+        ``ours (full)`` (with ``full``) and ``difference``, rounded to 3
+        decimals, in the paper's order.
+
+    Examples
+    --------
+    >>> ours = pd.DataFrame({"drift": "jump", "method": ["ours", "ours"], "pinball": [0.5, 0.6],
+    ...                      "ece": [0.07, 0.09], "sharpness": [2.0, 2.0]})
+    >>> table = table1_vs_paper(ours, rows=["jump"])
+    >>> table.columns.tolist()
+    ['row', 'metric', 'method', 'paper', 'ours (ci)', 'difference']
+    >>> table.query("method == 'ours'")[["metric", "paper", "ours (ci)"]].values.tolist()
+    [['pinball', 0.533, 0.55], ['ece', 0.073, 0.08], ['sharpness', 1.972, 2.0]]
+    """
+    from calibtut.papers import paper_table
+    from calibtut.run import paper_vs_ours
+
+    paper = paper_table("drift", "table1").dropna()
+    rows = _check_names(rows, tuple(paper["row"].unique()), "rows")
+
+    def long(frame, name):
+        _check_frame(frame, [by, "method", *TABLE1_METRICS], name)
+        return frame.melt(id_vars=[by, "method"], value_vars=list(TABLE1_METRICS), var_name="metric").rename(
+            columns={by: "row"})
+
+    full_long = None if full is None else long(full, "full")
+    table = paper_vs_ours(paper[paper["row"].isin(rows)], long(ours, "ours"), on=["row", "metric", "method"],
+                          full=full_long, decimals=3)
+    return table.reset_index(drop=True)
 
 
 COVID_LOSS_THRESHOLDS = (4.0, 6.0, 8.0)
