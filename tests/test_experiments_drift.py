@@ -234,3 +234,17 @@ def test_table1_vs_paper_reads_the_paper_file():
     assert len(covid) == 11 and covid["ours (ci)"].notna().all()
     with pytest.raises(ValueError, match="rows"):
         bm.table1_vs_paper(rows, rows=["Bench-shift"])
+
+
+def test_table2_vs_paper_reads_the_paper_file():
+    rng = np.random.default_rng(0)
+    weights = [0.0, 0.2, 0.4, 0.6, 0.8, 1.0]
+    table2 = pd.DataFrame({"candidate": [f"c{i}" for i in range(6)], "pinball": rng.uniform(0.1, 0.2, 6),
+                           "ece": rng.uniform(0, 0.03, 6), "sharpness": rng.uniform(0.7, 1.0, 6)},
+                          index=pd.Index(weights, name="w_mix"))
+    table = bm.table2_vs_paper(table2)
+    assert len(table) == 18 and table["ours (ci)"].notna().all()
+    cell = table.set_index(["w_mix", "metric"]).loc[(0.4, "ece")]
+    assert cell["paper"] == 0.009 and cell["ours (ci)"] == round(table2.loc[0.4, "ece"], 3)
+    with pytest.raises(ValueError, match="w_mix"):
+        bm.table2_vs_paper(table2.reset_index(drop=True))

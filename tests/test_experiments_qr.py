@@ -25,8 +25,11 @@ from calibtut.experiments.quantile_regularization import (
     PAPER_TABLES,
     fold_order_summary,
     fold_order_tasks,
+    mean_pm_std,
+    ablation_tables,
     paper_numbers,
     paper_vs_ours_cells,
+    paper_vs_ours_view,
     qr_effect,
     recalibration_raises_error,
 )
@@ -206,3 +209,51 @@ def test_fold_order_tasks_and_summary():
     assert summary.loc["concrete", "CE mean, contiguous folds"] == 12.0
     assert summary.loc["boston", "CE mean, shuffled folds"] == 2.0
     assert summary.loc["boston", "CE std, shuffled folds"] == pytest.approx(np.std(range(5), ddof=1))
+
+
+def test_paper_vs_ours_view_joins_mean_and_spread():
+    runs = _runs(2)
+    paper = paper_numbers().query("table in ['table4', 'table5']")
+    cells = paper_vs_ours_cells(paper, runs, ["calib_error_iso"], full=runs, datasets=["yacht"])
+    view = paper_vs_ours_view(cells)
+    assert list(view.columns) == ["paper", "ours (ci)", "ours (full)", "difference"]
+    key = ("CE iso (%)", "ensemble", "yacht", "base")
+    assert view.loc[key, "paper"] == "81.48 ± 10.89"
+    full = cells.loc[("calib_error_iso", "ensemble", "yacht", "base")]
+    assert view.loc[key, "ours (full)"] == f"{full['ours (full)']:.2f} ± {full['ours (full) std']:.2f}"
+    lik = paper_vs_ours_view(paper_vs_ours_cells(paper, runs.assign(max_lik_iso=1.0), ["max_lik_iso"]))
+    assert lik.loc[("max lik. iso", "dropout", "airfoil", "base"), "paper"] == "917.33"  # no std printed
+    assert lik.loc[("max lik. iso", "dropout", "kin8nm", "base"), "ours (ci)"] == ""  # not run
+
+
+def test_mean_pm_std_layout_and_errors():
+    runs = _runs(3)
+    table = summarize_runs(runs, ["model", "dataset", "method"], ["calib_error", "rmse"])
+    view = mean_pm_std(table, ["calib_error", "rmse"])
+    assert list(view.columns) == ["CE (%)", "RMSE"] and len(view) == 12
+    rows = runs.query("model == 'dropout' and dataset == 'boston' and method == 'QR'")["rmse"]
+    assert view.loc[("dropout", "boston", "QR"), "RMSE"] == f"{rows.mean():.2f} ± {rows.std():.2f}"
+    with pytest.raises(ValueError, match="metrics must be"):
+        mean_pm_std(table.assign(foo_mean=1.0, foo_std=0.0), ["foo"])
+    with pytest.raises(ValueError, match="lacks"):
+        mean_pm_std(table, ["nll"])
+
+
+def test_ablation_tables_ratio_to_the_same_fold():
+    rows = []
+    for fold, base in ((0, 2.0), (1, 4.0)):
+        rows.append({"model": "ensemble", "dataset": "yacht", "fold": fold, "lam": 0.0, "spacing": "sqrt",
+                     "spacing_mult": 1.0, "calib_error": 30.0, "rmse": base})
+        for lam in (1.0, 5.0):
+            rows.append({"model": "ensemble", "dataset": "yacht", "fold": fold, "lam": lam, "spacing": "sqrt",
+                         "spacing_mult": 1.0, "calib_error": 30.0 - lam, "rmse": base * (1 + lam / 10)})
+        rows.append({"model": "ensemble", "dataset": "yacht", "fold": fold, "lam": 5.0, "spacing": "sqrt",
+                     "spacing_mult": 3.0, "calib_error": 20.0, "rmse": base})
+        rows.append({"model": "ensemble", "dataset": "yacht", "fold": fold, "lam": 5.0, "spacing": 64,
+                     "spacing_mult": 1.0, "calib_error": 22.0, "rmse": 2 * base})
+    by_lam, by_mult, fixed64 = ablation_tables(pd.DataFrame(rows))
+    assert by_lam["lam"].tolist() == [0.0, 1.0, 5.0]
+    assert by_lam["rmse_ratio"].tolist() == pytest.approx([1.0, 1.1, 1.5])
+    # the paper's L for ensembles is 5: spacing multipliers 1 and 3
+    assert by_mult["spacing_mult"].tolist() == [1.0, 3.0]
+    assert fixed64[["calib_error", "rmse_ratio"]].values.tolist() == [[22.0, 2.0]]

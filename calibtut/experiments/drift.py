@@ -723,3 +723,40 @@ def evaluate_params(params, forecasts, labels, levels, B, w_mix=0.4):
     out = {k: float(scores[k].mean()) for k in ("pinball", "ece", "sharpness")}
     out["mix"] = w * out["ece"] + (1 - w) * out["pinball"]
     return out
+
+
+def table2_vs_paper(table2):
+    """Table 2 of the paper (Appendix B.1) beside ours, one line per (``w_mix``, metric).
+
+    Parameters
+    ----------
+    table2 : pandas.DataFrame
+        Index ``w_mix``; columns ``candidate``, ``pinball``, ``ece`` and
+        ``sharpness``: the chosen candidate for each weight, scored on fresh
+        synthetic tasks.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``w_mix``, ``metric``, ``paper``, ``ours (ci)``, ``difference``,
+        rounded to 3 decimals, in the paper's order; the paper's numbers are
+        :func:`calibtut.papers.paper_table` ``("drift", "table2")``.
+
+    Examples
+    --------
+    >>> ours = pd.DataFrame({"candidate": ["c1", "c2"], "pinball": [0.16, 0.17], "ece": [0.02, 0.01],
+    ...                      "sharpness": [0.8, 0.9]}, index=pd.Index([0.0, 1.0], name="w_mix"))
+    >>> table = table2_vs_paper(ours)
+    >>> table.query("w_mix == 1.0")[["metric", "paper", "ours (ci)"]].values.tolist()
+    [['pinball', 0.178, 0.17], ['ece', 0.008, 0.01], ['sharpness', 0.972, 0.9]]
+    """
+    from calibtut.papers import paper_table
+    from calibtut.run import paper_vs_ours
+
+    _check_frame(table2, ["candidate", *TABLE1_METRICS], "table2")
+    if table2.index.name != "w_mix":
+        raise ValueError(f"table2 must be indexed by w_mix, got index {table2.index.name!r}")
+    ours = table2.reset_index().melt(id_vars=["w_mix", "candidate"], value_vars=list(TABLE1_METRICS),
+                                     var_name="metric")
+    return paper_vs_ours(paper_table("drift", "table2"), ours.astype({"value": float}), on=["w_mix", "metric"],
+                         decimals=3)

@@ -48,12 +48,16 @@ __all__ = [
     "METRIC_LABELS",
     "PAPER_LAMBDA",
     "PAPER_TABLES",
+    "SHORT_METRIC_LABELS",
+    "ablation_tables",
     "fold_order_summary",
     "fold_order_tasks",
     "kfold_indices",
+    "mean_pm_std",
     "paper_numbers",
     "paper_setting",
     "paper_vs_ours_cells",
+    "paper_vs_ours_view",
     "qr_effect",
     "qr_tasks",
     "recalibration_raises_error",
@@ -764,3 +768,151 @@ def fold_order_summary(order):
     table.columns = [f"CE {stat}, {'shuffled' if shuffled else 'contiguous'} folds" for stat, shuffled in
                      table.columns]
     return table
+
+
+#: Short metric names for the book's comparison tables (the full names are :data:`METRIC_LABELS`).
+SHORT_METRIC_LABELS = {
+    "calib_error": "CE (%)",
+    "rmse": "RMSE",
+    "nll": "NLL",
+    "calib_error_iso": "CE iso (%)",
+    "rmse_iso": "RMSE iso",
+    "max_lik_iso": "max lik. iso",
+    "calib_error_kfold": "CE K-fold (%)",
+    "calib_error_kfold_iso": "CE K-fold iso (%)",
+}
+
+
+def _plus_minus(mean, std):
+    if pd.isna(mean):
+        return ""
+    return f"{mean:.2f}" if pd.isna(std) else f"{mean:.2f} ± {std:.2f}"
+
+
+def paper_vs_ours_view(cells):
+    """The comparison of :func:`paper_vs_ours_cells` as the book shows it: paper, ours (ci), ours (full), difference.
+
+    Means and standard deviations share a cell (``"29.52 ± 3.36"``), and
+    metrics get their short names (:data:`SHORT_METRIC_LABELS`), so the table
+    fits the page; the numbers stay in ``cells``.
+
+    Parameters
+    ----------
+    cells : pandas.DataFrame
+        What :func:`paper_vs_ours_cells` returns.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Same index, text columns ``paper``, ``ours (ci)``, ``ours (full)``
+        (when ``cells`` has it) and ``difference``; blank where a number is missing.
+
+    Examples
+    --------
+    >>> paper = paper_numbers().query("table == 'table1'")
+    >>> ours = pd.DataFrame({"model": "dropout", "dataset": "yacht", "method": ["base", "QR"],
+    ...                      "calib_error": [10.0, 8.0]})
+    >>> view = paper_vs_ours_view(paper_vs_ours_cells(paper, ours, ["calib_error"], datasets=["yacht"]))
+    >>> view.values.tolist()
+    [['29.52 ± 3.36', '10.00', '-19.52'], ['29.00 ± 2.70', '8.00', '-21.00']]
+    >>> view.index[0]
+    ('CE (%)', 'dropout', 'yacht', 'base')
+    """
+    _frame(cells, ["paper", "paper std", "ours (ci)", "difference"], "cells")
+    nothing = pd.Series(float("nan"), index=cells.index)
+    view = pd.DataFrame(index=cells.index)
+    view["paper"] = [_plus_minus(m, s) for m, s in zip(cells["paper"], cells["paper std"])]
+    view["ours (ci)"] = [_plus_minus(m, None) for m in cells["ours (ci)"]]
+    if "ours (full)" in cells:
+        spread = cells.get("ours (full) std", nothing)
+        view["ours (full)"] = [_plus_minus(m, s) for m, s in zip(cells["ours (full)"], spread)]
+    view["difference"] = [_plus_minus(m, None) for m in cells["difference"]]
+    return view.rename(index=SHORT_METRIC_LABELS, level="metric")
+
+
+def mean_pm_std(table, metrics):
+    """The paper's "mean ± std" cells from :func:`summarize_runs`, one row per (model, dataset, method).
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        :func:`summarize_runs` by ``["model", "dataset", "method"]``.
+    metrics : list of str
+        Metrics summarized in ``table`` (its ``<metric>_mean`` and
+        ``<metric>_std`` columns).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Index ``(model, dataset, method)``; one text column per metric, named
+        by :data:`SHORT_METRIC_LABELS`; a single run's missing spread reads ``NA``.
+
+    Examples
+    --------
+    >>> runs = pd.DataFrame({"model": "dropout", "dataset": "yacht", "method": ["base", "base", "QR"],
+    ...                      "rmse": [1.0, 3.0, 2.0]})
+    >>> mean_pm_std(summarize_runs(runs, ["model", "dataset", "method"], ["rmse"]), ["rmse"])["RMSE"].tolist()
+    ['2.00 ± 1.41', '2.00 ± NA']
+    """
+    metrics = [metrics] if isinstance(metrics, str) else list(metrics)
+    columns = [f"{m}_{stat}" for m in metrics for stat in ("mean", "std")]
+    _frame(table, [*_CELL, *columns], "table")
+    unknown = [m for m in metrics if m not in SHORT_METRIC_LABELS]
+    if unknown:
+        raise ValueError(f"metrics must be among {list(SHORT_METRIC_LABELS)}, got {unknown}")
+    view = table.set_index(_CELL)[[]].copy()
+    for m in metrics:
+        view[SHORT_METRIC_LABELS[m]] = [
+            f"{mean:.2f} ± {'NA' if pd.isna(std) else f'{std:.2f}'}"
+            for mean, std in zip(table[f"{m}_mean"], table[f"{m}_std"])
+        ]
+    return view
+
+
+def ablation_tables(runs):
+    """The three tables behind the ablation figures (Figures 5-12), from the rows of the ablation runs.
+
+    Every run's RMSE is divided by the RMSE of the base model (``lam == 0``)
+    of the same model, dataset and fold, then calibration error and RMSE
+    ratio are averaged per setting.
+
+    Parameters
+    ----------
+    runs : pandas.DataFrame
+        Rows of :func:`run_qr_config` for the ablation grid (one seed), with
+        the base model's runs among them.
+
+    Returns
+    -------
+    by_lam : pandas.DataFrame
+        ``k = sqrt(n)``, per ``(model, dataset, lam)``: ``calib_error``, ``rmse_ratio``.
+    by_mult : pandas.DataFrame
+        At the paper's ``L``, per ``(model, dataset, spacing_mult)``.
+    fixed64 : pandas.DataFrame
+        The authors' fixed spacing ``k = 64``, per ``(model, dataset)``.
+
+    Examples
+    --------
+    >>> runs = pd.DataFrame({"model": "dropout", "dataset": "yacht", "fold": 0, "lam": [0.0, 1.0, 1.0, 1.0],
+    ...                      "spacing": ["sqrt", "sqrt", "sqrt", "64"], "spacing_mult": [1.0, 1.0, 2.0, 1.0],
+    ...                      "calib_error": [20.0, 10.0, 12.0, 15.0], "rmse": [2.0, 2.5, 3.0, 2.2]})
+    >>> by_lam, by_mult, fixed64 = ablation_tables(runs)
+    >>> by_lam["rmse_ratio"].tolist(), by_mult["spacing_mult"].tolist(), fixed64["calib_error"].tolist()
+    ([1.0, 1.25], [1.0, 2.0], [15.0])
+    """
+    _frame(runs, ["model", "dataset", "fold", "lam", "spacing", "spacing_mult", "calib_error", "rmse"], "runs")
+    keys = ["model", "dataset", "fold"]
+    base_rmse = runs[runs["lam"] == 0].set_index(keys)["rmse"]
+    runs = runs.assign(rmse_ratio=runs["rmse"].to_numpy()
+                       / base_rmse.reindex(pd.MultiIndex.from_frame(runs[keys])).to_numpy())
+    sqrt_rule = runs["spacing"].astype(str) == "sqrt"
+    values = ["calib_error", "rmse_ratio"]
+
+    def mean_by(rows, by):
+        return rows.groupby(by)[values].mean().reset_index()
+
+    by_lam = mean_by(runs[sqrt_rule & (runs["spacing_mult"] == 1.0)], ["model", "dataset", "lam"])
+    by_mult = mean_by(runs[sqrt_rule & (runs["lam"] == runs["model"].map(PAPER_LAMBDA))],
+                      ["model", "dataset", "spacing_mult"])
+    fixed64 = mean_by(runs[runs["spacing"].astype(str) == "64"], ["model", "dataset"])
+    return by_lam, by_mult, fixed64
