@@ -2,11 +2,15 @@
 
 Every module has the same shape:
 
-* a **task list**: plain, JSON-able dicts, one per configuration;
+* a **task list**: plain, JSON-able dicts, one per configuration
+  (``benchmark_tasks`` / ``qr_tasks``);
 * a **one-configuration runner** that :func:`calibtut.run.sweep` calls on each
   task, so a long grid resumes where it stopped (``run_benchmark_task`` /
   ``run_qr_config``);
-* **summary tables** that turn the raw rows into what a chapter shows.
+* **summary tables**: tested functions named for the table they build, which
+  turn the raw rows into what a chapter shows and put them beside the paper's
+  numbers from :mod:`calibtut.papers` (``table1_summary``,
+  ``table1_vs_paper`` / ``paper_vs_ours_cells``).
 
 Modules
 -------

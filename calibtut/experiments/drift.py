@@ -22,6 +22,12 @@ and seeds through :func:`calibtut.run.sweep`, so a long run resumes where it sto
 
 The decision task of Appendix C.1 (:func:`decision_loss`, :func:`best_action`)
 scores a response tier chosen from a forecast's median against the outcome.
+
+The tables of the chapters: :func:`benchmark_tasks` is the task list of the
+benchmark, :func:`table1_rows` and :func:`table1_summary` its rows and block of
+Table 1, :func:`paired_difference` the paired comparison behind the claims,
+and :func:`table1_vs_paper` / :func:`table2_vs_paper` put Tables 1 and 2 beside
+the paper's numbers (:func:`calibtut.papers.paper_table`).
 """
 
 from __future__ import annotations
