@@ -81,8 +81,9 @@ WIDGETS_JS = """async () => {
 
 #: Code cells and output tables wider than their column, scrolled into view in order.
 OVERFLOW_JS = """() => {
+  document.querySelectorAll('div.cell details').forEach(d => { d.open = true; });  // hide-input code too
   const bad = [];
-  const label = el => (el.innerText || '').trim().split('\\n')[0].slice(0, 60);
+  const label = el => (el.textContent || '').trim().split('\\n')[0].slice(0, 60);
   document.querySelectorAll('div.cell div.cell_input pre').forEach(pre => {
     const excess = pre.scrollWidth - pre.clientWidth;
     if (excess > 1) bad.push({el: pre, what: `code cell ${excess}px wider than its column: ${label(pre)}`});
