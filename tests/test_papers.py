@@ -1,5 +1,6 @@
 """Every paper table shipped in calibtut/papers/ against the schema its sidecar documents."""
 
+import ast
 import math
 import re
 from pathlib import Path
@@ -112,3 +113,43 @@ def test_drift_table1_hand_checked_cells():
 def test_unknown_tables_are_refused(part, table, error):
     with pytest.raises(error, match="part|table"):
         paper_table(part, table)
+
+
+# ------------------------------------------------------------------ no paper numbers typed in notebooks
+
+#: A code cell with this many literals that look printed (two or more decimals, not a multiple of 0.05)
+#: is a paper's table typed inline. Today's chapters have at most 6 in a cell; the tables they used to type
+#: inline had 18 to 261.
+MAX_PRINTED_LITERALS = 12
+
+
+def printed_literals(code):
+    """Float literals of ``code`` that look typed from a table: 13.15, 0.052, not 0.5, 1e-3 or 2.0."""
+    found = []
+    for node in ast.walk(ast.parse(code)):
+        if isinstance(node, ast.Constant) and isinstance(node.value, float):
+            text = ast.get_source_segment(code, node) or ""
+            if "." not in text or "e" in text.lower():
+                continue
+            if len(text.split(".")[1]) >= 2 and not math.isclose(node.value * 20, round(node.value * 20)):
+                found.append(node.value)
+    return found
+
+
+def test_the_detector_finds_a_typed_table():
+    values = paper_table("drift", "table1")["value"].dropna().tolist()
+    typed = "paper = " + repr(values)
+    assert len(printed_literals(typed)) >= MAX_PRINTED_LITERALS
+    assert printed_literals("x = [0.5, 2.0, 1e-3, 0.25, 0.95, 0.1]") == []
+
+
+@pytest.mark.parametrize("md", sorted((ROOT / "notebooks").rglob("*.md")), ids=lambda p: p.name)
+def test_no_notebook_types_a_paper_table(md):
+    import jupytext
+
+    for index, cell in enumerate(c for c in jupytext.read(md).cells if c.cell_type == "code"):
+        found = printed_literals(cell.source)
+        assert len(found) < MAX_PRINTED_LITERALS, (
+            f"{md.relative_to(ROOT)}, code cell {index + 1}: {len(found)} numbers that look typed from a paper "
+            f"({found[:5]}, ...); put them in calibtut/papers/<part>/<table>.csv and read them with paper_table"
+        )
