@@ -248,3 +248,17 @@ def test_table2_vs_paper_reads_the_paper_file():
     assert cell["paper"] == 0.009 and cell["ours (ci)"] == round(table2.loc[0.4, "ece"], 3)
     with pytest.raises(ValueError, match="w_mix"):
         bm.table2_vs_paper(table2.reset_index(drop=True))
+
+
+def test_the_drift_part_does_not_load_torch():
+    """calibtut.experiments re-exports the QR names lazily, so the drift chapters never import torch."""
+    import subprocess
+    import sys
+
+    code = ("import sys, calibtut.experiments.drift, calibtut.experiments as e; assert 'torch' not in sys.modules; "
+            "e.qr_tasks; assert 'torch' in sys.modules")
+    subprocess.run([sys.executable, "-c", code], check=True)
+    import calibtut.experiments as experiments
+
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        experiments.nope
