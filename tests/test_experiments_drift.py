@@ -262,3 +262,30 @@ def test_the_drift_part_does_not_load_torch():
 
     with pytest.raises(AttributeError, match="no attribute 'nope'"):
         experiments.nope
+
+
+def test_search_tasks_and_candidates():
+    tasks = bm.search_tasks(3, n_candidates=2, syn_series=10, syn_steps=20, datasets=["yacht", "energy"])
+    assert [t["candidate"] for t in tasks] == ["paper", "torchuq", "random 0", "random 1"]
+    assert all(t["datasets"] == "yacht,energy" and t["seed"] == 3 for t in tasks)
+    cands = bm.search_candidates(2, 3)
+    assert cands["paper"] == PRESETS["paper"] and cands["random 1"] == bm.random_drift_params(2, seed=3)[1]
+    with pytest.raises(ValueError, match="datasets"):
+        bm.search_tasks(0, n_candidates=1, syn_series=10, syn_steps=20, datasets=["atlantis"])
+    with pytest.raises(ValueError, match="n_candidates"):
+        bm.search_tasks(0, n_candidates=0, syn_series=10, syn_steps=20, datasets=["yacht"])
+
+
+@needs_mirror
+def test_run_search_task_matches_evaluate_params():
+    kwargs = dict(n_candidates=1, syn_series=8, syn_steps=15, datasets="yacht", n_sequences=1, n_steps=20)
+    row = bm.run_search_task("random 0", 0, **kwargs)
+    tuning, _, real = bm.search_streams(0, syn_series=8, syn_steps=15, datasets=["yacht"], n_sequences=1,
+                                        n_steps=20)
+    p = bm.search_candidates(1, 0)["random 0"]
+    expected = bm.evaluate_params(p, real["jump"].forecasts, real["jump"].labels, real["jump"].levels, real["jump"].B)
+    assert row["jump mix"] == expected["mix"]
+    assert row["synthetic ece"] == bm.evaluate_params(p, tuning.forecasts, tuning.labels, tuning.levels,
+                                                      tuning.B)["ece"]
+    with pytest.raises(ValueError, match="candidate"):
+        bm.run_search_task("random 7", 0, **kwargs)

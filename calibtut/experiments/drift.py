@@ -32,6 +32,7 @@ the paper's numbers (:func:`calibtut.papers.paper_table`).
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -766,3 +767,151 @@ def table2_vs_paper(table2):
                                      var_name="metric")
     return paper_vs_ours(paper_table("drift", "table2"), ours.astype({"value": float}), on=["w_mix", "metric"],
                          decimals=3)
+
+
+def search_candidates(n_candidates, seed):
+    """The candidates of the hyper-parameter search: the two presets, then ``n_candidates`` random ones.
+
+    Parameters
+    ----------
+    n_candidates : int
+        Number of random candidates (:func:`random_drift_params`).
+    seed : int
+
+    Returns
+    -------
+    dict of str -> DriftParams
+        ``"paper"``, ``"torchuq"``, ``"random 0"``, ``"random 1"``, ...
+
+    Examples
+    --------
+    >>> list(search_candidates(2, seed=0))
+    ['paper', 'torchuq', 'random 0', 'random 1']
+    """
+    candidates = {"paper": PRESETS["paper"], "torchuq": PRESETS["torchuq"]}
+    candidates.update({f"random {i}": p for i, p in enumerate(random_drift_params(n_candidates, seed=seed))})
+    return candidates
+
+
+def search_tasks(seed, *, n_candidates, syn_series, syn_steps, datasets, n_sequences=4, n_steps=100):
+    """The task list of the hyper-parameter search: one JSON-able dict per candidate.
+
+    Parameters
+    ----------
+    seed : int
+    n_candidates : int
+        Random candidates besides the two presets.
+    syn_series, syn_steps : int
+        Size of the synthetic tuning tasks of Eq. (44) (:func:`calibtut.online.synthetic_tasks`).
+    datasets : sequence of str
+        Benchmark datasets whose drifted streams check the transfer.
+    n_sequences, n_steps : int
+        See :func:`benchmark_streams`.
+
+    Returns
+    -------
+    list of dict
+        The keyword arguments of :func:`run_search_task`; ``datasets`` is
+        comma-joined so that tasks stay JSON.
+
+    Examples
+    --------
+    >>> tasks = search_tasks(0, n_candidates=1, syn_series=10, syn_steps=20, datasets=["yacht"])
+    >>> [t["candidate"] for t in tasks], tasks[0]["datasets"]
+    (['paper', 'torchuq', 'random 0'], 'yacht')
+    """
+    seed = check_int(seed, "seed", minimum=0)
+    _check_names(datasets, tuple(BENCHMARK_DATASETS), "datasets")
+    sizes = {"n_candidates": check_int(n_candidates, "n_candidates", minimum=1),
+             "syn_series": check_int(syn_series, "syn_series", minimum=1),
+             "syn_steps": check_int(syn_steps, "syn_steps", minimum=1),
+             "n_sequences": check_int(n_sequences, "n_sequences", minimum=1),
+             "n_steps": check_int(n_steps, "n_steps", minimum=1)}
+    joined = ",".join((datasets,) if isinstance(datasets, str) else datasets)
+    return [{"candidate": name, "seed": seed, **sizes, "datasets": joined}
+            for name in search_candidates(n_candidates, seed)]
+
+
+def search_streams(seed, *, syn_series, syn_steps, datasets, n_sequences=4, n_steps=100):
+    """The data of the search: tuning and fresh synthetic tasks, and the drifted benchmark stacked per drift.
+
+    Parameters
+    ----------
+    seed : int
+    syn_series, syn_steps : int
+    datasets : str or sequence of str
+        Benchmark datasets (a comma-joined string, as in a task, is accepted).
+    n_sequences, n_steps : int
+
+    Returns
+    -------
+    tuning, fresh : DriftStream
+        Synthetic tasks of Eq. (44) drawn from the generators ``[seed, 1]``
+        (to tune) and ``[seed, 2]`` (to score the chosen candidates).
+    real : dict of str -> BenchmarkStream
+        One stack of all datasets per drift (:func:`stack_streams`).
+
+    Examples
+    --------
+    >>> import os
+    >>> out = search_streams(0, syn_series=5, syn_steps=10, datasets="yacht", n_sequences=1, n_steps=20) \\
+    ...     if os.environ.get("CALIBTUT_DATA_MIRROR") else None
+    >>> out is None or (out[0].labels.shape == (5, 10) and sorted(out[2]) == sorted(BENCHMARK_DRIFTS))
+    True
+    """
+    from calibtut.online.drift import synthetic_tasks
+
+    names = datasets.split(",") if isinstance(datasets, str) else list(datasets)
+    tuning = synthetic_tasks(syn_series, syn_steps, seed=np.random.default_rng([seed, 1]))
+    fresh = synthetic_tasks(syn_series, syn_steps, seed=np.random.default_rng([seed, 2]))
+    per_dataset = [benchmark_streams(d, seed=seed, n_steps=n_steps, n_sequences=n_sequences) for d in names]
+    real = {drift: stack_streams([streams[drift] for streams in per_dataset]) for drift in BENCHMARK_DRIFTS}
+    return tuning, fresh, real
+
+
+@functools.lru_cache(maxsize=4)
+def _search_data(seed, syn_series, syn_steps, datasets, n_sequences, n_steps):
+    return search_streams(seed, syn_series=syn_series, syn_steps=syn_steps, datasets=datasets,
+                          n_sequences=n_sequences, n_steps=n_steps)
+
+
+def run_search_task(candidate, seed, *, n_candidates, syn_series, syn_steps, datasets, n_sequences=4, n_steps=100):
+    """Scores of one candidate of the search on the synthetic tuning tasks and on each drifted benchmark stream.
+
+    The unit of work of the search (:func:`search_tasks`, run by
+    :func:`calibtut.run.sweep`). The data (:func:`search_streams`) is built
+    once per process and setting.
+
+    Parameters
+    ----------
+    candidate : str
+        A name of :func:`search_candidates`.
+    seed, n_candidates, syn_series, syn_steps, datasets, n_sequences, n_steps
+        See :func:`search_tasks`.
+
+    Returns
+    -------
+    dict
+        ``"<where> <score>"`` for ``where`` in ``synthetic`` and the four
+        drifts and ``score`` in ``pinball``, ``ece``, ``sharpness``, ``mix``
+        (:func:`evaluate_params`).
+
+    Examples
+    --------
+    >>> import os
+    >>> row = run_search_task("paper", 0, n_candidates=1, syn_series=5, syn_steps=10, datasets="yacht",
+    ...                       n_sequences=1, n_steps=20) if os.environ.get("CALIBTUT_DATA_MIRROR") else None
+    >>> row is None or ("synthetic mix" in row and "jump ece" in row)
+    True
+    """
+    candidates = search_candidates(n_candidates, seed)
+    if candidate not in candidates:
+        raise ValueError(f"candidate must be one of {list(candidates)}, got {candidate!r}")
+    joined = datasets if isinstance(datasets, str) else ",".join(datasets)
+    tuning, _, real = _search_data(seed, syn_series, syn_steps, joined, n_sequences, n_steps)
+    p = candidates[candidate]
+    row = {f"synthetic {k}": v
+           for k, v in evaluate_params(p, tuning.forecasts, tuning.labels, tuning.levels, tuning.B).items()}
+    for drift, st in real.items():
+        row.update({f"{drift} {k}": v for k, v in evaluate_params(p, st.forecasts, st.labels, st.levels, st.B).items()})
+    return row
