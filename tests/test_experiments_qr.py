@@ -21,6 +21,18 @@ from sklearn.model_selection import KFold
 
 from calibtut.data import MIRROR_ENV
 from calibtut.experiments import METRIC_LABELS, kfold_indices, paper_setting, run_qr_config, summarize_runs
+from calibtut.experiments.quantile_regularization import (
+    PAPER_TABLES,
+    fold_order_summary,
+    fold_order_tasks,
+    mean_pm_std,
+    ablation_tables,
+    paper_numbers,
+    paper_vs_ours_cells,
+    paper_vs_ours_view,
+    qr_effect,
+    recalibration_raises_error,
+)
 
 MIRROR = os.environ.get(MIRROR_ENV)
 needs_mirror = pytest.mark.skipif(
@@ -136,3 +148,112 @@ def test_paper_setting_after_csv_round_trip():
     assert paper_setting(runs).tolist() == [True, True, False, False]
     with pytest.raises(ValueError, match="lacks"):
         paper_setting(runs.drop(columns="lam"))
+
+
+# ------------------------------------------------------------------ paper versus ours
+
+def _runs(seed=0):
+    rng = np.random.default_rng(seed)
+    return pd.DataFrame([
+        {"model": model, "dataset": d, "method": m, "fold": f,
+         **{c: rng.uniform(1, 30) for c in ("calib_error", "calib_error_iso", "calib_error_kfold_iso", "rmse")}}
+        for model in ("dropout", "ensemble") for d in ("yacht", "boston", "concrete") for m in ("base", "QR")
+        for f in range(3)])
+
+
+def test_paper_numbers_hold_every_table():
+    paper = paper_numbers()
+    assert sorted(paper["table"].unique()) == sorted(PAPER_TABLES)
+    assert not paper.duplicated(["table", "model", "dataset", "method", "metric"]).any()
+    assert set(paper["metric"]) <= set(METRIC_LABELS)
+
+
+def test_paper_vs_ours_cells_means_and_spread():
+    runs = _runs()
+    paper = paper_numbers().query("table in ['table1', 'table2']")
+    cells = paper_vs_ours_cells(paper, runs, ["calib_error", "rmse"], full=runs, datasets=["yacht", "boston"])
+    assert list(cells.columns) == ["paper", "paper std", "ours (ci)", "ours (full)", "ours (full) std", "difference"]
+    assert len(cells) == 2 * 2 * 2 * 2  # metrics x models x datasets x methods
+    key = ("rmse", "ensemble", "boston", "QR")
+    mine = runs.query("model == 'ensemble' and dataset == 'boston' and method == 'QR'")["rmse"]
+    assert cells.loc[key, "ours (ci)"] == round(mine.mean(), 2)
+    assert cells.loc[key, "ours (full) std"] == round(mine.std(), 2)
+    assert (cells.loc[key, "paper"], cells.loc[key, "paper std"]) == (4.49, 0.11)
+    with pytest.raises(ValueError, match="no cell"):
+        paper_vs_ours_cells(paper, runs, ["calib_error_iso"])
+    with pytest.raises(ValueError, match="lacks"):
+        paper_vs_ours_cells(paper, runs.drop(columns="rmse"), ["rmse"])
+
+
+def test_qr_effect_and_recalibration_share():
+    runs = _runs(1)
+    paper = paper_numbers()
+    cells = paper_vs_ours_cells(paper.query("table in ['table1', 'table2']"), runs, ["calib_error", "rmse"])
+    effect = qr_effect(cells, "paper")
+    assert effect.loc[("ensemble", "yacht"), "qr_lowers_ce"] == (26.81 < 24.18)
+    assert effect.loc[("dropout", "boston"), "rmse_ratio"] == pytest.approx(4.58 / 4.59)
+    raised = recalibration_raises_error(runs, paper)
+    base = runs[runs["method"] == "base"].groupby(["model", "dataset"]).mean(numeric_only=True)
+    expected = (base["calib_error_iso"] > base["calib_error"]).groupby("model").mean()
+    assert raised["ours: train PITs"].to_dict() == pytest.approx(expected.to_dict())
+    # the paper's Tables 4-5 against 1-2 on yacht, boston, concrete: dropout 2 of 3 raised, ensemble 3 of 3
+    assert raised["paper: train PITs"].to_dict() == pytest.approx({"dropout": 2 / 3, "ensemble": 1.0})
+
+
+def test_fold_order_tasks_and_summary():
+    tasks = fold_order_tasks(["concrete", "boston"], 2, epochs=3)
+    assert len(tasks) == 20 and {t["fold"] for t in tasks} == set(range(5))
+    assert sum(t["shuffle"] for t in tasks) == 10 and all(t["lam"] == 0.0 and t["epochs"] == 3 for t in tasks)
+    order = pd.DataFrame([{**t, "calib_error": 10.0 * (not t["shuffle"]) + t["fold"]} for t in tasks])
+    summary = fold_order_summary(order)
+    assert summary.loc["concrete", "CE mean, contiguous folds"] == 12.0
+    assert summary.loc["boston", "CE mean, shuffled folds"] == 2.0
+    assert summary.loc["boston", "CE std, shuffled folds"] == pytest.approx(np.std(range(5), ddof=1))
+
+
+def test_paper_vs_ours_view_joins_mean_and_spread():
+    runs = _runs(2)
+    paper = paper_numbers().query("table in ['table4', 'table5']")
+    cells = paper_vs_ours_cells(paper, runs, ["calib_error_iso"], full=runs, datasets=["yacht"])
+    view = paper_vs_ours_view(cells)
+    assert list(view.columns) == ["paper", "ours (ci)", "ours (full)", "difference"]
+    key = ("CE iso (%)", "ensemble", "yacht", "base")
+    assert view.loc[key, "paper"] == "81.48 ± 10.89"
+    full = cells.loc[("calib_error_iso", "ensemble", "yacht", "base")]
+    assert view.loc[key, "ours (full)"] == f"{full['ours (full)']:.2f} ± {full['ours (full) std']:.2f}"
+    lik = paper_vs_ours_view(paper_vs_ours_cells(paper, runs.assign(max_lik_iso=1.0), ["max_lik_iso"]))
+    assert lik.loc[("max lik. iso", "dropout", "airfoil", "base"), "paper"] == "917.33"  # no std printed
+    assert lik.loc[("max lik. iso", "dropout", "kin8nm", "base"), "ours (ci)"] == ""  # not run
+
+
+def test_mean_pm_std_layout_and_errors():
+    runs = _runs(3)
+    table = summarize_runs(runs, ["model", "dataset", "method"], ["calib_error", "rmse"])
+    view = mean_pm_std(table, ["calib_error", "rmse"])
+    assert list(view.columns) == ["CE (%)", "RMSE"] and len(view) == 12
+    rows = runs.query("model == 'dropout' and dataset == 'boston' and method == 'QR'")["rmse"]
+    assert view.loc[("dropout", "boston", "QR"), "RMSE"] == f"{rows.mean():.2f} ± {rows.std():.2f}"
+    with pytest.raises(ValueError, match="metrics must be"):
+        mean_pm_std(table.assign(foo_mean=1.0, foo_std=0.0), ["foo"])
+    with pytest.raises(ValueError, match="lacks"):
+        mean_pm_std(table, ["nll"])
+
+
+def test_ablation_tables_ratio_to_the_same_fold():
+    rows = []
+    for fold, base in ((0, 2.0), (1, 4.0)):
+        rows.append({"model": "ensemble", "dataset": "yacht", "fold": fold, "lam": 0.0, "spacing": "sqrt",
+                     "spacing_mult": 1.0, "calib_error": 30.0, "rmse": base})
+        for lam in (1.0, 5.0):
+            rows.append({"model": "ensemble", "dataset": "yacht", "fold": fold, "lam": lam, "spacing": "sqrt",
+                         "spacing_mult": 1.0, "calib_error": 30.0 - lam, "rmse": base * (1 + lam / 10)})
+        rows.append({"model": "ensemble", "dataset": "yacht", "fold": fold, "lam": 5.0, "spacing": "sqrt",
+                     "spacing_mult": 3.0, "calib_error": 20.0, "rmse": base})
+        rows.append({"model": "ensemble", "dataset": "yacht", "fold": fold, "lam": 5.0, "spacing": 64,
+                     "spacing_mult": 1.0, "calib_error": 22.0, "rmse": 2 * base})
+    by_lam, by_mult, fixed64 = ablation_tables(pd.DataFrame(rows))
+    assert by_lam["lam"].tolist() == [0.0, 1.0, 5.0]
+    assert by_lam["rmse_ratio"].tolist() == pytest.approx([1.0, 1.1, 1.5])
+    # the paper's L for ensembles is 5: spacing multipliers 1 and 3
+    assert by_mult["spacing_mult"].tolist() == [1.0, 3.0]
+    assert fixed64[["calib_error", "rmse_ratio"]].values.tolist() == [[22.0, 2.0]]

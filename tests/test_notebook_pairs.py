@@ -13,7 +13,15 @@ from pathlib import Path
 import jupytext
 import pytest
 
-from tools.pair_notebooks import NOTEBOOKS, OUTPUT_NB_METADATA, ROOT, expected_ipynb, sources
+from tools.pair_notebooks import (
+    MAX_CODE_COLUMNS,
+    NOTEBOOKS,
+    OUTPUT_NB_METADATA,
+    ROOT,
+    expected_ipynb,
+    long_code_lines,
+    sources,
+)
 
 FIX = "regenerate it with `python3 tasks.py pair`"
 SOURCES = sources()
@@ -103,3 +111,19 @@ def test_pair_check_detects_a_difference(tmp_path):
     jupytext.write(nb, copy_md.with_suffix(".ipynb"))
     with pytest.raises(AssertionError, match="differs from the .md"):
         test_twin_agrees_with_source(copy_md)
+
+
+@pytest.mark.parametrize("md", SOURCES, ids=_id)
+def test_code_fits_the_page(md):
+    """No code line is wider than the book's code column (88 characters)."""
+    wide = long_code_lines(md)
+    assert not wide, f"{_rel(md)}: code lines over {MAX_CODE_COLUMNS} columns: {wide}"
+
+
+def test_long_code_lines_are_found(tmp_path):
+    md = tmp_path / "wide.md"
+    text = SOURCES[0].read_text(encoding="utf8")
+    md.write_text(text + "\n```{code-cell} ipython3\nx = 1\ny = '" + "a" * 90 + "'\n```\n", encoding="utf8")
+    found = long_code_lines(md)
+    assert len(found) == 1 and found[0].endswith("line 2: 96 columns"), found
+    assert long_code_lines(md, limit=100) == []

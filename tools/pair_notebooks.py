@@ -8,6 +8,10 @@ Usage (with the project's virtualenv; ``python3 tasks.py pair`` does this)::
 
     python -m tools.pair_notebooks            # rewrite the twins that differ
     python -m tools.pair_notebooks --check    # only report, exit 1 if any differs
+
+Both also report every code line wider than :data:`MAX_CODE_COLUMNS` (the
+book's code column holds 88 characters without a horizontal scroll bar); such
+a line makes ``--check`` (and ``tests/test_notebook_pairs.py``) fail.
 """
 
 from __future__ import annotations
@@ -26,6 +30,8 @@ NOTEBOOKS = ROOT / "notebooks"
 OUTPUT_CELL_METADATA = ("execution", "ExecuteTime", "collapsed", "scrolled")
 #: Notebook metadata that only describes an execution.
 OUTPUT_NB_METADATA = ("widgets", "language_info", "papermill")
+#: The widest code line a notebook may have (what the book shows without scrolling).
+MAX_CODE_COLUMNS = 88
 
 
 def sources() -> list[Path]:
@@ -46,6 +52,17 @@ def strip_outputs(nb):
     return nb
 
 
+def long_code_lines(md_path: Path, limit: int = MAX_CODE_COLUMNS) -> list[str]:
+    """``"cell N, line M: W columns"`` for every code line of ``md_path`` wider than ``limit``."""
+    found = []
+    code_cells = (cell for cell in jupytext.read(md_path).cells if cell.cell_type == "code")
+    for index, cell in enumerate(code_cells, start=1):
+        for number, line in enumerate(cell.source.splitlines(), start=1):
+            if len(line) > limit:
+                found.append(f"code cell {index}, line {number}: {len(line)} columns")
+    return found
+
+
 def expected_ipynb(md_path: Path) -> str:
     """The text ``jupytext --to ipynb --update`` would write for ``md_path``, stripped."""
     nb = jupytext.read(md_path)
@@ -60,8 +77,11 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tools.pair_notebooks", description=__doc__.split("\n\n")[0])
     parser.add_argument("--check", action="store_true", help="report differences, change nothing")
     args = parser.parse_args(argv)
-    stale = 0
+    stale = wide = 0
     for md in sources():
+        for where in long_code_lines(md):
+            wide += 1
+            print(f"{md.relative_to(ROOT)}: {where} (at most {MAX_CODE_COLUMNS}; wrap it)")
         twin = md.with_suffix(".ipynb")
         text = expected_ipynb(md)
         current = twin.read_text(encoding="utf8") if twin.exists() else None
@@ -80,7 +100,7 @@ def main(argv=None) -> int:
         print(f"no .md source for {orphan.relative_to(ROOT)} (delete it or restore its source)")
     if not args.check:
         print(f"{len(sources())} notebook(s) paired, {stale} rewritten")
-    return 1 if (args.check and stale) or orphans else 0
+    return 1 if (args.check and (stale or wide)) or orphans else 0
 
 
 if __name__ == "__main__":

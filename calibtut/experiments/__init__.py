@@ -1,24 +1,36 @@
-"""End-to-end experiments that reproduce the papers' tables, one configuration at a time.
+"""The experiments layer: one module per part of the book that reproduces a paper.
 
-Each function runs a single configuration (dataset, split, method, seed) and
-returns a flat dict of numbers, so that :func:`calibtut.run.sweep` can store it
-and resume a grid of them.
+Every module has the same shape:
 
-* :mod:`calibtut.experiments.quantile_regularization`: the UCI experiments of
-  paper 003 (Tables 1, 2, 4-7 and the ablations of its Figures 5-12).
+* a **task list**: plain, JSON-able dicts, one per configuration
+  (``benchmark_tasks`` / ``qr_tasks``);
+* a **one-configuration runner** that :func:`calibtut.run.sweep` calls on each
+  task, so a long grid resumes where it stopped (``run_benchmark_task`` /
+  ``run_qr_config``);
+* **summary tables**: tested functions named for the table they build, which
+  turn the raw rows into what a chapter shows and put them beside the paper's
+  numbers from :mod:`calibtut.papers` (``table1_summary``,
+  ``table1_vs_paper`` / ``paper_vs_ours_cells``).
+
+Modules
+-------
+drift
+    Paper 000 (online calibration under drift): the drifted regression
+    benchmark, the decision task and the hyper-parameter search of Section 5.
+quantile_regularization
+    Paper 003 (quantile regularization): the UCI experiments of Tables 1, 2,
+    4-7 and the ablations of Figures 5-12.
+
+The quantile-regularization names are also reachable from the package itself
+(``from calibtut.experiments import qr_tasks``); they are imported on first use,
+so that the drift part does not load torch.
 """
 
-from calibtut.experiments.quantile_regularization import (
-    METRIC_LABELS,
-    PAPER_LAMBDA,
-    kfold_indices,
-    paper_setting,
-    qr_tasks,
-    run_qr_config,
-    summarize_runs,
-)
+from __future__ import annotations
 
-__all__ = [
+import importlib
+
+_QR_NAMES = (
     "METRIC_LABELS",
     "PAPER_LAMBDA",
     "kfold_indices",
@@ -26,4 +38,13 @@ __all__ = [
     "qr_tasks",
     "run_qr_config",
     "summarize_runs",
-]
+)
+
+__all__ = list(_QR_NAMES)
+
+
+def __getattr__(name):
+    if name in _QR_NAMES:
+        module = importlib.import_module("calibtut.experiments.quantile_regularization")
+        return getattr(module, name)
+    raise AttributeError(f"module 'calibtut.experiments' has no attribute {name!r}")

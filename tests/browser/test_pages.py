@@ -2,10 +2,13 @@
 
 On every page: math is typeset (no raw ``\\(`` or ``$$`` left in the text),
 every image loaded, every internal link points at an existing file and anchor,
-no output cell shows a traceback, widgets rendered, and nothing was fetched from
-the network (every request leaving ``file://`` is blocked and reported).
-Screenshots of the landing page and of a notebook page go to
-``_build/screenshots/``.
+no output cell shows a traceback, widgets rendered, nothing was fetched from
+the network (every request leaving ``file://`` is blocked and reported), and
+nothing scrolls sideways: no code cell and no output table is wider than its
+column in the 1280-pixel-wide window (a page that fails this leaves a
+screenshot, scrolled to the first offender, in
+``_build/screenshots/overflow/``). Screenshots of the landing page and of a
+notebook page go to ``_build/screenshots/``.
 
 Run by ``python3 tasks.py test`` after the book build, as
 ``pytest tests/browser --book-html _build/html``. Uses Debian's
@@ -73,6 +76,25 @@ WIDGETS_JS = """async () => {
     await new Promise(r => setTimeout(r, 100));
   }
   return [views.length, document.querySelectorAll('.jupyter-widgets, .widget-slider, .lm-Widget').length];
+}"""
+
+
+#: Code cells and output tables wider than their column, scrolled into view in order.
+OVERFLOW_JS = """() => {
+  document.querySelectorAll('div.cell details').forEach(d => { d.open = true; });  // hide-input code too
+  const bad = [];
+  const label = el => (el.textContent || '').trim().split('\\n')[0].slice(0, 60);
+  document.querySelectorAll('div.cell div.cell_input pre').forEach(pre => {
+    const excess = pre.scrollWidth - pre.clientWidth;
+    if (excess > 1) bad.push({el: pre, what: `code cell ${excess}px wider than its column: ${label(pre)}`});
+  });
+  document.querySelectorAll('div.cell_output table').forEach(table => {
+    const column = table.closest('div.cell') || table.parentElement;
+    const excess = Math.round(table.getBoundingClientRect().width - column.clientWidth);
+    if (excess > 1) bad.push({el: table, what: `output table ${excess}px wider than its column: ${label(table)}`});
+  });
+  if (bad.length) bad[0].el.scrollIntoView({block: 'center'});
+  return bad.map(b => b.what);
 }"""
 
 
@@ -189,7 +211,20 @@ def check_page(page_obj, page_path: Path, html: Path) -> list[str]:
         problems.append(f"widgets not rendered: {widgets[0]} views, {widgets[1]} rendered")
     problems += [f"JavaScript error: {e}" for e in errors]
     problems += [f"local resource failed to load: {u}" for u in failed]
+    problems += overflow(page_obj, page_path, html)
     return problems
+
+
+def overflow(page_obj, page_path: Path, html: Path) -> list[str]:
+    """What scrolls sideways on the page; a screenshot of the first offender when anything does."""
+    found = page_obj.evaluate(OVERFLOW_JS)
+    if not found:
+        return []
+    out = html.parent / "screenshots" / "overflow"
+    out.mkdir(parents=True, exist_ok=True)
+    shot = out / ("-".join(page_path.relative_to(html).with_suffix("").parts) + ".png")
+    page_obj.screenshot(path=str(shot))
+    return [f"scrolls sideways at 1280 px ({shot.relative_to(html.parent)}): {what}" for what in found]
 
 
 def test_page(context, html_dir, page_path):

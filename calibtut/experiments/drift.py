@@ -1,4 +1,4 @@
-"""The experiments of the drift paper (Section 5, Appendix C): the regression benchmark and the decision task.
+"""The experiments of the drift paper (paper 000, Section 5, Appendix C): the regression benchmark and the decision task.
 
 The regression benchmark puts UCI data under four drifts. For one dataset and seed:
 
@@ -22,10 +22,17 @@ and seeds through :func:`calibtut.run.sweep`, so a long run resumes where it sto
 
 The decision task of Appendix C.1 (:func:`decision_loss`, :func:`best_action`)
 scores a response tier chosen from a forecast's median against the outcome.
+
+The tables of the chapters: :func:`benchmark_tasks` is the task list of the
+benchmark, :func:`table1_rows` and :func:`table1_summary` its rows and block of
+Table 1, :func:`paired_difference` the paired comparison behind the claims,
+and :func:`table1_vs_paper` / :func:`table2_vs_paper` put Tables 1 and 2 beside
+the paper's numbers (:func:`calibtut.papers.paper_table`).
 """
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -357,12 +364,207 @@ def benchmark_table(datasets, seeds, *, n_steps=100, n_sequences=1, n_levels=9, 
     """
     from calibtut.run import sweep
 
+    tasks = benchmark_tasks(datasets, seeds, n_steps=n_steps, n_sequences=n_sequences, n_levels=n_levels,
+                            params=params, aci_gamma=aci_gamma, max_train=max_train, drifts=drifts, methods=methods)
+    return sweep(tasks, run_benchmark_task, store=store, desc="drift_benchmark", progress=progress)
+
+
+def benchmark_tasks(datasets, seeds, *, n_steps=100, n_sequences=1, n_levels=9, params="paper", aci_gamma=0.05,
+                    max_train=5000, drifts="all", methods="all"):
+    """The task list of the benchmark: one JSON-able dict per ``(dataset, seed)``.
+
+    Each dict holds the keyword arguments of :func:`run_benchmark_task`, so
+    that a changed setting is a new task for :func:`calibtut.run.sweep`.
+
+    Parameters
+    ----------
+    datasets : sequence of str
+        Keys of :data:`BENCHMARK_DATASETS`.
+    seeds : sequence of int
+    n_steps, n_sequences, n_levels, params, aci_gamma, max_train, drifts, methods
+        See :func:`run_benchmark_task`.
+
+    Returns
+    -------
+    list of dict
+
+    Examples
+    --------
+    >>> tasks = benchmark_tasks(["yacht", "energy"], [0, 1])
+    >>> len(tasks), tasks[1]["dataset"], tasks[1]["seed"], tasks[1]["n_steps"]
+    (4, 'yacht', 1, 100)
+    """
     datasets = _check_names(datasets, tuple(BENCHMARK_DATASETS), "datasets")
     seeds = [check_int(s, "seeds", minimum=0) for s in seeds]
-    tasks = [{"dataset": d, "seed": s, "n_steps": n_steps, "n_sequences": n_sequences, "n_levels": n_levels,
-              "params": params, "aci_gamma": float(aci_gamma), "max_train": max_train, "drifts": drifts,
-              "methods": methods} for d in datasets for s in seeds]
-    return sweep(tasks, run_benchmark_task, store=store, desc="drift_benchmark", progress=progress)
+    return [{"dataset": d, "seed": s, "n_steps": n_steps, "n_sequences": n_sequences, "n_levels": n_levels,
+             "params": params, "aci_gamma": float(aci_gamma), "max_train": max_train, "drifts": drifts,
+             "methods": methods} for d in datasets for s in seeds]
+
+
+METHOD_LABELS = {"original": "orig.", "conformal": "conf.", "ours": "ours", "regret": "regret", "aci": "ACI"}
+"""Method name -> its column label in the paper's Table 1 (ACI is not in the paper)."""
+
+TABLE1_METRICS = ("pinball", "ece", "sharpness")
+"""The three scores of Table 1, in its order."""
+
+TABLE1_COLUMNS = ("dataset", "seed", "drift", "method", "sequence", *TABLE1_METRICS)
+
+
+def _check_frame(frame, columns, name):
+    if not isinstance(frame, pd.DataFrame):
+        raise TypeError(f"{name} must be a pandas DataFrame, got {type(frame).__name__}")
+    missing = [c for c in columns if c not in frame.columns]
+    if missing:
+        raise ValueError(f"{name} lacks column(s) {missing}; it has {list(frame.columns)}")
+    return frame
+
+
+def table1_rows(bench):
+    """The benchmark's rows as Table 1 labels them: methods renamed (:data:`METHOD_LABELS`), Table 1's columns.
+
+    Parameters
+    ----------
+    bench : pandas.DataFrame
+        What :func:`benchmark_table` returns.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``dataset``, ``seed``, ``drift``, ``method``, ``sequence``,
+        ``pinball``, ``ece``, ``sharpness``.
+
+    Examples
+    --------
+    >>> bench = pd.DataFrame({"dataset": ["yacht"], "seed": [0], "drift": ["jump"], "method": ["conformal"],
+    ...                       "sequence": [0], "pinball": [0.5], "ece": [0.1], "sharpness": [2.0], "n_steps": [100]})
+    >>> table1_rows(bench).to_dict("records")
+    [{'dataset': 'yacht', 'seed': 0, 'drift': 'jump', 'method': 'conf.', 'sequence': 0, 'pinball': 0.5, 'ece': 0.1, \
+'sharpness': 2.0}]
+    """
+    _check_frame(bench, TABLE1_COLUMNS, "bench")
+    unknown = sorted(set(bench["method"]) - set(METHOD_LABELS))
+    if unknown:
+        raise ValueError(f"bench['method'] holds names outside {list(METHOD_LABELS)}: {unknown}")
+    return bench.assign(method=bench["method"].map(METHOD_LABELS))[list(TABLE1_COLUMNS)]
+
+
+def table1_summary(rows):
+    """Table 1's block for some rows: the mean of each score per drift (or row) and method.
+
+    Parameters
+    ----------
+    rows : pandas.DataFrame
+        Columns ``drift``, ``method`` and the three scores, e.g. :func:`table1_rows`.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Index ``(drift, metric)``, one column per method in the order of
+        :data:`METHOD_LABELS`: the mean over datasets, seeds and sequences.
+
+    Examples
+    --------
+    >>> rows = pd.DataFrame({"drift": ["jump"] * 3, "method": ["ours", "ours", "conf."], "pinball": [1.0, 2.0, 4.0],
+    ...                      "ece": [0.1, 0.3, 0.4], "sharpness": [1.0, 1.0, 2.0]})
+    >>> summary = table1_summary(rows)
+    >>> summary.index.tolist(), summary.columns.tolist()
+    ([('jump', 'pinball'), ('jump', 'ece'), ('jump', 'sharpness')], ['conf.', 'ours'])
+    >>> summary.values.tolist()
+    [[4.0, 1.5], [0.4, 0.2], [2.0, 1.0]]
+    """
+    _check_frame(rows, ["drift", "method", *TABLE1_METRICS], "rows")
+    means = rows.groupby(["drift", "method"], sort=False)[list(TABLE1_METRICS)].mean()
+    long = means.rename_axis(columns="metric").stack().unstack("method")
+    order = [m for m in METHOD_LABELS.values() if m in long.columns]
+    return long[order + [m for m in long.columns if m not in order]].rename_axis(columns=None)
+
+
+def paired_difference(rows, metric, a, b):
+    """Mean of ``metric`` of method ``a`` minus method ``b`` per drift, paired by sequence, with its standard error.
+
+    Parameters
+    ----------
+    rows : pandas.DataFrame
+        Columns ``dataset``, ``seed``, ``sequence``, ``drift``, ``method`` and ``metric``.
+    metric : {"pinball", "ece", "sharpness"}
+    a, b : str
+        Method labels in ``rows["method"]``.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Index ``drift``; columns ``mean``, ``se`` (sample standard deviation
+        over the paired sequences divided by the square root of their number)
+        and ``n`` (the number of pairs).
+
+    Examples
+    --------
+    >>> rows = pd.DataFrame({"dataset": "d", "seed": 0, "drift": "jump", "sequence": [0, 0, 1, 1],
+    ...                      "method": ["ours", "conf.", "ours", "conf."], "ece": [0.1, 0.3, 0.2, 0.6]})
+    >>> paired_difference(rows, "ece", "conf.", "ours").round(3).to_dict("records")
+    [{'mean': 0.3, 'se': 0.1, 'n': 2}]
+    """
+    if metric not in TABLE1_METRICS:
+        raise ValueError(f"metric must be one of {list(TABLE1_METRICS)}, got {metric!r}")
+    _check_frame(rows, ["dataset", "seed", "sequence", "drift", "method", metric], "rows")
+    for name, label in (("a", a), ("b", b)):
+        if label not in set(rows["method"]):
+            raise ValueError(f"{name} must be a method of rows, one of {sorted(set(rows['method']))}, got {label!r}")
+    wide = rows.pivot_table(index=["dataset", "seed", "sequence", "drift"], columns="method", values=metric)
+    d = (wide[a] - wide[b]).groupby(level="drift")
+    return pd.DataFrame({"mean": d.mean(), "se": d.std(ddof=1) / np.sqrt(d.count()), "n": d.count()})
+
+
+def table1_vs_paper(ours, *, rows, full=None, by="drift"):
+    """Table 1 of the paper beside ours, one line per (row, metric, method).
+
+    The paper's numbers are :func:`calibtut.papers.paper_table` ``("drift",
+    "table1")``; the two cells unreadable in our copy are left out.
+
+    Parameters
+    ----------
+    ours : pandas.DataFrame
+        Our scores: the column ``by`` holds Table 1's row (a drift, ``"COVID"``,
+        ``"stock"``), ``method`` a label of :data:`METHOD_LABELS`, and the three scores.
+    rows : sequence of str
+        Table 1's rows to compare.
+    full : pandas.DataFrame, optional
+        The published full run, laid out like ``ours``.
+    by : str, default "drift"
+        The column of ``ours`` (and ``full``) that holds Table 1's row.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``row``, ``metric``, ``method``, ``paper``, ``ours (ci)``,
+        ``ours (full)`` (with ``full``) and ``difference``, rounded to 3
+        decimals, in the paper's order.
+
+    Examples
+    --------
+    >>> ours = pd.DataFrame({"drift": "jump", "method": ["ours", "ours"], "pinball": [0.5, 0.6],
+    ...                      "ece": [0.07, 0.09], "sharpness": [2.0, 2.0]})
+    >>> table = table1_vs_paper(ours, rows=["jump"])
+    >>> table.columns.tolist()
+    ['row', 'metric', 'method', 'paper', 'ours (ci)', 'difference']
+    >>> table.query("method == 'ours'")[["metric", "paper", "ours (ci)"]].values.tolist()
+    [['pinball', 0.533, 0.55], ['ece', 0.073, 0.08], ['sharpness', 1.972, 2.0]]
+    """
+    from calibtut.papers import paper_table
+    from calibtut.run import paper_vs_ours
+
+    paper = paper_table("drift", "table1").dropna()
+    rows = _check_names(rows, tuple(paper["row"].unique()), "rows")
+
+    def long(frame, name):
+        _check_frame(frame, [by, "method", *TABLE1_METRICS], name)
+        return frame.melt(id_vars=[by, "method"], value_vars=list(TABLE1_METRICS), var_name="metric").rename(
+            columns={by: "row"})
+
+    full_long = None if full is None else long(full, "full")
+    table = paper_vs_ours(paper[paper["row"].isin(rows)], long(ours, "ours"), on=["row", "metric", "method"],
+                          full=full_long, decimals=3)
+    return table.reset_index(drop=True)
 
 
 COVID_LOSS_THRESHOLDS = (4.0, 6.0, 8.0)
@@ -528,3 +730,188 @@ def evaluate_params(params, forecasts, labels, levels, B, w_mix=0.4):
     out = {k: float(scores[k].mean()) for k in ("pinball", "ece", "sharpness")}
     out["mix"] = w * out["ece"] + (1 - w) * out["pinball"]
     return out
+
+
+def table2_vs_paper(table2):
+    """Table 2 of the paper (Appendix B.1) beside ours, one line per (``w_mix``, metric).
+
+    Parameters
+    ----------
+    table2 : pandas.DataFrame
+        Index ``w_mix``; columns ``candidate``, ``pinball``, ``ece`` and
+        ``sharpness``: the chosen candidate for each weight, scored on fresh
+        synthetic tasks.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``w_mix``, ``metric``, ``paper``, ``ours (ci)``, ``difference``,
+        rounded to 3 decimals, in the paper's order; the paper's numbers are
+        :func:`calibtut.papers.paper_table` ``("drift", "table2")``.
+
+    Examples
+    --------
+    >>> ours = pd.DataFrame({"candidate": ["c1", "c2"], "pinball": [0.16, 0.17], "ece": [0.02, 0.01],
+    ...                      "sharpness": [0.8, 0.9]}, index=pd.Index([0.0, 1.0], name="w_mix"))
+    >>> table = table2_vs_paper(ours)
+    >>> table.query("w_mix == 1.0")[["metric", "paper", "ours (ci)"]].values.tolist()
+    [['pinball', 0.178, 0.17], ['ece', 0.008, 0.01], ['sharpness', 0.972, 0.9]]
+    """
+    from calibtut.papers import paper_table
+    from calibtut.run import paper_vs_ours
+
+    _check_frame(table2, ["candidate", *TABLE1_METRICS], "table2")
+    if table2.index.name != "w_mix":
+        raise ValueError(f"table2 must be indexed by w_mix, got index {table2.index.name!r}")
+    ours = table2.reset_index().melt(id_vars=["w_mix", "candidate"], value_vars=list(TABLE1_METRICS),
+                                     var_name="metric")
+    return paper_vs_ours(paper_table("drift", "table2"), ours.astype({"value": float}), on=["w_mix", "metric"],
+                         decimals=3)
+
+
+def search_candidates(n_candidates, seed):
+    """The candidates of the hyper-parameter search: the two presets, then ``n_candidates`` random ones.
+
+    Parameters
+    ----------
+    n_candidates : int
+        Number of random candidates (:func:`random_drift_params`).
+    seed : int
+
+    Returns
+    -------
+    dict of str -> DriftParams
+        ``"paper"``, ``"torchuq"``, ``"random 0"``, ``"random 1"``, ...
+
+    Examples
+    --------
+    >>> list(search_candidates(2, seed=0))
+    ['paper', 'torchuq', 'random 0', 'random 1']
+    """
+    candidates = {"paper": PRESETS["paper"], "torchuq": PRESETS["torchuq"]}
+    candidates.update({f"random {i}": p for i, p in enumerate(random_drift_params(n_candidates, seed=seed))})
+    return candidates
+
+
+def search_tasks(seed, *, n_candidates, syn_series, syn_steps, datasets, n_sequences=4, n_steps=100):
+    """The task list of the hyper-parameter search: one JSON-able dict per candidate.
+
+    Parameters
+    ----------
+    seed : int
+    n_candidates : int
+        Random candidates besides the two presets.
+    syn_series, syn_steps : int
+        Size of the synthetic tuning tasks of Eq. (44) (:func:`calibtut.online.synthetic_tasks`).
+    datasets : sequence of str
+        Benchmark datasets whose drifted streams check the transfer.
+    n_sequences, n_steps : int
+        See :func:`benchmark_streams`.
+
+    Returns
+    -------
+    list of dict
+        The keyword arguments of :func:`run_search_task`; ``datasets`` is
+        comma-joined so that tasks stay JSON.
+
+    Examples
+    --------
+    >>> tasks = search_tasks(0, n_candidates=1, syn_series=10, syn_steps=20, datasets=["yacht"])
+    >>> [t["candidate"] for t in tasks], tasks[0]["datasets"]
+    (['paper', 'torchuq', 'random 0'], 'yacht')
+    """
+    seed = check_int(seed, "seed", minimum=0)
+    _check_names(datasets, tuple(BENCHMARK_DATASETS), "datasets")
+    sizes = {"n_candidates": check_int(n_candidates, "n_candidates", minimum=1),
+             "syn_series": check_int(syn_series, "syn_series", minimum=1),
+             "syn_steps": check_int(syn_steps, "syn_steps", minimum=1),
+             "n_sequences": check_int(n_sequences, "n_sequences", minimum=1),
+             "n_steps": check_int(n_steps, "n_steps", minimum=1)}
+    joined = ",".join((datasets,) if isinstance(datasets, str) else datasets)
+    return [{"candidate": name, "seed": seed, **sizes, "datasets": joined}
+            for name in search_candidates(n_candidates, seed)]
+
+
+def search_streams(seed, *, syn_series, syn_steps, datasets, n_sequences=4, n_steps=100):
+    """The data of the search: tuning and fresh synthetic tasks, and the drifted benchmark stacked per drift.
+
+    Parameters
+    ----------
+    seed : int
+    syn_series, syn_steps : int
+    datasets : str or sequence of str
+        Benchmark datasets (a comma-joined string, as in a task, is accepted).
+    n_sequences, n_steps : int
+
+    Returns
+    -------
+    tuning, fresh : DriftStream
+        Synthetic tasks of Eq. (44) drawn from the generators ``[seed, 1]``
+        (to tune) and ``[seed, 2]`` (to score the chosen candidates).
+    real : dict of str -> BenchmarkStream
+        One stack of all datasets per drift (:func:`stack_streams`).
+
+    Examples
+    --------
+    >>> import os
+    >>> out = search_streams(0, syn_series=5, syn_steps=10, datasets="yacht", n_sequences=1, n_steps=20) \\
+    ...     if os.environ.get("CALIBTUT_DATA_MIRROR") else None
+    >>> out is None or (out[0].labels.shape == (5, 10) and sorted(out[2]) == sorted(BENCHMARK_DRIFTS))
+    True
+    """
+    from calibtut.online.drift import synthetic_tasks
+
+    names = datasets.split(",") if isinstance(datasets, str) else list(datasets)
+    tuning = synthetic_tasks(syn_series, syn_steps, seed=np.random.default_rng([seed, 1]))
+    fresh = synthetic_tasks(syn_series, syn_steps, seed=np.random.default_rng([seed, 2]))
+    per_dataset = [benchmark_streams(d, seed=seed, n_steps=n_steps, n_sequences=n_sequences) for d in names]
+    real = {drift: stack_streams([streams[drift] for streams in per_dataset]) for drift in BENCHMARK_DRIFTS}
+    return tuning, fresh, real
+
+
+@functools.lru_cache(maxsize=4)
+def _search_data(seed, syn_series, syn_steps, datasets, n_sequences, n_steps):
+    return search_streams(seed, syn_series=syn_series, syn_steps=syn_steps, datasets=datasets,
+                          n_sequences=n_sequences, n_steps=n_steps)
+
+
+def run_search_task(candidate, seed, *, n_candidates, syn_series, syn_steps, datasets, n_sequences=4, n_steps=100):
+    """Scores of one candidate of the search on the synthetic tuning tasks and on each drifted benchmark stream.
+
+    The unit of work of the search (:func:`search_tasks`, run by
+    :func:`calibtut.run.sweep`). The data (:func:`search_streams`) is built
+    once per process and setting.
+
+    Parameters
+    ----------
+    candidate : str
+        A name of :func:`search_candidates`.
+    seed, n_candidates, syn_series, syn_steps, datasets, n_sequences, n_steps
+        See :func:`search_tasks`.
+
+    Returns
+    -------
+    dict
+        ``"<where> <score>"`` for ``where`` in ``synthetic`` and the four
+        drifts and ``score`` in ``pinball``, ``ece``, ``sharpness``, ``mix``
+        (:func:`evaluate_params`).
+
+    Examples
+    --------
+    >>> import os
+    >>> row = run_search_task("paper", 0, n_candidates=1, syn_series=5, syn_steps=10, datasets="yacht",
+    ...                       n_sequences=1, n_steps=20) if os.environ.get("CALIBTUT_DATA_MIRROR") else None
+    >>> row is None or ("synthetic mix" in row and "jump ece" in row)
+    True
+    """
+    candidates = search_candidates(n_candidates, seed)
+    if candidate not in candidates:
+        raise ValueError(f"candidate must be one of {list(candidates)}, got {candidate!r}")
+    joined = datasets if isinstance(datasets, str) else ",".join(datasets)
+    tuning, _, real = _search_data(seed, syn_series, syn_steps, joined, n_sequences, n_steps)
+    p = candidates[candidate]
+    row = {f"synthetic {k}": v
+           for k, v in evaluate_params(p, tuning.forecasts, tuning.labels, tuning.levels, tuning.B).items()}
+    for drift, st in real.items():
+        row.update({f"{drift} {k}": v for k, v in evaluate_params(p, st.forecasts, st.labels, st.levels, st.B).items()})
+    return row
