@@ -47,6 +47,40 @@ from calibtut.online.conformal import ConformalCalibrator, equally_spaced_levels
 from calibtut.online.drift import PAPER_DRIFT_BETA, apply_drift
 from calibtut.online.metrics import ece_loss, pinball_loss, sharpness
 
+__all__ = [
+    "BENCHMARK_DATASETS",
+    "BENCHMARK_DRIFTS",
+    "BENCHMARK_METHODS",
+    "COVID_LOSS",
+    "COVID_LOSS_THRESHOLDS",
+    "METHOD_LABELS",
+    "SEARCH_SPACE",
+    "SHUTDOWN_LOSS",
+    "BenchmarkStream",
+    "benchmark_streams",
+    "benchmark_table",
+    "benchmark_tasks",
+    "best_action",
+    "decision_loss",
+    "evaluate_params",
+    "gaussian_base_forecasts",
+    "make_method",
+    "paired_difference",
+    "random_drift_params",
+    "run_benchmark_task",
+    "run_search_task",
+    "score_stream",
+    "search_candidates",
+    "search_streams",
+    "search_tasks",
+    "stack_streams",
+    "table1_rows",
+    "table1_summary",
+    "table1_vs_paper",
+    "table2_vs_paper",
+]
+
+
 BENCHMARK_DATASETS = {
     "boston": "uci_dropout/boston",
     "concrete": "uci_dropout/concrete",
