@@ -162,6 +162,12 @@ def _paper_table():
     return pd.DataFrame({"m": ["a", "b"], "value": [1.0, 2.0]})
 
 
+def _runs_table():
+    import pandas as pd
+
+    return pd.DataFrame({"lam": [0, 1], "rmse": [1.0, 2.0]})
+
+
 def _square_task(seed):
     return {"v": seed * seed}
 
@@ -237,7 +243,6 @@ VALID_FOR = {
     "calibtut.data.regression_study": {"frame": lambda: _method_table(), "X": lambda: _method_table(), "run": 0},
     "calibtut.run.progress.SweepProgress": {"total": 4, "done": 1, "desc": "demo", "bar": False, "slots": 2},
     "calibtut.run.recheck.recheck": {"store": "missing.jsonl"},  # bad arguments are refused before it is read
-    "calibtut.run.sweep": {"tasks": [{"seed": 0}], "fn": lambda: (lambda seed: {"v": seed})},
     "calibtut.online.theorem1_bound": {"delta": 0.1},
     "calibtut.online.spring_bound_check": {"quantiles": np.zeros((10, K)) + [-1.0, 0.0, 1.0],
                                            "labels": np.zeros(10), "delta": 0.1},
@@ -276,6 +281,16 @@ VALID_FOR = {
     "calibtut.shift.grl_coefficient": {"step": 10},
     "calibtut.shift.bound_violation_search": {"n_draws": 10},
     "calibtut.shift.discriminator_weights": {"g": np.full(N, 0.5)},
+    # The experiments layer: bad numbers are refused before any data is loaded or model trained.
+    "calibtut.experiments.drift": {
+        "datasets": ["yacht"], "seeds": [0], "dataset": "yacht", "seed": 0, "B": 5,
+        "forecasts": np.zeros((1, 10, K)) + [-1.0, 0.0, 1.0], "labels": np.zeros((1, 10)),
+        "quantiles": np.zeros((1, 10, K)) + [-1.0, 0.0, 1.0], "method": "ours", "candidate": "paper",
+        "params": lambda: calibtut.online.PRESETS["paper"], "n_candidates": 1, "syn_series": 2, "syn_steps": 10,
+        "z_forecast": np.array([1.0, 5.0]), "action": np.array([0, 1]), "z": np.array([3.0, 9.0]),
+    },
+    "calibtut.experiments": {"n_folds": 5, "fold": 0, "datasets": ["yacht"], "folds": [0], "seeds": [0],
+                             "dataset": "yacht", "runs": lambda: _runs_table(), "by": "lam", "metrics": "rmse"},
     "calibtut.shift.gaussian_bound_terms": {"shift": lambda: calibtut.shift.GaussianShift(1.0, 0.7), "n_grid": 101},
 }
 
@@ -284,6 +299,8 @@ VALID_FOR = {
 RESULT_RECORDS = {"FitHistory", "DataFile", "Collection", "RegressionData", "ForecastStreams", "DriftStream"}
 # Paper 004: the exact selection shift, the terms of Theorem 1, and what fit_dann did.
 RESULT_RECORDS |= {"SelectionShift", "BoundTerms", "DANNHistory"}
+# The drift benchmark's streams.
+RESULT_RECORDS |= {"BenchmarkStream"}
 
 _NUMERIC_TYPE = re.compile(r"\b(float|int|integer)\b")
 _ARRAY_TYPE = re.compile(r"array|tensor|Tensor|sequence|tuple")

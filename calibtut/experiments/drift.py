@@ -39,7 +39,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from calibtut._validation import check_int, check_rng
+from calibtut._validation import check_int, check_levels, check_real, check_rng
 from calibtut.online.adjustment import PRESETS
 from calibtut.online.baselines import ACICalibrator, OriginalForecast, RegretCalibrator
 from calibtut.online.calibrator import DriftCalibrator
@@ -145,6 +145,20 @@ def _check_names(values, allowed, name):
     return values
 
 
+def _check_settings(*, n_steps, n_sequences, n_levels, max_train, aci_gamma, params, drifts, methods):
+    """Refuse a bad benchmark setting before any data is loaded (the checks of the functions it reaches)."""
+    check_int(n_steps, "n_steps", minimum=1)
+    check_int(n_sequences, "n_sequences", minimum=1)
+    check_int(n_levels, "n_levels", minimum=1)
+    check_int(max_train, "max_train", minimum=10)
+    check_real(aci_gamma, "aci_gamma", low=0, low_open=True)
+    if params not in PRESETS:
+        raise ValueError(f"params must be one of {sorted(PRESETS)}, got {params!r}")
+    for value, allowed, name in ((drifts, BENCHMARK_DRIFTS, "drifts"), (methods, BENCHMARK_METHODS, "methods")):
+        if value != "all":
+            _check_names(value.split(",") if isinstance(value, str) else value, allowed, name)
+
+
 def gaussian_base_forecasts(X, y, levels, *, n_steps=100, n_sequences=1, max_train=5000, seed=None):
     """Train the Gaussian base model offline and draw i.i.d. test sequences.
 
@@ -185,7 +199,7 @@ def gaussian_base_forecasts(X, y, levels, *, n_steps=100, n_sequences=1, max_tra
     T = check_int(n_steps, "n_steps", minimum=1)
     m = check_int(n_sequences, "n_sequences", minimum=1)
     cap = check_int(max_train, "max_train", minimum=10)
-    a = np.asarray(levels, dtype=float)
+    a = check_levels(levels)
     rng = check_rng(seed)
     n = len(y)
     n_pool = max(T, n // 4)
@@ -245,6 +259,9 @@ def benchmark_streams(dataset, *, seed=0, drifts=BENCHMARK_DRIFTS, n_steps=100, 
     _check_dataset(dataset)
     drifts = _check_names(drifts, BENCHMARK_DRIFTS, "drifts")
     levels = equally_spaced_levels(n_levels)
+    for value, name in ((n_steps, "n_steps"), (n_sequences, "n_sequences")):
+        check_int(value, name, minimum=1)
+    check_int(max_train, "max_train", minimum=10)
     data = load_regression(BENCHMARK_DATASETS[dataset])
     forecasts, labels = gaussian_base_forecasts(data.X, data.y, levels, n_steps=n_steps, n_sequences=n_sequences,
                                                 max_train=max_train, seed=seed)
@@ -284,6 +301,7 @@ def make_method(method, levels, B, *, params="paper", aci_gamma=0.05, seed=None)
     'DriftCalibrator'
     """
     _check_names(method, BENCHMARK_METHODS, "method")
+    aci_gamma = check_real(aci_gamma, "aci_gamma", low=0, low_open=True)
     if method == "original":
         return OriginalForecast(levels, B)
     if method == "conformal":
@@ -345,8 +363,8 @@ def run_benchmark_task(dataset, seed, *, n_steps=100, n_sequences=1, n_levels=9,
     >>> t is None or t["method"].tolist() == ["original", "conformal"]
     True
     """
-    if params not in PRESETS:
-        raise ValueError(f"params must be one of {sorted(PRESETS)}, got {params!r}")
+    _check_settings(n_steps=n_steps, n_sequences=n_sequences, n_levels=n_levels, max_train=max_train,
+                    aci_gamma=aci_gamma, params=params, drifts=drifts, methods=methods)
     drift_list = BENCHMARK_DRIFTS if drifts == "all" else _check_names(drifts.split(","), BENCHMARK_DRIFTS, "drifts")
     method_list = BENCHMARK_METHODS if methods == "all" else _check_names(methods.split(","), BENCHMARK_METHODS,
                                                                             "methods")
@@ -430,6 +448,8 @@ def benchmark_tasks(datasets, seeds, *, n_steps=100, n_sequences=1, n_levels=9, 
     """
     datasets = _check_names(datasets, tuple(BENCHMARK_DATASETS), "datasets")
     seeds = [check_int(s, "seeds", minimum=0) for s in seeds]
+    _check_settings(n_steps=n_steps, n_sequences=n_sequences, n_levels=n_levels, max_train=max_train,
+                    aci_gamma=aci_gamma, params=params, drifts=drifts, methods=methods)
     return [{"dataset": d, "seed": s, "n_steps": n_steps, "n_sequences": n_sequences, "n_levels": n_levels,
              "params": params, "aci_gamma": float(aci_gamma), "max_train": max_train, "drifts": drifts,
              "methods": methods} for d in datasets for s in seeds]
@@ -896,6 +916,8 @@ def search_streams(seed, *, syn_series, syn_steps, datasets, n_sequences=4, n_st
     from calibtut.online.drift import synthetic_tasks
 
     names = datasets.split(",") if isinstance(datasets, str) else list(datasets)
+    check_int(syn_series, "syn_series", minimum=1)
+    check_int(syn_steps, "syn_steps", minimum=1)
     tuning = synthetic_tasks(syn_series, syn_steps, seed=np.random.default_rng([seed, 1]))
     fresh = synthetic_tasks(syn_series, syn_steps, seed=np.random.default_rng([seed, 2]))
     per_dataset = [benchmark_streams(d, seed=seed, n_steps=n_steps, n_sequences=n_sequences) for d in names]

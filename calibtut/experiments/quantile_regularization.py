@@ -31,12 +31,13 @@ from __future__ import annotations
 import functools
 import math
 import numbers
+from collections.abc import Mapping
 
 import numpy as np
 import pandas as pd
 import torch
 
-from calibtut._validation import check_int
+from calibtut._validation import check_int, check_real
 from calibtut.data import Standardizer, load_regression
 from calibtut.entropy import resolve_spacing
 from calibtut.metrics import l2_calibration_error, nll_gaussian, pit_gaussian
@@ -120,7 +121,12 @@ def qr_tasks(datasets, folds, seeds, *, models=("dropout", "ensemble"), lam=None
     >>> [(t["fold"], t["lam"], t["kfold_iso"]) for t in tasks]
     [(0, 0.0, 3), (0, 1.0, 0), (1, 0.0, 3), (1, 1.0, 0)]
     """
-    lam = dict(PAPER_LAMBDA) if lam is None else dict(lam)
+    if lam is not None and not isinstance(lam, Mapping):
+        raise TypeError(f"lam must be a dict of model -> weight, got {lam!r} ({type(lam).__name__})")
+    lam = dict(PAPER_LAMBDA) if lam is None else {m: check_real(w, f"lam[{m!r}]", low=0) for m, w in lam.items()}
+    kfold_iso = check_int(kfold_iso, "kfold_iso", minimum=0)
+    if kfold_iso == 1:
+        raise ValueError("kfold_iso must be 0 (skip) or at least 2")
     tasks = []
     for model in models:
         if model not in lam:
@@ -194,8 +200,7 @@ def _load(dataset):
 
 
 def _spacing_rule(spacing, spacing_mult):
-    if isinstance(spacing_mult, bool) or not isinstance(spacing_mult, numbers.Real) or not spacing_mult > 0:
-        raise ValueError(f"spacing_mult must be a positive real number, got {spacing_mult!r}")
+    spacing_mult = check_real(spacing_mult, "spacing_mult", low=0, low_open=True)
     if isinstance(spacing, str):
         if spacing != "sqrt":
             raise ValueError(f"spacing must be 'sqrt' or an int, got {spacing!r}")
@@ -349,11 +354,15 @@ def run_qr_config(
         raise TypeError(f"dataset must be a str, got {type(dataset).__name__}")
     if model not in _MODELS:
         raise ValueError(f"model must be one of {_MODELS}, got {model!r}")
-    if isinstance(lam, bool) or not isinstance(lam, numbers.Real) or lam < 0:
-        raise ValueError(f"lam must be a non-negative real number, got {lam!r}")
+    lam = check_real(lam, "lam", low=0)
     seed = check_int(seed, "seed", minimum=0)
+    n_folds = check_int(n_folds, "n_folds", minimum=2)
+    fold = check_int(fold, "fold", minimum=0, maximum=n_folds - 1)
     epochs = check_int(epochs, "epochs", minimum=1)
     batch_size = check_int(batch_size, "batch_size", minimum=2)
+    lr = check_real(lr, "lr", low=0, low_open=True)
+    n_members = check_int(n_members, "n_members", minimum=1)
+    n_mc = check_int(n_mc, "n_mc", minimum=1)
     hidden = (check_int(width, "width", minimum=1),) * check_int(depth, "depth", minimum=1)
     kfold_iso = check_int(kfold_iso, "kfold_iso", minimum=0)
     if kfold_iso == 1:
@@ -518,13 +527,14 @@ def summarize_runs(runs, by, metrics, *, decimals=None):
     missing = [c for c in [*by, *metrics] if c not in runs.columns]
     if missing:
         raise ValueError(f"runs lacks column(s) {missing}; it has {list(runs.columns)}")
+    if decimals is not None:
+        decimals = check_int(decimals, "decimals", minimum=0)
     groups = runs.groupby(by, sort=False)
     table = groups.size().rename("n_runs").reset_index()
     for metric in metrics:
         stats = groups[metric].agg(["mean", "std"]).rename(columns=lambda c: f"{metric}_{c}").reset_index()
         table = table.merge(stats, on=by, how="left")
     if decimals is not None:
-        decimals = check_int(decimals, "decimals", minimum=0)
         numeric = [c for c in table.columns if c.endswith(("_mean", "_std"))]
         table[numeric] = table[numeric].round(decimals)
     return table
