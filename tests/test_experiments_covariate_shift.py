@@ -64,7 +64,7 @@ def test_runner_is_deterministic_and_none_does_not_depend_on_the_repeat(tiny_run
     first = tiny_run.set_index("method")
     # the source model and the Brent temperatures are fixed across repeats (the paper's setting)
     assert other.loc["None", "ece"] == first.loc["None", "ece"]
-    assert other.loc["Temp", "temperature"] == first.loc["Temp", "temperature"]
+    assert other.loc["Temp", "fitted_t"] == first.loc["Temp", "fitted_t"]
 
 
 def test_scores_are_those_of_the_per_point_predictions():

@@ -59,6 +59,7 @@ from calibtut.recalibration import TemperatureScaling
 from calibtut.shift import DANNHead, LogisticDiscriminator, MLPDiscriminator, effective_sample_size, fit_dann
 
 __all__ = [
+    "DIGIT_SHIFTS",
     "METHODS",
     "STAND_INS",
     "cs_tasks",
@@ -72,6 +73,9 @@ __all__ = [
 
 #: The columns of the paper's Table 1, then our two ablations (NLL temperature, density-ratio weights).
 METHODS = ("None", "Temp", "IW+Temp", "FL+Temp", "FL+IW+Temp", "Temp (NLL)", "IW(ratio)+Temp")
+
+#: The digit shifts of the paper's Table 1 that the offline data reproduce.
+DIGIT_SHIFTS = ("M->M", "U->M", "M->U")
 
 #: The paper's shifts that we cannot run offline -> the stand-in shift we run for them (None: no stand-in).
 STAND_INS = {"S->M": "T->M", "M->S": "M->T", "A->W": "U->D8", "D->A": "D8->U", "W->A": None}
@@ -370,9 +374,10 @@ def run_cs_config(shift="U->M", seed=0, repeat=0, *, n_source=None, n_target=Non
     -------
     pandas.DataFrame
         One row per method of :data:`METHODS` run: ``method``, ``ece``,
-        ``oce``, ``temperature``, ``ess_frac`` (Kish's effective sample size of
-        the density-ratio weights on the source validation set, over its size;
-        IW rows only), ``dann_epochs`` (FL rows), and the shift's
+        ``oce``, ``fitted_t`` (the fitted temperature), ``ess_frac`` (Kish's
+        effective sample size of the density-ratio weights on the source
+        validation set, over its size; IW rows only), ``dann_kept`` (the
+        DANN epochs kept by the stopping rule; FL rows), and the shift's
         ``cls_error`` (the source classifier's target error, %),
         ``n_source_val`` and ``n_target_test``.
 
@@ -392,9 +397,9 @@ def run_cs_config(shift="U->M", seed=0, repeat=0, *, n_source=None, n_target=Non
             "method": method,
             "ece": 100 * expected_calibration_error(p, correct, n_bins=15, closed="right"),
             "oce": 100 * overconfidence_error(p, correct, n_bins=15, closed="right"),
-            "temperature": extra[method]["temperature"],
+            "fitted_t": extra[method]["temperature"],
             "ess_frac": extra[method]["ess_frac"],
-            "dann_epochs": extra[method].get("dann_epochs"),
+            "dann_kept": extra[method].get("dann_epochs"),
             **common,
         })
     order = {m: i for i, m in enumerate(METHODS)}
@@ -404,16 +409,16 @@ def run_cs_config(shift="U->M", seed=0, repeat=0, *, n_source=None, n_target=Non
 # ------------------------------------------------------------------------------------------- tasks and tables
 
 
-def cs_tasks(shifts, seeds, repeats, **fixed):
+def cs_tasks(shifts=DIGIT_SHIFTS, seeds=(0,), repeats=1, **fixed):
     """The task list for :func:`calibtut.run.sweep`: one task per shift, source seed and repeat.
 
     Parameters
     ----------
-    shifts : sequence of str
+    shifts : sequence of str, default :data:`DIGIT_SHIFTS`
         Shift names (:func:`parse_shift`).
-    seeds : sequence of int
+    seeds : sequence of int, default (0,)
         Source-model seeds (the paper: one).
-    repeats : int
+    repeats : int, default 1
         Calibrator repeats per shift and seed (the paper: 10; >= 1).
     **fixed
         Further keyword arguments of :func:`run_cs_config`, the same for every task.
