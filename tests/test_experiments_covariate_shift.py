@@ -140,3 +140,20 @@ def test_ece_vs_rotation_orders_angles_and_averages_repeats():
         cs.ece_vs_rotation(runs, metric="nll")
     with pytest.raises(ValueError, match="M->M"):
         cs.ece_vs_rotation(runs[runs["shift"] == "U->M"])
+
+
+@pytest.mark.parametrize("shift", ["M->T", "T->M", "D8->U", "U->D8", "M->R45"])
+def test_every_stand_in_shift_runs(shift):
+    rows = cs.run_cs_config(shift, seed=1, n_source=200, n_target=200, epochs=1, dann_epochs=1)
+    assert rows["method"].tolist() == list(cs.METHODS)
+    assert np.isfinite(rows[["ece", "oce"]].to_numpy()).all()
+
+
+def test_paper_settings_run_the_network_discriminator_and_sgd_temperatures():
+    rows = cs.run_cs_config("D8->U", seed=0, n_source=200, n_target=200, epochs=1, dann_epochs=1,
+                            discriminator="mlp", temperature="sgd").set_index("method")
+    assert np.isfinite(rows[["ece", "oce"]].to_numpy()).all()
+    # every SGD temperature moved away from its starting value beta = 1
+    fitted = rows.drop(index="None")["fitted_t"]
+    assert (fitted > 0).all() and (fitted != 1.0).all(), fitted
+    assert rows.loc[["IW+Temp", "FL+IW+Temp"], "ess_frac"].between(0, 1, inclusive="right").all()
