@@ -16,7 +16,7 @@ TINY = {"n_source": 400, "n_target": 400, "epochs": 2, "dann_epochs": 3}
 def test_parse_shift_accepts_the_book_domains_and_refuses_others():
     assert cs.parse_shift("D8->U") == ("D8", "U")
     assert cs.parse_shift("M->R-15") == ("M", "R-15")
-    for bad in ("M-U", "X->M", "R30->M", "M->U->M"):
+    for bad in ("M-U", "X->M", "R30->M", "M->U->M", "U->U"):
         with pytest.raises(ValueError, match="shift"):
             cs.parse_shift(bad)
     with pytest.raises(TypeError, match="shift"):

@@ -116,6 +116,8 @@ def parse_shift(shift):
     source, target = match.groups()
     if source.startswith("R"):
         raise ValueError(f"a rotated domain is a target only, got shift={shift!r}")
+    if source == target == "U":
+        raise ValueError("shift='U->U' would reuse the USPS training images as target data; use 'M->M' for no shift")
     return source, target
 
 
