@@ -58,6 +58,9 @@ def test_runner_returns_every_method_with_scores_in_range(tiny_run):
 
 
 def test_runner_is_deterministic_and_none_does_not_depend_on_the_repeat(tiny_run):
+    # recompute from scratch: the per-process caches would otherwise return the same run
+    cs._run.cache_clear()
+    cs._source_model.cache_clear()
     again = cs.run_cs_config("U->M", seed=0, repeat=0, **TINY)
     pd.testing.assert_frame_equal(tiny_run, again)
     other = cs.run_cs_config("U->M", seed=0, repeat=1, **TINY).set_index("method")
