@@ -20,6 +20,9 @@ drift
 quantile_regularization
     Paper 003 (quantile regularization): the UCI experiments of Tables 1, 2,
     4-7 and the ablations of Figures 5-12.
+covariate_shift
+    Paper 004 (calibration under covariate shift): Table 1's digit shifts, their
+    stand-ins for SVHN and Office-31, and the rotation sweep.
 
 The quantile-regularization names are also reachable from the package itself
 (``from calibtut.experiments import qr_tasks``); they are imported on first use,

@@ -1,0 +1,583 @@
+"""Table 1 of paper 004 (Park et al.): calibration under covariate shift on digits, one run per call.
+
+:func:`run_cs_config` runs one calibrator repeat of one shift: it builds the
+source and target samples, trains (or takes from this process's cache) the
+source LeNet-5, and fits every column of the paper's Table 1 on the source
+validation set,
+
+* ``None``: the source classifier as it is;
+* ``Temp``: one temperature on the source validation logits (Brier score,
+  as the paper's code; Guo et al. fit the NLL, reported as ``Temp (NLL)``);
+* ``IW+Temp``: a domain discriminator on the frozen 84-d LeNet features
+  ``phi`` (source train against target train, temperature-calibrated on the
+  validation pair), weights ``1/g - 1/2`` clamped at ``U`` on the source
+  validation set, then the weighted Brier temperature; the density-ratio
+  weights ``1/g - 1`` give the extra row ``IW(ratio)+Temp``;
+* ``FL+Temp``: a DANN head (:func:`calibtut.shift.fit_dann`) on the frozen
+  ``phi``, with its temperature fitted on the source validation set;
+* ``FL+IW+Temp``: the same DANN head, a discriminator refitted on its learned
+  features ``psi`` and the weighted temperature. **One DANN is shared by
+  FL+Temp and FL+IW+Temp** (a paired ablation at half the cost; the authors'
+  code trains one per column).
+
+Every method is scored as in the paper's code: the label is the *original*
+classifier's prediction ``f(x)`` and the confidence is the recalibrated
+forecaster's probability of that label; the ECE and its over-confident part
+use 15 equal-width bins closed on the right (``[0, 1/15]``, then ``(l, u]``)
+and are given times 100.
+
+One task is **one shift and one calibrator repeat** (not one shift with its
+repeats inside): the repeats are then spread over workers and a stopped sweep
+resumes repeat by repeat. The source model depends only on the shift's source
+domain, ``seed`` and its training settings, never on ``repeat``, so the ten
+repeats of the paper share one fixed source classifier (the paper's setting);
+each worker trains it once and keeps it (:func:`functools.lru_cache`), and
+keeps the last runs too, so that :func:`shift_predictions` after
+:func:`run_cs_config` with the same arguments costs nothing.
+
+Shifts (``source->target``): ``M`` MNIST (the 15,000 offline images, halved
+at random into a source half and a target half, so that ``M->M`` has disjoint
+samples), ``U`` USPS (the authors' split: last 1,093 training images for
+validation), ``R<angle>`` the MNIST target half rotated by ``angle`` degrees,
+``T`` textured MNIST (:func:`calibtut.data.texture_images`, the book's
+stand-in for SVHN) and ``D8`` scikit-learn's 8 x 8 digits upsampled to 28 x 28
+(with USPS, the stand-in for Office-31's small domains).
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+
+import numpy as np
+import pandas as pd
+import torch
+
+from calibtut._validation import check_int, check_real
+from calibtut.metrics import expected_calibration_error, overconfidence_error
+from calibtut.recalibration import TemperatureScaling
+from calibtut.shift import DANNHead, LogisticDiscriminator, MLPDiscriminator, effective_sample_size, fit_dann
+
+__all__ = [
+    "DIGIT_SHIFTS",
+    "METHODS",
+    "STAND_INS",
+    "cs_tasks",
+    "ece_vs_rotation",
+    "parse_shift",
+    "run_cs_config",
+    "shift_predictions",
+    "table1_summary",
+    "table1_vs_paper",
+]
+
+#: The columns of the paper's Table 1, then our two ablations (NLL temperature, density-ratio weights).
+METHODS = ("None", "Temp", "IW+Temp", "FL+Temp", "FL+IW+Temp", "Temp (NLL)", "IW(ratio)+Temp")
+
+#: The digit shifts of the paper's Table 1 that the offline data reproduce.
+DIGIT_SHIFTS = ("M->M", "U->M", "M->U")
+
+#: The paper's shifts that we cannot run offline -> the stand-in shift we run for them (None: no stand-in).
+STAND_INS = {"S->M": "T->M", "M->S": "M->T", "A->W": "U->D8", "D->A": "D8->U", "W->A": None}
+
+#: SGD learning rates of the paper's code for each temperature (used with ``temperature="sgd"``).
+_SGD_LR = {"Temp": 1.0, "Temp (NLL)": 1.0, "IW+Temp": 0.1, "IW(ratio)+Temp": 0.1, "FL+Temp": 0.1,
+           "FL+IW+Temp": 0.01}
+
+_DOMAIN = r"M|U|T|D8|R-?\d+(?:\.\d+)?"
+_SHIFT = re.compile(rf"({_DOMAIN})->({_DOMAIN})")
+
+
+def parse_shift(shift):
+    """Split a shift name ``"source->target"`` into its two domains, checking both.
+
+    Domains: ``M`` (MNIST), ``U`` (USPS), ``T`` (textured MNIST), ``D8``
+    (scikit-learn 8 x 8 digits) and, as a target only, ``R<angle>`` (MNIST
+    rotated by ``angle`` degrees).
+
+    Parameters
+    ----------
+    shift : str
+
+    Returns
+    -------
+    tuple of str
+
+    Examples
+    --------
+    >>> parse_shift("U->M"), parse_shift("M->R30")
+    (('U', 'M'), ('M', 'R30'))
+    """
+    if not isinstance(shift, str):
+        raise TypeError(f"shift must be a str such as 'U->M', got {type(shift).__name__}")
+    match = _SHIFT.fullmatch(shift)
+    if match is None:
+        raise ValueError(f"shift must look like 'M->U', 'U->M', 'M->R30', 'M->T' or 'D8->U', got {shift!r}")
+    source, target = match.groups()
+    if source.startswith("R"):
+        raise ValueError(f"a rotated domain is a target only, got shift={shift!r}")
+    if source == target == "U":
+        raise ValueError("shift='U->U' would reuse the USPS training images as target data; use 'M->M' for no shift")
+    return source, target
+
+
+# ------------------------------------------------------------------------------------------- data
+
+
+@functools.lru_cache(maxsize=4)
+def _raw(name):
+    from calibtut.data import load_digits_8x8, load_mnist_pool, load_usps
+
+    if name == "M":
+        return load_mnist_pool()
+    if name == "D8":
+        return load_digits_8x8(size=28)
+    Xtr, ytr = load_usps("train", size=28)
+    Xte, yte = load_usps("test", size=28)
+    return np.vstack([Xtr, Xte]), np.concatenate([ytr, yte])
+
+
+def _cap(index, n):
+    return index if n is None else index[:n]
+
+
+@functools.lru_cache(maxsize=16)
+def _domain(name, role, seed, n_cap):
+    """``(X_train, y_train, X_val, y_val, X_test, y_test)`` of a domain in the role of source or target.
+
+    MNIST (and its rotated and textured versions) use the seed's random half of
+    the pool for the source role and the other half for the target role; USPS
+    uses the authors' split; the 8 x 8 digits a seeded split.
+    """
+    base = "M" if name == "T" or name.startswith("R") else name
+    X, y = _raw(base)
+    if base == "U":
+        train, val, test = np.arange(6198), np.arange(6198, 7291), np.arange(7291, 9298)
+    else:
+        order = np.random.default_rng(seed).permutation(len(y))
+        half = len(y) // 2
+        part = order[:half] if role == "source" else order[half:]
+        if role == "source":
+            cut = int(0.8 * len(part))
+            train, val, test = part[:cut], part[cut:], part[:0]
+        else:
+            a, b = int(0.4 * len(part)), int(0.6 * len(part))
+            train, val, test = part[:a], part[a:b], part[b:]
+    train, val = _cap(train, n_cap), _cap(val, None if n_cap is None else max(n_cap // 4, 200))
+    parts = [(X[i], y[i]) for i in (train, val, test)]
+    if name == "T":
+        rng = np.random.default_rng([seed, 1 if role == "source" else 2])
+        parts = [(_texture(Xp, rng), yp) for Xp, yp in parts]
+    elif name.startswith("R"):
+        from calibtut.data import rotate_images
+
+        parts = [(rotate_images(Xp, float(name[1:])) if len(Xp) else Xp, yp) for Xp, yp in parts]
+    return tuple(a for pair in parts for a in pair)
+
+
+def _texture(X, rng):
+    from calibtut.data import texture_images
+
+    return texture_images(X, seed=rng) if len(X) else X
+
+
+@functools.lru_cache(maxsize=8)
+def _source_model(source, seed, n_source, epochs, lr, device):
+    from calibtut.models import LeNet5, fit_classifier
+
+    Xtr, ytr, Xval, yval, _, _ = _domain(source, "source", seed, n_source)
+    model = LeNet5(seed=seed)
+    fit_classifier(model, Xtr, ytr, val=(Xval, yval), epochs=epochs, batch_size=100, lr=lr, seed=seed,
+                   device=device, progress=False)
+    return model.cpu().eval()
+
+
+# ------------------------------------------------------------------------------------------- methods
+
+
+def _temperature(method, logits, labels, weights, temperature, seed):
+    ts = TemperatureScaling(loss="nll" if method == "Temp (NLL)" else "brier")
+    if temperature == "sgd":
+        ts.fit_sgd(logits, labels, weights, lr=_SGD_LR[method], seed=seed)
+    else:
+        ts.fit(logits, labels, weights)
+    return ts
+
+
+def _discriminator(kind, X_source, X_target, val, seed, device):
+    if kind == "logistic":
+        d = LogisticDiscriminator()
+    else:
+        d = MLPDiscriminator(hidden=(84,), epochs=100, patience=20, device=device)
+    return d.fit(X_source, X_target, val=val, seed=seed)
+
+
+def _check_run(shift, seed, repeat, n_source, n_target, epochs, lr, discriminator, dann_epochs, dann_lr, upper,
+               temperature):
+    parse_shift(shift)
+    check_int(seed, "seed", minimum=0)
+    check_int(repeat, "repeat", minimum=0)
+    for name, value in (("n_source", n_source), ("n_target", n_target)):
+        if value is not None:
+            check_int(value, name, minimum=50)
+    check_int(epochs, "epochs", minimum=1)
+    check_real(lr, "lr", low=0, low_open=True)
+    check_int(dann_epochs, "dann_epochs", minimum=0)
+    check_real(dann_lr, "dann_lr", low=0, low_open=True)
+    check_real(upper, "upper", low=1)
+    if discriminator not in ("logistic", "mlp"):
+        raise ValueError(f"discriminator must be 'logistic' or 'mlp', got {discriminator!r}")
+    if temperature not in ("exact", "sgd"):
+        raise ValueError(f"temperature must be 'exact' or 'sgd', got {temperature!r}")
+
+
+@functools.lru_cache(maxsize=32)
+def _run(shift, seed, repeat, n_source, n_target, epochs, lr, discriminator, dann_epochs, dann_lr, upper,
+         temperature, device):
+    from calibtut.models import extract_features, predict_logits
+
+    source, target = parse_shift(shift)
+    model = _source_model(source, seed, n_source, epochs, lr, device)
+    Xs_tr, ys_tr, Xs_val, ys_val, _, _ = _domain(source, "source", seed, n_source)
+    Xt_tr, _, Xt_val, _, Xt_te, yt_te = _domain(target, "target", seed, n_target)
+    phi = {k: extract_features(model, X) for k, X in
+           (("s_tr", Xs_tr), ("s_val", Xs_val), ("t_tr", Xt_tr), ("t_val", Xt_val), ("t_te", Xt_te))}
+    head = model.head
+    with torch.no_grad():
+        logits = {k: head(torch.as_tensor(phi[k], dtype=torch.float32)).double().numpy() for k in ("s_val", "t_te")}
+    pred = logits["t_te"].argmax(axis=1)
+    correct = pred == yt_te
+    rows = np.arange(len(pred))
+    seeds = np.random.SeedSequence([seed, repeat]).generate_state(4)
+    disc_seed, dann_seed, sgd_seed, disc2_seed = (int(s) for s in seeds)
+    probs, extra = {}, {}
+
+    def add(method, val_logits, test_logits, weights=None, ess=None):
+        ts = _temperature(method, val_logits, ys_val, weights, temperature, sgd_seed)
+        probs[method] = ts.predict_proba(test_logits)[rows, pred]
+        extra[method] = {"temperature": ts.temperature_, "ess_frac": ess}
+
+    probs["None"] = torch.softmax(torch.as_tensor(logits["t_te"]), dim=1).numpy()[rows, pred]
+    extra["None"] = {"temperature": 1.0, "ess_frac": None}
+    add("Temp", logits["s_val"], logits["t_te"])
+    add("Temp (NLL)", logits["s_val"], logits["t_te"])
+    d = _discriminator(discriminator, phi["s_tr"], phi["t_tr"], (phi["s_val"], phi["t_val"]), disc_seed, device)
+    ess = effective_sample_size(d.weights(phi["s_val"], kind="ratio", upper=upper)) / len(ys_val)
+    add("IW+Temp", logits["s_val"], logits["t_te"], d.weights(phi["s_val"], kind="bound", upper=upper), ess)
+    add("IW(ratio)+Temp", logits["s_val"], logits["t_te"], d.weights(phi["s_val"], kind="ratio", upper=upper), ess)
+    if dann_epochs > 0:
+        dann = DANNHead(phi["s_tr"].shape[1], model.n_classes, hidden=84, hidden_d=84, seed=dann_seed)
+        history = fit_dann(dann, phi["s_tr"], ys_tr, phi["t_tr"], epochs=dann_epochs, lr=dann_lr, seed=dann_seed,
+                           device=device, progress=False)
+        with torch.no_grad():
+            fl = {k: dann(torch.as_tensor(phi[k], dtype=torch.float32)).double().numpy() for k in phi}
+            psi = {k: dann.features(torch.as_tensor(phi[k], dtype=torch.float32)).double().numpy() for k in phi}
+        add("FL+Temp", fl["s_val"], fl["t_te"])
+        d2 = _discriminator(discriminator, psi["s_tr"], psi["t_tr"], (psi["s_val"], psi["t_val"]), disc2_seed,
+                            device)
+        ess2 = effective_sample_size(d2.weights(psi["s_val"], kind="ratio", upper=upper)) / len(ys_val)
+        add("FL+IW+Temp", fl["s_val"], fl["t_te"], d2.weights(psi["s_val"], kind="bound", upper=upper), ess2)
+        for method in ("FL+Temp", "FL+IW+Temp"):
+            extra[method]["dann_epochs"] = history.kept_epoch + 1
+    common = {"cls_error": 100 * float(1 - correct.mean()), "n_source_val": len(ys_val), "n_target_test": len(pred)}
+    return probs, correct, extra, common
+
+
+def _run_arguments(shift, seed, repeat, n_source, n_target, epochs, lr, discriminator, dann_epochs, dann_lr, upper,
+                   temperature, device):
+    _check_run(shift, seed, repeat, n_source, n_target, epochs, lr, discriminator, dann_epochs, dann_lr, upper,
+               temperature)
+    return (shift, int(seed), int(repeat), n_source, n_target, int(epochs), float(lr), discriminator,
+            int(dann_epochs), float(dann_lr), float(upper), temperature, device)
+
+
+def shift_predictions(shift="U->M", seed=0, repeat=0, *, n_source=None, n_target=None, epochs=20, lr=1e-3,
+                      discriminator="logistic", dann_epochs=100, dann_lr=1e-2, upper=1e3, temperature="exact",
+                      device="cpu"):
+    """Every method's confidence in the source classifier's label, per target test point.
+
+    The parameters are those of :func:`run_cs_config`; this is the raw
+    material of its scores and of the reliability diagrams (the paper's
+    Figures 3-9).
+
+    Parameters
+    ----------
+    shift : str, default "U->M"
+    seed : int, default 0
+    repeat : int, default 0
+    n_source : int or None, default None
+    n_target : int or None, default None
+    epochs : int, default 20
+    lr : float, default 1e-3
+    discriminator : {"logistic", "mlp"}, default "logistic"
+    dann_epochs : int, default 100
+    dann_lr : float, default 1e-2
+    upper : float, default 1000
+    temperature : {"exact", "sgd"}, default "exact"
+    device : {"cpu", "cuda"}, default "cpu"
+
+    Returns
+    -------
+    pandas.DataFrame
+        Long: ``method``, ``confidence`` and ``correct`` (whether the
+        classifier's label is right), one row per method and test point.
+
+    Examples
+    --------
+    >>> pts = shift_predictions("U->M", n_source=300, n_target=300, epochs=1,
+    ...                         dann_epochs=2)  # doctest: +SKIP
+    >>> sorted(pts["method"].unique())[:2]  # doctest: +SKIP
+    ['FL+IW+Temp', 'FL+Temp']
+    """
+    probs, correct, _, _ = _run(*_run_arguments(shift, seed, repeat, n_source, n_target, epochs, lr, discriminator,
+                                                 dann_epochs, dann_lr, upper, temperature, device))
+    return pd.concat([pd.DataFrame({"method": m, "confidence": p, "correct": correct}) for m, p in probs.items()],
+                     ignore_index=True)
+
+
+def run_cs_config(shift="U->M", seed=0, repeat=0, *, n_source=None, n_target=None, epochs=20, lr=1e-3,
+                  discriminator="logistic", dann_epochs=100, dann_lr=1e-2, upper=1e3, temperature="exact",
+                  device="cpu"):
+    """One calibrator repeat of one shift: every method's ECE and over-confident ECE (x 100).
+
+    Parameters
+    ----------
+    shift : str, default "U->M"
+        ``"source->target"``, see :func:`parse_shift`.
+    seed : int, default 0
+        Seeds the data split and the source LeNet-5 (fixed across repeats).
+    repeat : int, default 0
+        The calibrator run (>= 0): seeds the discriminators, the DANN head and
+        the SGD temperatures.
+    n_source : int or None, default None
+        Use at most this many source training images (>= 50; a quarter as many,
+        at least 200, for validation); None: all.
+    n_target : int or None, default None
+        Likewise for the unlabelled target training and validation images; the
+        labelled target test set is always whole.
+    epochs : int, default 20
+        LeNet-5 training epochs (Adam; the best validation error is kept).
+    lr : float, default 1e-3
+        Adam learning rate of the source model (> 0).
+    discriminator : {"logistic", "mlp"}, default "logistic"
+        Scikit-learn logistic regression (the paper's Section 5.1) or the
+        one-hidden-layer network of its experiments.
+    dann_epochs : int, default 100
+        At most this many DANN epochs (>= 0; 0 skips the FL columns).
+    dann_lr : float, default 1e-2
+        SGD learning rate of the DANN head (> 0; the code's 1e-3 needs its 500 epochs).
+    upper : float, default 1000
+        The bound ``U`` on the density ratio (>= 1); ``g`` is clamped at ``1/(1+U)``.
+    temperature : {"exact", "sgd"}, default "exact"
+        Brent's exact minimiser of the (weighted) score or the paper's SGD.
+    device : {"cpu", "cuda"}, default "cpu"
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per method of :data:`METHODS` run: ``method``, ``ece``,
+        ``oce``, ``fitted_t`` (the fitted temperature), ``ess_frac`` (Kish's
+        effective sample size of the density-ratio weights on the source
+        validation set, over its size; IW rows only), ``dann_kept`` (the
+        DANN epochs kept by the stopping rule; FL rows), and the shift's
+        ``cls_error`` (the source classifier's target error, %),
+        ``n_source_val`` and ``n_target_test``.
+
+    Examples
+    --------
+    >>> rows = run_cs_config("U->M", n_source=300, n_target=300, epochs=1,
+    ...                      dann_epochs=2)  # doctest: +SKIP
+    >>> rows["method"].tolist()[:3]  # doctest: +SKIP
+    ['None', 'Temp', 'Temp (NLL)']
+    """
+    probs, correct, extra, common = _run(*_run_arguments(shift, seed, repeat, n_source, n_target, epochs, lr,
+                                                         discriminator, dann_epochs, dann_lr, upper, temperature,
+                                                         device))
+    rows = []
+    for method, p in probs.items():
+        rows.append({
+            "method": method,
+            "ece": 100 * expected_calibration_error(p, correct, n_bins=15, closed="right"),
+            "oce": 100 * overconfidence_error(p, correct, n_bins=15, closed="right"),
+            "fitted_t": extra[method]["temperature"],
+            "ess_frac": extra[method]["ess_frac"],
+            "dann_kept": extra[method].get("dann_epochs"),
+            **common,
+        })
+    order = {m: i for i, m in enumerate(METHODS)}
+    return pd.DataFrame(rows).sort_values("method", key=lambda s: s.map(order), kind="stable").reset_index(drop=True)
+
+
+# ------------------------------------------------------------------------------------------- tasks and tables
+
+
+def cs_tasks(shifts=DIGIT_SHIFTS, seeds=(0,), repeats=1, **fixed):
+    """The task list for :func:`calibtut.run.sweep`: one task per shift, source seed and repeat.
+
+    Parameters
+    ----------
+    shifts : sequence of str, default :data:`DIGIT_SHIFTS`
+        Shift names (:func:`parse_shift`).
+    seeds : sequence of int, default (0,)
+        Source-model seeds (the paper: one).
+    repeats : int, default 1
+        Calibrator repeats per shift and seed (the paper: 10; >= 1).
+    **fixed
+        Further keyword arguments of :func:`run_cs_config`, the same for every task.
+
+    Returns
+    -------
+    list of dict
+        Repeats vary slowest, so a partial sweep already covers every shift.
+
+    Examples
+    --------
+    >>> [(t["shift"], t["repeat"]) for t in cs_tasks(["M->U", "U->M"], [0], 2, epochs=3)]
+    [('M->U', 0), ('U->M', 0), ('M->U', 1), ('U->M', 1)]
+    """
+    if isinstance(shifts, str):
+        raise TypeError("shifts must be a sequence of shift names, not one str")
+    for shift in shifts:
+        parse_shift(shift)
+    repeats = check_int(repeats, "repeats", minimum=1)
+    seeds = [check_int(s, "seeds", minimum=0) for s in seeds]
+    return [{"shift": shift, "seed": seed, "repeat": repeat, **fixed}
+            for repeat in range(repeats) for seed in seeds for shift in shifts]
+
+
+def _check_runs(runs, columns, name="runs"):
+    if not isinstance(runs, pd.DataFrame):
+        raise TypeError(f"{name} must be a pandas DataFrame, got {type(runs).__name__}")
+    missing = [c for c in columns if c not in runs.columns]
+    if missing:
+        raise ValueError(f"{name} lacks column(s) {missing}; it has {list(runs.columns)}")
+
+
+def _long(runs, name="runs"):
+    """Runs in long format: shift, method, metric (ece, oce, cls_error), value."""
+    _check_runs(runs, ["shift", "method", "ece", "oce", "cls_error"], name)
+    metrics = runs.melt(id_vars=["shift", "method"], value_vars=["ece", "oce"], var_name="metric")
+    cls = runs[runs["method"] == "None"][["shift", "method", "cls_error"]].rename(columns={"cls_error": "value"})
+    return pd.concat([cls.assign(metric="cls_error"), metrics], ignore_index=True)[["shift", "method", "metric",
+                                                                                  "value"]]
+
+
+def table1_summary(runs):
+    """Our Table 1: mean and standard deviation (ddof 1, as the paper) over repeats, per shift, method, metric.
+
+    Parameters
+    ----------
+    runs : pandas.DataFrame
+        Rows of :func:`run_cs_config` with a ``shift`` column (the output of
+        :func:`calibtut.run.sweep` over :func:`cs_tasks`).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Long: ``shift``, ``method``, ``metric`` (``cls_error``, ``ece``,
+        ``oce``), ``mean``, ``std`` (NaN for a single run), ``runs``; shifts
+        in the order they first appear, methods in :data:`METHODS` order.
+
+    Examples
+    --------
+    >>> runs = pd.DataFrame({"shift": "U->M", "method": ["None", "Temp", "None", "Temp"],
+    ...                      "ece": [40.0, 36.0, 42.0, 38.0], "oce": [40.0, 36.0, 42.0, 38.0],
+    ...                      "cls_error": 50.0})
+    >>> table1_summary(runs).query("metric == 'ece'")[["method", "mean", "std"]].values.tolist()
+    [['None', 41.0, 1.4142135623730951], ['Temp', 37.0, 1.4142135623730951]]
+    """
+    long = _long(runs)
+    shifts = list(dict.fromkeys(long["shift"]))
+    out = long.groupby(["shift", "method", "metric"], sort=False)["value"].agg(["mean", "std", "count"])
+    out = out.rename(columns={"count": "runs"}).reset_index()
+    rank = {m: i for i, m in enumerate(METHODS)}
+    metric_rank = {"cls_error": 0, "ece": 1, "oce": 2}
+    key = out["shift"].map({s: i for i, s in enumerate(shifts)}) * 10_000 + out["metric"].map(metric_rank) * 100
+    out = out.assign(_k=key + out["method"].map(rank)).sort_values("_k").drop(columns="_k")
+    return out.reset_index(drop=True)
+
+
+def table1_vs_paper(ours, *, full=None):
+    """Every cell of the paper's Table 1 beside ours, long: one row per (shift, method, metric).
+
+    Paper shifts we cannot run offline are compared with their stand-in
+    (:data:`STAND_INS`, named in the column ``ours shift``; ``"none"`` when
+    there is none, with NaN for ours).
+
+    Parameters
+    ----------
+    ours : pandas.DataFrame
+        Our ``ci`` runs (rows of :func:`run_cs_config` with ``shift``); repeats are averaged.
+    full : pandas.DataFrame, optional
+        The full run, laid out like ``ours``.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``shift``, ``ours shift``, ``method``, ``metric``, ``paper``,
+        ``paper std``, ``source`` (where the paper's number was read),
+        ``ours (ci)``, ``ours (full)`` (with ``full``) and ``difference``
+        (ours minus paper, the full run where given), rounded to 2 decimals.
+
+    Examples
+    --------
+    >>> runs = pd.DataFrame({"shift": "U->M", "method": ["None", "Temp"], "ece": [40.0, 36.0],
+    ...                      "oce": [40.0, 36.0], "cls_error": 50.0})
+    >>> t = table1_vs_paper(runs)
+    >>> t.query("shift == 'U->M' and metric == 'ece'")[["method", "paper", "ours (ci)"]].values.tolist()[:2]
+    [['None', 42.43, 40.0], ['Temp', 36.89, 36.0]]
+    """
+    from calibtut.papers import paper_table
+    from calibtut.run import paper_vs_ours
+
+    paper = paper_table("covariate_shift", "table1")
+    ours_shift = paper["shift"].map(lambda s: STAND_INS.get(s, s) or "none")
+    key = ["shift", "method", "metric"]
+
+    def relabel(runs, name):
+        long = _long(runs, name)
+        back = {v: k for k, v in STAND_INS.items() if v is not None}
+        return long.assign(shift=long["shift"].map(lambda s: back.get(s, s)))
+
+    table = paper_vs_ours(paper.rename(columns={"mean": "value"})[[*key, "value"]], relabel(ours, "ours"), on=key,
+                          full=None if full is None else relabel(full, "full"), decimals=2)
+    table.insert(1, "ours shift", ours_shift.to_numpy())
+    table.insert(table.columns.get_loc("paper") + 1, "paper std", paper["std"].round(2).to_numpy())
+    table.insert(table.columns.get_loc("paper std") + 1, "source", paper["source"].to_numpy())
+    return table
+
+
+def ece_vs_rotation(runs, metric="ece"):
+    """Mean ECE (or another metric) per rotation angle and method: the severity figure's data.
+
+    Parameters
+    ----------
+    runs : pandas.DataFrame
+        Rows of :func:`run_cs_config` with ``shift``; only ``M->M`` (angle 0)
+        and ``M->R<angle>`` shifts are used.
+    metric : {"ece", "oce", "cls_error"}, default "ece"
+
+    Returns
+    -------
+    pandas.DataFrame
+        Index ``angle`` (degrees, increasing), one column per method
+        (:data:`METHODS` order), the mean over repeats.
+
+    Examples
+    --------
+    >>> runs = pd.DataFrame({"shift": ["M->M", "M->R30"], "method": "Temp", "ece": [1.0, 9.0],
+    ...                      "oce": [0.5, 8.0], "cls_error": [2.0, 20.0]})
+    >>> ece_vs_rotation(runs).to_dict()
+    {'Temp': {0.0: 1.0, 30.0: 9.0}}
+    """
+    if metric not in ("ece", "oce", "cls_error"):
+        raise ValueError(f"metric must be 'ece', 'oce' or 'cls_error', got {metric!r}")
+    _check_runs(runs, ["shift", "method", metric])
+    angle = runs["shift"].map(lambda s: 0.0 if s == "M->M" else (float(s[4:]) if s.startswith("M->R") else None))
+    kept = runs.assign(angle=angle).dropna(subset=["angle"])
+    if kept.empty:
+        raise ValueError("runs has no M->M or M->R<angle> shift")
+    table = kept.pivot_table(index="angle", columns="method", values=metric, aggfunc="mean").sort_index()
+    table = table[[m for m in METHODS if m in table.columns]]
+    table.columns.name = None
+    return table

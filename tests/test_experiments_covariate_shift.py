@@ -1,0 +1,162 @@
+"""The paper-004 experiments layer: shift names, the one-configuration runner, Table 1's tables."""
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from calibtut.experiments import covariate_shift as cs
+from calibtut.metrics import expected_calibration_error
+from calibtut.papers import paper_table
+
+TINY = {"n_source": 400, "n_target": 400, "epochs": 2, "dann_epochs": 3}
+
+
+def test_parse_shift_accepts_the_book_domains_and_refuses_others():
+    assert cs.parse_shift("D8->U") == ("D8", "U")
+    assert cs.parse_shift("M->R-15") == ("M", "R-15")
+    for bad in ("M-U", "X->M", "R30->M", "M->U->M", "U->U"):
+        with pytest.raises(ValueError, match="shift"):
+            cs.parse_shift(bad)
+    with pytest.raises(TypeError, match="shift"):
+        cs.parse_shift(3)
+
+
+def test_tasks_put_repeats_last_and_check_their_arguments():
+    tasks = cs.cs_tasks(["M->U", "U->M"], [0, 1], 2, epochs=3)
+    assert len(tasks) == 8 and all(t["epochs"] == 3 for t in tasks)
+    assert [t["repeat"] for t in tasks] == [0, 0, 0, 0, 1, 1, 1, 1]
+    with pytest.raises(ValueError, match="repeats"):
+        cs.cs_tasks(["M->U"], [0], 0)
+    with pytest.raises(TypeError, match="shifts"):
+        cs.cs_tasks("M->U", [0], 1)
+
+
+@pytest.mark.parametrize("change", [
+    {"n_source": 10}, {"lr": 0.0}, {"upper": 0.5}, {"dann_epochs": -1}, {"repeat": -1},
+    {"discriminator": "svm"}, {"temperature": "lbfgs"}, {"shift": "U->R30x"},
+])
+def test_runner_refuses_bad_arguments_before_any_work(change):
+    with pytest.raises((ValueError, TypeError), match=next(iter(change))):
+        cs.run_cs_config(**{"shift": "U->M", **TINY, **change})
+
+
+@pytest.fixture(scope="module")
+def tiny_run():
+    return cs.run_cs_config("U->M", seed=0, repeat=0, **TINY)
+
+
+def test_runner_returns_every_method_with_scores_in_range(tiny_run):
+    assert tiny_run["method"].tolist() == list(cs.METHODS)
+    assert tiny_run[["ece", "oce"]].ge(0).all().all() and tiny_run[["ece", "oce"]].le(100).all().all()
+    # the over-confident part of the ECE never exceeds the ECE
+    assert (tiny_run["oce"] <= tiny_run["ece"] + 1e-9).all()
+    iw = tiny_run.set_index("method").loc[["IW+Temp", "IW(ratio)+Temp", "FL+IW+Temp"], "ess_frac"]
+    assert ((iw > 0) & (iw <= 1)).all()
+    assert tiny_run["cls_error"].nunique() == 1 and tiny_run["n_target_test"].iloc[0] == 3000
+
+
+def test_runner_is_deterministic_and_none_does_not_depend_on_the_repeat(tiny_run):
+    # recompute from scratch: the per-process caches would otherwise return the same run
+    cs._run.cache_clear()
+    cs._source_model.cache_clear()
+    again = cs.run_cs_config("U->M", seed=0, repeat=0, **TINY)
+    pd.testing.assert_frame_equal(tiny_run, again)
+    other = cs.run_cs_config("U->M", seed=0, repeat=1, **TINY).set_index("method")
+    first = tiny_run.set_index("method")
+    # the source model and the Brent temperatures are fixed across repeats (the paper's setting)
+    assert other.loc["None", "ece"] == first.loc["None", "ece"]
+    assert other.loc["Temp", "fitted_t"] == first.loc["Temp", "fitted_t"]
+
+
+def test_scores_are_those_of_the_per_point_predictions():
+    pts = cs.shift_predictions("U->M", seed=0, repeat=0, **TINY)
+    rows = cs.run_cs_config("U->M", seed=0, repeat=0, **TINY).set_index("method")
+    for method, group in pts.groupby("method"):
+        ece = 100 * expected_calibration_error(group["confidence"], group["correct"], closed="right")
+        assert math.isclose(ece, rows.loc[method, "ece"], rel_tol=1e-12)
+    none = pts[pts["method"] == "None"]
+    assert math.isclose(100 * (1 - none["correct"].mean()), rows["cls_error"].iloc[0])
+
+
+def test_a_single_run_has_no_spread():
+    runs = pd.DataFrame({"shift": "M->U", "method": ["None", "Temp"], "ece": [20.0, 12.0], "oce": [19.0, 11.0],
+                         "cls_error": 25.0})
+    table = cs.table1_summary(runs)
+    assert table["std"].isna().all() and (table["runs"] == 1).all()
+    assert table[["method", "metric", "mean"]].values.tolist() == [
+        ["None", "cls_error", 25.0], ["None", "ece", 20.0], ["Temp", "ece", 12.0],
+        ["None", "oce", 19.0], ["Temp", "oce", 11.0]]
+
+
+def _fake_runs(shifts, repeats=2):
+    rng = np.random.default_rng(0)
+    rows = []
+    for shift in shifts:
+        for repeat in range(repeats):
+            for method in cs.METHODS:
+                ece = rng.uniform(1, 40)
+                rows.append({"shift": shift, "repeat": repeat, "method": method, "ece": ece,
+                             "oce": ece * 0.9, "cls_error": 30.0})
+    return pd.DataFrame(rows)
+
+
+def test_table1_summary_matches_pandas_mean_and_sample_std():
+    runs = _fake_runs(["M->U", "U->M"], repeats=3)
+    table = cs.table1_summary(runs)
+    cell = table.query("shift == 'U->M' and method == 'IW+Temp' and metric == 'ece'").iloc[0]
+    raw = runs.query("shift == 'U->M' and method == 'IW+Temp'")["ece"]
+    assert math.isclose(cell["mean"], raw.mean()) and math.isclose(cell["std"], raw.std(ddof=1))
+    assert cell["runs"] == 3
+    assert table["shift"].unique().tolist() == ["M->U", "U->M"]
+    assert table.query("metric == 'cls_error'")["method"].unique().tolist() == ["None"]
+    assert table.query("shift == 'M->U' and metric == 'ece'")["method"].tolist() == list(cs.METHODS)
+
+
+def test_table1_vs_paper_covers_every_paper_cell_and_maps_stand_ins():
+    paper = paper_table("covariate_shift", "table1")
+    ci = _fake_runs(["M->M", "U->M", "M->U", "M->T", "T->M", "U->D8", "D8->U"], repeats=1)
+    full = ci.assign(ece=ci["ece"] + 1.0)
+    table = cs.table1_vs_paper(ci, full=full)
+    assert len(table) == len(paper)
+    assert table[["shift", "method", "metric"]].values.tolist() == paper[["shift", "method", "metric"]].values.tolist()
+    row = table.query("shift == 'M->S' and method == 'Temp' and metric == 'ece'").iloc[0]
+    assert row["ours shift"] == "M->T" and row["paper"] == 10.28 and row["source"] == "paper"
+    want = ci.query("shift == 'M->T' and method == 'Temp'")["ece"].mean()
+    assert math.isclose(row["ours (ci)"], round(want, 2))
+    assert math.isclose(row["difference"], round(round(want + 1.0, 2) - 10.28, 2), abs_tol=0.011)
+    # W->A has no stand-in: ours is blank, and unreadable paper cells stay blank
+    assert table.query("shift == 'W->A'")["ours (ci)"].isna().all()
+    assert (table.query("shift == 'W->A'")["ours shift"] == "none").all()
+    unreadable = table[table["source"] == "unreadable"]
+    assert len(unreadable) == 9 and unreadable["paper"].isna().all()
+
+
+def test_ece_vs_rotation_orders_angles_and_averages_repeats():
+    runs = _fake_runs(["M->R45", "M->M", "M->R15", "U->M"], repeats=2)
+    table = cs.ece_vs_rotation(runs)
+    assert table.index.tolist() == [0.0, 15.0, 45.0]
+    assert table.columns.tolist() == list(cs.METHODS)
+    assert math.isclose(table.loc[15.0, "Temp"], runs.query("shift == 'M->R15' and method == 'Temp'")["ece"].mean())
+    with pytest.raises(ValueError, match="metric"):
+        cs.ece_vs_rotation(runs, metric="nll")
+    with pytest.raises(ValueError, match="M->M"):
+        cs.ece_vs_rotation(runs[runs["shift"] == "U->M"])
+
+
+@pytest.mark.parametrize("shift", ["M->T", "T->M", "D8->U", "U->D8", "M->R45"])
+def test_every_stand_in_shift_runs(shift):
+    rows = cs.run_cs_config(shift, seed=1, n_source=200, n_target=200, epochs=1, dann_epochs=1)
+    assert rows["method"].tolist() == list(cs.METHODS)
+    assert np.isfinite(rows[["ece", "oce"]].to_numpy()).all()
+
+
+def test_paper_settings_run_the_network_discriminator_and_sgd_temperatures():
+    rows = cs.run_cs_config("D8->U", seed=0, n_source=200, n_target=200, epochs=1, dann_epochs=1,
+                            discriminator="mlp", temperature="sgd").set_index("method")
+    assert np.isfinite(rows[["ece", "oce"]].to_numpy()).all()
+    # every SGD temperature moved away from its starting value beta = 1
+    fitted = rows.drop(index="None")["fitted_t"]
+    assert (fitted > 0).all() and (fitted != 1.0).all(), fitted
+    assert rows.loc[["IW+Temp", "FL+IW+Temp"], "ess_frac"].between(0, 1, inclusive="right").all()
