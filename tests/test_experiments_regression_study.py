@@ -63,7 +63,7 @@ def test_method_labels_cover_every_figure_method():
     ({"lambdas": "0"}, ValueError, "lambdas"),
     ({"lambdas": "inf"}, ValueError, "lambdas"),
     ({"regularizers": "trunc"}, ValueError, "trunc"),
-    ({"posthoc": 1}, TypeError, "posthoc"),
+    ({"fit_posthoc": 1}, TypeError, "fit_posthoc"),
     ({"epochs": 0}, ValueError, "epochs"),
     ({"patience": 0}, ValueError, "patience"),
     ({"crime": "raw"}, ValueError, "crime"),
@@ -123,7 +123,7 @@ def test_runner_metrics_match_a_by_hand_evaluation(yacht_rows):
 
 @needs_mirror
 def test_batched_and_sequential_training_give_the_same_rows():
-    kwargs = {"lambdas": "0.2", "regularizers": "pce-kde", "posthoc": False, "epochs": 3, "patience": 2}
+    kwargs = {"lambdas": "0.2", "regularizers": "pce-kde", "fit_posthoc": False, "epochs": 3, "patience": 2}
     batched = rs.run_study_task("Yacht", 1, "mix-crps", batched=True, **kwargs)
     alone = rs.run_study_task("Yacht", 1, "mix-crps", batched=False, **kwargs)
     metrics = [c for c in batched.columns if c.startswith(("val_", "test_"))]
@@ -133,7 +133,7 @@ def test_batched_and_sequential_training_give_the_same_rows():
 
 @needs_mirror
 def test_runner_is_deterministic_and_runs_differ():
-    kwargs = {"lambdas": "", "posthoc": False, "epochs": 2, "patience": 2}
+    kwargs = {"lambdas": "", "fit_posthoc": False, "epochs": 2, "patience": 2}
     a = rs.run_study_task("Yacht", 0, "mix-nll", **kwargs)
     b = rs.run_study_task("Yacht", 0, "mix-nll", **kwargs)
     c = rs.run_study_task("Yacht", 1, "mix-nll", **kwargs)

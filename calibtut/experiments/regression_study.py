@@ -363,7 +363,7 @@ def run_study_task(
     *,
     lambdas="0.01,0.05,0.2,1,5",
     regularizers="auto",
-    posthoc=True,
+    fit_posthoc=True,
     epochs=5000,
     patience=30,
     batch_size=512,
@@ -391,8 +391,9 @@ def run_study_task(
         ``"auto"`` (every regularizer that applies to the base: PCE-KDE,
         PCE-Sort, QR for mixtures; PCE-KDE, Trunc for SQR) or a
         comma-separated list.
-    posthoc : bool, default True
-        Also train the post-hoc base on 65% and apply the maps.
+    fit_posthoc : bool, default True
+        Also train the post-hoc base on 65% and apply the maps (named so as
+        not to clash with the rows' ``posthoc`` column in a sweep).
     epochs : int, default 5000
         Upper bound on epochs (the authors' value), >= 1.
     patience : int, default 30
@@ -438,7 +439,7 @@ def run_study_task(
     base = _check_base(base)
     lams = _parse_lambdas(lambdas)
     regs = _parse_regularizers(regularizers, base)
-    for name, flag in (("posthoc", posthoc), ("batched", batched)):
+    for name, flag in (("fit_posthoc", fit_posthoc), ("batched", batched)):
         if not isinstance(flag, bool):
             raise TypeError(f"{name} must be a bool, got {flag!r}")
     epochs = check_int(epochs, "epochs", minimum=1)
@@ -446,7 +447,7 @@ def run_study_task(
     batch_size = check_int(batch_size, "batch_size", minimum=1)
     if crime not in ("code", "table1"):
         raise ValueError(f"crime must be 'code' or 'table1', got {crime!r}")
-    args = (dataset, run, base, lams, regs, posthoc, epochs, patience, batch_size, crime, batched, device)
+    args = (dataset, run, base, lams, regs, fit_posthoc, epochs, patience, batch_size, crime, batched, device)
     if num_threads is None:
         return _run(*args)
     num_threads = check_int(num_threads, "num_threads", minimum=1)
@@ -458,7 +459,7 @@ def run_study_task(
         torch.set_num_threads(previous)
 
 
-def _run(dataset, run, base, lams, regs, posthoc, epochs, patience, batch_size, crime, batched, device):
+def _run(dataset, run, base, lams, regs, fit_posthoc, epochs, patience, batch_size, crime, batched, device):
     X_all, y_all = _load(dataset, crime)
     keep = study_subsample(len(y_all), run)
     train, val, cal, test = (keep[i] for i in train_val_cal_test_split(len(keep), seed=_SPLIT_SEED + run))
@@ -479,7 +480,7 @@ def _run(dataset, run, base, lams, regs, posthoc, epochs, patience, batch_size, 
     for (reg, lam), (fitted, hist) in zip(configs, trained):
         rows.append(evaluate(fitted, hist, 0.8, len(full), method=method_label(base, reg), regularizer=reg,
                              lam=lam, posthoc="none"))
-    if posthoc:
+    if fit_posthoc:
         [(fitted, hist)] = _train(base, [("none", 0.0)], X_all[train], y_all[train], X_all[val], y_all[val],
                                   *schedule)
         rows.append(evaluate(fitted, hist, 0.65, len(train), method=method_label(base), regularizer="none",
