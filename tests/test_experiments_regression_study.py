@@ -283,7 +283,18 @@ def test_reliability_table_is_long_and_checks_its_method():
         rs.reliability_table(rows, method="MIX-CRPS")
 
 
+def test_method_means_separate_the_65_percent_base():
+    rows = _synthetic_rows(n_datasets=2)
+    means = rs.method_means(rows, ["pce"])["test_pce"]
+    assert set(means.index) == {"MIX-NLL", "MIX-NLL (65%)", "MIX-NLL + PCE-KDE", "MIX-NLL + QR", "MIX-NLL + Rec-EMP"}
+    mask = (rows["method"] == "MIX-NLL") & (rows["train_fraction"] == 0.65)
+    assert means["MIX-NLL (65%)"] == pytest.approx(rows.loc[mask, "test_pce"].mean())
+    with pytest.raises(TypeError, match="metrics"):
+        rs.method_means(rows, "pce")
+
+
 @pytest.mark.parametrize("fn, args", [
+    (rs.method_means, ()),
     (rs.calibration_test_table, ()),
     (rs.selected_lambdas, ()),
     (rs.run_mean_table, ("pce",)),

@@ -81,6 +81,7 @@ __all__ = [
     "cohens_d_table",
     "format_grid",
     "method_label",
+    "method_means",
     "rejection_counts",
     "reliability_table",
     "run_mean_table",
@@ -790,6 +791,38 @@ def run_mean_table(results, metric):
     table = results[keep].pivot_table(index="dataset", columns="method", values=f"test_{metric}", aggfunc="mean")
     table.columns.name = None
     return table
+
+
+def method_means(rows, metrics=("pce", "wis", "nll", "std")):
+    """Mean test metrics per method over datasets and runs, the 65% post-hoc bases labelled apart.
+
+    Parameters
+    ----------
+    rows : pandas.DataFrame
+        Rows of :func:`run_study_task`.
+    metrics : sequence of str, default ("pce", "wis", "nll", "std")
+        Metric names (read from the ``test_`` columns).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Indexed by method; the unrecalibrated network a post-hoc map corrects
+        (trained on 65%) is labelled ``"<base> (65%)"``.
+
+    Examples
+    --------
+    >>> r = pd.DataFrame({"method": ["M", "M", "M + Rec-EMP"], "train_fraction": [0.8, 0.65, 0.65],
+    ...                   "posthoc": ["none", "none", "emp"], "test_pce": [0.1, 0.2, 0.05]})
+    >>> method_means(r, ["pce"])["test_pce"].to_dict()
+    {'M': 0.1, 'M (65%)': 0.2, 'M + Rec-EMP': 0.05}
+    """
+    if isinstance(metrics, str) or not hasattr(metrics, "__iter__"):
+        raise TypeError(f"metrics must be a sequence of metric names, got {metrics!r}")
+    columns = [f"test_{m}" for m in metrics]
+    _check_rows(rows, ["method", "train_fraction", "posthoc", *columns])
+    base65 = (rows["train_fraction"] == 0.65) & (rows["posthoc"] == "none")
+    labels = rows["method"].where(~base65, rows["method"] + " (65%)")
+    return rows.assign(method=labels).groupby("method")[columns].mean()
 
 
 def cohens_d_table(results, metric, baseline="MIX-NLL", form="authors"):
