@@ -168,6 +168,20 @@ def _runs_table():
     return pd.DataFrame({"lam": [0, 1], "rmse": [1.0, 2.0]})
 
 
+def _study_rows():
+    """Rows shaped like calibtut.experiments.regression_study.run_study_task's (two runs, one dataset)."""
+    import pandas as pd
+
+    from calibtut.experiments.regression_study import FREQ_COLUMNS
+
+    return pd.DataFrame([
+        {"dataset": "a", "run": r, "base": "mix-nll", "method": m, "regularizer": reg, "lam": lam, "posthoc": "none",
+         "train_fraction": 0.8, "n_test": 50, "val_pce": 0.1, "test_pce": 0.1 + 0.01 * r, "val_wis": 1.0,
+         "reject": False, "reject_paper": False, **{c: 0.5 for c in FREQ_COLUMNS}}
+        for r in range(2) for m, reg, lam in (("MIX-NLL", "none", 0.0), ("MIX-NLL + QR", "qr", 1.0))
+    ])
+
+
 def _square_task(seed):
     return {"v": seed * seed}
 
@@ -240,6 +254,11 @@ VALID_FOR = {
         "effects": lambda: _method_table(),
     },
     "calibtut.stats.pce_study_test": {"n_sim": 100},
+    "calibtut.experiments.regression_study": {
+        "datasets": ["Yacht"], "runs": [0], "bases": ["mix-nll"], "dataset": "Yacht", "metric": "pce",
+        "rows": lambda: _study_rows(), "results": lambda: _study_rows(), "test_table": lambda: _study_rows(),
+        "base": "mix-nll", "values": (0.1, 1.0),
+    },
     "calibtut.data.regression_study": {"frame": lambda: _method_table(), "X": lambda: _method_table(), "run": 0},
     "calibtut.run.progress.SweepProgress": {"total": 4, "done": 1, "desc": "demo", "bar": False, "slots": 2},
     "calibtut.run.recheck.recheck": {"store": "missing.jsonl"},  # bad arguments are refused before it is read

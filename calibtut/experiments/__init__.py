@@ -17,6 +17,9 @@ Modules
 drift
     Paper 000 (online calibration under drift): the drifted regression
     benchmark, the decision task and the hyper-parameter search of Section 5.
+regression_study
+    Paper 002 (the large-scale study of calibration in neural regression):
+    one task per dataset, run and base model, its lambda grid trained batched.
 quantile_regularization
     Paper 003 (quantile regularization): the UCI experiments of Tables 1, 2,
     4-7 and the ablations of Figures 5-12.

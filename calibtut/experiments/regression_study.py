@@ -1,0 +1,884 @@
+"""The large-scale study of paper 002 (Dheur & Ben Taieb), one task per call.
+
+A **task** is one dataset, one run (a split and an initialisation) and one
+base model (MIX-NLL, MIX-CRPS, SQR-CRPS in the paper's form or in the
+authors' affine form). :func:`run_study_task` trains every model of that task
+and returns one row per (method, lambda, post-hoc map):
+
+* the vanilla model and every regularized model (each regularizer that
+  applies to the base, at each nonzero lambda) train on the same 80% of the
+  data (train + calibration split, as in the authors' code) with the same
+  seed. They share a dataset, a split and an architecture, so they are
+  trained **together** by :func:`calibtut.models.fit_study_batched`: one
+  vmapped pass over stacked parameters, each model with its own early
+  stopping, equal to training them one at a time (``batched=False``) up to
+  the rounding of batched against single matrix products. Over a hundred
+  epochs that rounding moves early-stopping decisions (measured on Concrete,
+  run 0, the full grid: 4 of the 16 mixture models and 7 of the 11 affine-SQR
+  models stopped at the same epoch batched and alone), so long trainings
+  agree in distribution, not bit for bit; short ones agree to 1e-4 (tested).
+  Grouping by (dataset, run,
+  base) is the finest grouping that keeps every batch homogeneous (one class
+  of network, one training set), and the coarsest that keeps one task short
+  enough to resume a sweep usefully;
+* the post-hoc base trains on the 65% training split alone; the maps EMP,
+  LIN and KDE (mixtures) or one-sided CQR in the authors' clipped form and in
+  the paper's form (SQR) are fitted on the 15% calibration split and applied
+  to the same network.
+
+Every row holds validation and test metrics in the target's original units,
+in the definitions of the authors' code (see
+``shared/notes/papers/002-regression-study.md``): ``pce`` (sorted PITs for
+mixtures, the 19-level frequency form for SQR), ``wis`` (the 19-level
+weighted interval score that the figures call CRPS), ``crps`` (closed form
+for unrecalibrated mixtures, 64 centred levels for SQR, NaN after a post-hoc
+map, as in the code), ``nll`` (infinite for Rec-EMP, NaN for quantile
+models), ``std`` (closed form for unrecalibrated mixtures, else the sample
+standard deviation of the 19 quantiles) and ``std_quantile`` (the latter for
+every model), and the test frequencies ``freq_05 ... freq_95`` of the PIT
+reliability diagram.
+
+The summary functions turn those rows into what the chapters show:
+:func:`calibration_test_table` (Figure 2 and the per-dataset test of
+Section 4), :func:`reliability_table`, :func:`selected_lambdas` and
+:func:`study_results` (the lambda rule), :func:`cohens_d_table` and
+:func:`run_mean_table` (the letter-value plots and the CD diagrams).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+
+import numpy as np
+import pandas as pd
+import torch
+
+from calibtut._validation import check_int, check_real
+from calibtut.calibration_penalties import REGULARIZERS
+from calibtut.data import Standardizer, train_val_cal_test_split
+from calibtut.data.regression_study import STUDY_DATASETS, load_study_dataset, study_subsample
+from calibtut.metrics import (
+    crps_mixture,
+    crps_quantile,
+    mixture_std,
+    nll_mixture,
+    pce,
+    pce_null_distribution,
+    pit_mixture,
+    quantile_calibration_error,
+    quantile_std,
+    weighted_interval_score,
+)
+from calibtut.models import fit_study, fit_study_batched, make_study_model
+from calibtut.models.mixture import predict_mixture
+from calibtut.models.sqr import EVAL_LEVELS, predict_quantiles
+from calibtut.models.study_training import BASE_MODEL_NAMES
+from calibtut.recalibration import OneSidedCQR, QuantileRecalibrator, mixture_quantile_function, recalibrated_nll
+from calibtut.stats import cohens_d, holm, select_lambda
+
+__all__ = [
+    "BASE_LABELS",
+    "FREQ_COLUMNS",
+    "POSTHOC_LABELS",
+    "REGULARIZER_LABELS",
+    "calibration_test_table",
+    "cohens_d_table",
+    "format_grid",
+    "method_label",
+    "method_means",
+    "rejection_counts",
+    "reliability_table",
+    "run_mean_table",
+    "run_study_task",
+    "selected_lambdas",
+    "study_results",
+    "study_tasks",
+]
+
+#: Labels of the base models, as in the paper's figures.
+BASE_LABELS = {"mix-nll": "MIX-NLL", "mix-crps": "MIX-CRPS", "sqr": "SQR-CRPS", "sqr-affine": "SQR-CRPS (affine)"}
+#: Labels of the regularizers.
+REGULARIZER_LABELS = {"pce-kde": "PCE-KDE", "pce-sort": "PCE-Sort", "qr": "QR", "trunc": "Trunc"}
+#: Labels of the post-hoc maps ("cqr": the authors' clipped rank; "cqr-paper": Algorithm 2).
+POSTHOC_LABELS = {"emp": "Rec-EMP", "lin": "Rec-LIN", "kde": "Rec-KDE", "cqr": "CQR", "cqr-paper": "CQR (paper)"}
+#: Test frequencies of ``y <= Q(a)`` at the 19 evaluation levels, one column each.
+FREQ_COLUMNS = tuple(f"freq_{round(100 * a):02d}" for a in EVAL_LEVELS)
+
+_CRPS_LEVELS = (np.arange(64) + 0.5) / 64
+_SPLIT_SEED, _MODEL_SEED = 2000, 1000  # the authors' seeds: split 2000 + run, model 1000 + run
+
+
+def _check_base(base):
+    if base not in BASE_MODEL_NAMES:
+        raise ValueError(f"base must be one of {tuple(BASE_MODEL_NAMES)}, got {base!r}")
+    return base
+
+
+def _family(base):
+    return "mixture" if BASE_MODEL_NAMES[base][0] == "mixture" else "sqr"
+
+
+def method_label(base, regularizer="none", posthoc="none"):
+    """The figure label of a method, e.g. ``"MIX-NLL + PCE-KDE"``.
+
+    Parameters
+    ----------
+    base : {"mix-nll", "mix-crps", "sqr", "sqr-affine"}
+    regularizer : {"none", "pce-kde", "pce-sort", "qr", "trunc"}, default "none"
+    posthoc : {"none", "emp", "lin", "kde", "cqr", "cqr-paper"}, default "none"
+
+    Returns
+    -------
+    str
+
+    Examples
+    --------
+    >>> method_label("mix-nll", posthoc="kde"), method_label("sqr", "trunc")
+    ('MIX-NLL + Rec-KDE', 'SQR-CRPS + Trunc')
+    >>> method_label("mix-nll", "qr", "kde")
+    Traceback (most recent call last):
+    ...
+    ValueError: a method has a regularizer or a post-hoc map here, not both (got 'qr' and 'kde')
+    """
+    label = BASE_LABELS[_check_base(base)]
+    if regularizer != "none" and regularizer not in REGULARIZER_LABELS:
+        raise ValueError(f"regularizer must be 'none' or one of {tuple(REGULARIZER_LABELS)}, got {regularizer!r}")
+    if posthoc != "none" and posthoc not in POSTHOC_LABELS:
+        raise ValueError(f"posthoc must be 'none' or one of {tuple(POSTHOC_LABELS)}, got {posthoc!r}")
+    if regularizer != "none" and posthoc != "none":
+        raise ValueError(
+            f"a method has a regularizer or a post-hoc map here, not both (got {regularizer!r} and {posthoc!r})"
+        )
+    if regularizer != "none":
+        return f"{label} + {REGULARIZER_LABELS[regularizer]}"
+    if posthoc != "none":
+        return f"{label} + {POSTHOC_LABELS[posthoc]}"
+    return label
+
+
+def format_grid(values):
+    """A task's lambda grid or regularizer list as one comma-separated string.
+
+    Sweep tasks hold only plain values (str, number, bool), so sequences
+    travel as strings; :func:`run_study_task` parses them back.
+
+    Parameters
+    ----------
+    values : sequence of float or str
+        Strengths (each finite and > 0: lambda = 0 is always trained) or
+        regularizer names.
+
+    Returns
+    -------
+    str
+
+    Examples
+    --------
+    >>> format_grid((0.01, 0.05, 1.0)), format_grid(["pce-kde", "qr"]), format_grid(())
+    ('0.01,0.05,1', 'pce-kde,qr', '')
+    """
+    if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__"):
+        raise TypeError(f"values must be a sequence of numbers or names, got {values!r}")
+    return ",".join(v if isinstance(v, str) else f"{check_real(v, 'values', low=0, low_open=True):g}" for v in values)
+
+
+def _parse_lambdas(lambdas):
+    if not isinstance(lambdas, str):
+        raise TypeError(f"lambdas must be a comma-separated str such as '0.01,1', got {lambdas!r}")
+    values = []
+    for part in filter(None, (p.strip() for p in lambdas.split(","))):
+        try:
+            value = float(part)
+        except ValueError:
+            raise ValueError(f"lambdas must hold numbers, got {part!r} in {lambdas!r}") from None
+        values.append(check_real(value, "lambdas", low=0, low_open=True))
+    if len(set(values)) != len(values):
+        raise ValueError(f"lambdas must be distinct, got {lambdas!r}")
+    return values
+
+
+def _parse_regularizers(regularizers, base):
+    family = _family(base)
+    if not isinstance(regularizers, str):
+        raise TypeError(f"regularizers must be 'auto' or a comma-separated str, got {regularizers!r}")
+    if regularizers == "auto":
+        return [r for r in REGULARIZER_LABELS if family in REGULARIZERS[r]]
+    names = [p.strip() for p in regularizers.split(",") if p.strip()]
+    for name in names:
+        if name not in REGULARIZER_LABELS:
+            raise ValueError(f"regularizers must name some of {tuple(REGULARIZER_LABELS)}, got {name!r}")
+        if family not in REGULARIZERS[name]:
+            raise ValueError(f"regularizer {name!r} applies to {REGULARIZERS[name]} models, not to base {base!r}")
+    return names
+
+
+def study_tasks(datasets, runs, bases, *, lambdas=(0.01, 0.05, 0.2, 1.0, 5.0), regularizers="auto", **fixed):
+    """The task list of the study for :func:`calibtut.run.sweep`: dataset x run x base.
+
+    Runs vary slowest, so a partial sweep holds whole runs of every dataset.
+
+    Parameters
+    ----------
+    datasets : sequence of str
+        Keys of :data:`calibtut.data.regression_study.STUDY_DATASETS`.
+    runs : sequence of int
+        Run indices (the paper: 0-4), each >= 0.
+    bases : sequence of str
+        Base models (``"mix-nll"``, ``"mix-crps"``, ``"sqr"``, ``"sqr-affine"``).
+    lambdas : sequence of float, default (0.01, 0.05, 0.2, 1, 5)
+        Nonzero regularization strengths (lambda = 0 is the vanilla model,
+        always trained).
+    regularizers : "auto" or sequence of str, default "auto"
+        ``"auto"``: every regularizer that applies to the base.
+    **fixed
+        Further keyword arguments of :func:`run_study_task`, the same for all.
+
+    Returns
+    -------
+    list of dict
+
+    Examples
+    --------
+    >>> tasks = study_tasks(["Yacht", "Concrete"], [0, 1], ["mix-nll"], lambdas=[1.0], epochs=50)
+    >>> [(t["dataset"], t["run"]) for t in tasks]
+    [('Yacht', 0), ('Concrete', 0), ('Yacht', 1), ('Concrete', 1)]
+    >>> tasks[0]["lambdas"], tasks[0]["regularizers"], tasks[0]["epochs"]
+    ('1', 'auto', 50)
+    """
+    for name in datasets:
+        if name not in STUDY_DATASETS:
+            raise ValueError(f"datasets must be keys of STUDY_DATASETS, got {name!r}")
+    runs = [check_int(r, "runs", minimum=0) for r in runs]
+    bases = [_check_base(b) for b in bases]
+    if isinstance(lambdas, (str, bytes)) or not hasattr(lambdas, "__iter__"):
+        raise TypeError(f"lambdas must be a sequence of numbers, got {lambdas!r}")
+    grid = format_grid([check_real(v, "lambdas", low=0, low_open=True) for v in lambdas])
+    _parse_lambdas(grid)
+    regs = regularizers if regularizers == "auto" else format_grid(regularizers)
+    for base in bases:
+        _parse_regularizers(regs, base)
+    return [
+        {"dataset": d, "run": r, "base": b, "lambdas": grid, "regularizers": regs, **fixed}
+        for r in runs
+        for b in bases
+        for d in datasets
+    ]
+
+
+@functools.lru_cache(maxsize=8)
+def _load(dataset, crime):
+    data = load_study_dataset(dataset, crime=crime)
+    data.X.setflags(write=False)
+    data.y.setflags(write=False)
+    return data.X, data.y
+
+
+def _mixture_quantiles(weights, means, stds):
+    base = mixture_quantile_function(weights, means, stds)
+    # PITs of exactly 0 or 1 (far outliers) would give infinite base quantiles
+    return lambda u: base(np.clip(u, 1e-12, 1 - 1e-12))
+
+
+def _mixture_metrics(y, params, rec=None):
+    """Metrics of mixture predictions ``params`` (original units), optionally recalibrated by ``rec``."""
+    pit = pit_mixture(y, *params)
+    qf = _mixture_quantiles(*params)
+    if rec is None:
+        quantiles = qf(EVAL_LEVELS)
+        out = {
+            "nll": nll_mixture(y, *params),
+            "crps": crps_mixture(y, *params),
+            "std": float(np.mean(mixture_std(*params))),
+        }
+    else:
+        quantiles = rec.predict_quantiles(EVAL_LEVELS, qf)
+        log_density = -nll_mixture(y, *params, reduction="none")
+        out = {"nll": recalibrated_nll(rec, pit, log_density), "crps": math.nan, "std": quantile_std(quantiles)}
+        pit = rec.transform(pit)
+    out.update(
+        pce=pce(pit),
+        wis=weighted_interval_score(y, quantiles, EVAL_LEVELS),
+        std_quantile=quantile_std(quantiles),
+    )
+    freq = (pit[:, None] <= EVAL_LEVELS[None, :]).mean(axis=0)
+    return out, freq
+
+
+def _quantile_metrics(y, quantiles, crps_quantiles=None):
+    """Metrics of 19 predicted quantiles (original units), the crossings kept as the authors do."""
+    out = {
+        "pce": quantile_calibration_error(y, quantiles, EVAL_LEVELS),
+        "wis": weighted_interval_score(y, quantiles, EVAL_LEVELS),
+        "nll": math.nan,
+        "crps": math.nan if crps_quantiles is None else crps_quantile(y, np.sort(crps_quantiles, axis=1), _CRPS_LEVELS),
+        "std": quantile_std(quantiles),
+    }
+    out["std_quantile"] = out["std"]
+    return out, (y[:, None] <= quantiles).mean(axis=0)
+
+
+def _row(val, test, test_freq, **labels):
+    row = dict(labels)
+    row.update({f"val_{k}": float(v) for k, v in val.items()})
+    row.update({f"test_{k}": float(v) for k, v in test.items()})
+    row.update({c: float(f) for c, f in zip(FREQ_COLUMNS, test_freq)})
+    return row
+
+
+class _Fitted:
+    """A trained network with its scaler: predictions in original units."""
+
+    def __init__(self, model, scaler, family, device):
+        self.model, self.scaler, self.family, self.device = model, scaler, family, device
+
+    def mixture(self, X):
+        w, m, s = predict_mixture(self.model, self.scaler.transform(X), device=self.device)
+        return w, self.scaler.inverse_transform_y(m), self.scaler.inverse_transform_y(s, scale_only=True)
+
+    def quantiles(self, X, levels=EVAL_LEVELS):
+        q = predict_quantiles(self.model, self.scaler.transform(X), levels, device=self.device)
+        return self.scaler.inverse_transform_y(q)
+
+    def metrics(self, X, y):
+        if self.family == "mixture":
+            return _mixture_metrics(y, self.mixture(X))
+        return _quantile_metrics(y, self.quantiles(X), self.quantiles(X, _CRPS_LEVELS))
+
+
+def _train(base, configs, X, y, X_val, y_val, seed, epochs, patience, batch_size, device, batched):
+    """Train one network per ``(regularizer, lam)`` on ``(X, y)``; all share ``seed``."""
+    scaler = Standardizer().fit(X, y)
+    Xs, ys = scaler.transform(X), scaler.transform_y(y)
+    val = (scaler.transform(X_val), scaler.transform_y(y_val))
+    pairs = [make_study_model(base, X.shape[1], regularizer=r, lam=lam, seed=seed) for r, lam in configs]
+    models, losses = [m for m, _ in pairs], [loss for _, loss in pairs]
+    common = {"val": val, "epochs": epochs, "patience": patience, "batch_size": batch_size, "device": device}
+    if batched and len(models) > 1:
+        histories = fit_study_batched(models, Xs, ys, losses=losses, seeds=[seed] * len(models), **common)
+    else:
+        histories = [fit_study(m, Xs, ys, loss=loss, seed=seed, **common) for m, loss in zip(models, losses)]
+    family = _family(base)
+    return [(_Fitted(m, scaler, family, device), h) for m, h in zip(models, histories)]
+
+
+def run_study_task(
+    dataset,
+    run=0,
+    base="mix-nll",
+    *,
+    lambdas="0.01,0.05,0.2,1,5",
+    regularizers="auto",
+    fit_posthoc=True,
+    epochs=5000,
+    patience=30,
+    batch_size=512,
+    crime="code",
+    batched=True,
+    device="cpu",
+    num_threads=1,
+):
+    """Train and evaluate every model of one (dataset, run, base model) of paper 002.
+
+    Parameters
+    ----------
+    dataset : str
+        A key of :data:`calibtut.data.regression_study.STUDY_DATASETS` that
+        loads here (the 24 offline ones, or any with network access).
+    run : int, default 0
+        Run index, >= 0: the authors' subsample ``RandomState(2000 + run + 1)``,
+        the split seed ``2000 + run`` (splits of 65/10/15/10%) and the model
+        seed ``1000 + run``.
+    base : {"mix-nll", "mix-crps", "sqr", "sqr-affine"}, default "mix-nll"
+    lambdas : str, default "0.01,0.05,0.2,1,5"
+        Comma-separated nonzero strengths (:func:`format_grid`); "" trains no
+        regularized model. Each > 0.
+    regularizers : str, default "auto"
+        ``"auto"`` (every regularizer that applies to the base: PCE-KDE,
+        PCE-Sort, QR for mixtures; PCE-KDE, Trunc for SQR) or a
+        comma-separated list.
+    fit_posthoc : bool, default True
+        Also train the post-hoc base on 65% and apply the maps (named so as
+        not to clash with the rows' ``posthoc`` column in a sweep).
+    epochs : int, default 5000
+        Upper bound on epochs (the authors' value), >= 1.
+    patience : int, default 30
+        Early-stopping patience in epochs, >= 1.
+    batch_size : int, default 512
+        >= 1 (capped at the training size).
+    crime : {"code", "table1"}, default "code"
+        The Crime variant (see :func:`calibtut.data.regression_study.load_study_dataset`).
+    batched : bool, default True
+        Train the models that share the 80% split together
+        (:func:`calibtut.models.fit_study_batched`); ``False`` trains them one
+        at a time with :func:`calibtut.models.fit_study` (the same up to float
+        rounding, which over long trainings can shift early stopping).
+    device : {"cpu", "cuda"}, default "cpu"
+    num_threads : int or None, default 1
+        Torch CPU threads while this call runs (restored afterwards); None
+        leaves torch's setting alone.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per model and map: ``method`` (figure label), ``regularizer``,
+        ``lam``, ``posthoc``, ``train_fraction`` (0.8 or 0.65), ``n_train``,
+        ``n_val``, ``n_test``, ``epochs_run``, ``best_epoch``, ``val_*`` and
+        ``test_*`` metrics (see the module docstring) and
+        :data:`FREQ_COLUMNS`.
+
+    Examples
+    --------
+    >>> import os
+    >>> rows = (run_study_task("Yacht", 0, "mix-nll", lambdas="1", regularizers="pce-kde", epochs=2)
+    ...         if os.environ.get("CALIBTUT_DATA_MIRROR") else None)
+    >>> rows is None or rows["method"].tolist() == [
+    ...     "MIX-NLL", "MIX-NLL + PCE-KDE", "MIX-NLL", "MIX-NLL + Rec-EMP", "MIX-NLL + Rec-LIN",
+    ...     "MIX-NLL + Rec-KDE"]
+    True
+    """
+    if not isinstance(dataset, str):
+        raise TypeError(f"dataset must be a str, got {type(dataset).__name__}")
+    if dataset not in STUDY_DATASETS:
+        raise ValueError(f"dataset must be a key of STUDY_DATASETS, got {dataset!r}")
+    run = check_int(run, "run", minimum=0)
+    base = _check_base(base)
+    lams = _parse_lambdas(lambdas)
+    regs = _parse_regularizers(regularizers, base)
+    for name, flag in (("fit_posthoc", fit_posthoc), ("batched", batched)):
+        if not isinstance(flag, bool):
+            raise TypeError(f"{name} must be a bool, got {flag!r}")
+    epochs = check_int(epochs, "epochs", minimum=1)
+    patience = check_int(patience, "patience", minimum=1)
+    batch_size = check_int(batch_size, "batch_size", minimum=1)
+    if crime not in ("code", "table1"):
+        raise ValueError(f"crime must be 'code' or 'table1', got {crime!r}")
+    args = (dataset, run, base, lams, regs, fit_posthoc, epochs, patience, batch_size, crime, batched, device)
+    if num_threads is None:
+        return _run(*args)
+    num_threads = check_int(num_threads, "num_threads", minimum=1)
+    previous = torch.get_num_threads()
+    torch.set_num_threads(num_threads)
+    try:
+        return _run(*args)
+    finally:
+        torch.set_num_threads(previous)
+
+
+def _run(dataset, run, base, lams, regs, fit_posthoc, epochs, patience, batch_size, crime, batched, device):
+    X_all, y_all = _load(dataset, crime)
+    keep = study_subsample(len(y_all), run)
+    train, val, cal, test = (keep[i] for i in train_val_cal_test_split(len(keep), seed=_SPLIT_SEED + run))
+    seed = _MODEL_SEED + run
+    schedule = (seed, epochs, patience, batch_size, device, batched)
+    family = _family(base)
+    sizes = {"n_val": len(val), "n_test": len(test)}
+
+    def evaluate(fitted, hist, fraction, n_train, **labels):
+        (val_m, _), (test_m, freq) = fitted.metrics(X_all[val], y_all[val]), fitted.metrics(X_all[test], y_all[test])
+        return _row(val_m, test_m, freq, **labels, train_fraction=fraction, n_train=n_train, **sizes,
+                    epochs_run=len(hist.val_loss), best_epoch=hist.best_epoch)
+
+    rows = []
+    full = np.sort(np.concatenate([train, cal]))
+    configs = [("none", 0.0)] + [(r, lam) for r in regs for lam in lams]
+    trained = _train(base, configs, X_all[full], y_all[full], X_all[val], y_all[val], *schedule)
+    for (reg, lam), (fitted, hist) in zip(configs, trained):
+        rows.append(evaluate(fitted, hist, 0.8, len(full), method=method_label(base, reg), regularizer=reg,
+                             lam=lam, posthoc="none"))
+    if fit_posthoc:
+        [(fitted, hist)] = _train(base, [("none", 0.0)], X_all[train], y_all[train], X_all[val], y_all[val],
+                                  *schedule)
+        rows.append(evaluate(fitted, hist, 0.65, len(train), method=method_label(base), regularizer="none",
+                             lam=0.0, posthoc="none"))
+        rows += _posthoc_rows(fitted, hist, base, family, X_all, y_all, cal, val, test, len(train), sizes, run)
+    return pd.DataFrame(rows)
+
+
+def _posthoc_rows(fitted, hist, base, family, X_all, y_all, cal, val, test, n_train, sizes, run):
+    info = {"train_fraction": 0.65, "n_train": n_train, **sizes, "epochs_run": len(hist.val_loss),
+            "best_epoch": hist.best_epoch}
+    rows = []
+    if family == "mixture":
+        cal_pit = pit_mixture(y_all[cal], *fitted.mixture(X_all[cal]))
+        for name in ("emp", "lin", "kde"):
+            rec = QuantileRecalibrator(name, max_kde_points=2048, seed=run).fit(cal_pit)
+            parts = [_mixture_metrics(y_all[idx], fitted.mixture(X_all[idx]), rec) for idx in (val, test)]
+            rows.append(_row(parts[0][0], parts[1][0], parts[1][1], method=method_label(base, posthoc=name),
+                             regularizer="none", lam=0.0, posthoc=name, **info))
+        return rows
+    for name, clip in (("cqr", True), ("cqr-paper", False)):
+        cqr = OneSidedCQR(EVAL_LEVELS, clip_rank=clip).fit(fitted.quantiles(X_all[cal]), y_all[cal])
+        parts = [_quantile_metrics(y_all[idx], cqr.predict(fitted.quantiles(X_all[idx]))) for idx in (val, test)]
+        rows.append(_row(parts[0][0], parts[1][0], parts[1][1], method=method_label(base, posthoc=name),
+                         regularizer="none", lam=0.0, posthoc=name, **info))
+    return rows
+
+
+# ----------------------------------------------------------------------------- summary tables
+
+
+def _check_rows(rows, needed):
+    if not isinstance(rows, pd.DataFrame):
+        raise TypeError(f"rows must be a pandas DataFrame of run_study_task rows, got {type(rows).__name__}")
+    missing = [c for c in needed if c not in rows.columns]
+    if missing:
+        raise ValueError(f"rows lacks the columns {missing}")
+    return rows
+
+
+def _vanilla(rows, base):
+    label = BASE_LABELS[_check_base(base)]
+    mask = (rows["method"] == label) & (rows["train_fraction"] == 0.8)
+    if not mask.any():
+        raise ValueError(f"rows holds no vanilla {label} model trained on 80% of the data")
+    return rows[mask]
+
+
+def calibration_test_table(rows, base="mix-nll", *, n_sim=10_000, alpha=0.01, seed=0):
+    """Figure 2 and Section 4 of paper 002: mean test PCE per dataset against a calibrated model's.
+
+    The statistic is the mean over runs of the test PCE of the vanilla model
+    (sorted-PIT form). Its null distribution is that of the same mean for
+    uniform PITs of the same test sizes
+    (:func:`calibtut.metrics.pce_null_distribution`); ``calibrated_pce`` is
+    its mean (the orange bars of Figure 2). Two p-values: the paper's
+    (fraction of null draws strictly above the statistic, which can be 0)
+    and ``(1 + #>=) / (1 + n_sim)``; each is Holm-corrected across datasets.
+
+    Parameters
+    ----------
+    rows : pandas.DataFrame
+        Rows of :func:`run_study_task` (with ``dataset`` and ``run`` columns).
+    base : str, default "mix-nll"
+    n_sim : int, default 10000
+        Null draws per dataset, >= 1.
+    alpha : float, default 0.01
+        Family-wise level of Holm's correction, in (0, 1).
+    seed : int, default 0
+        Dataset ``i`` (in sorted order) uses ``seed + i``; >= 0.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per dataset, sorted by ``pce``: ``dataset``, ``n_runs``,
+        ``pce`` (run mean), ``pce_se`` (standard error over runs, NaN for one
+        run), ``calibrated_pce``, ``pvalue_paper``, ``pvalue``,
+        ``reject_paper``, ``reject``.
+
+    Examples
+    --------
+    >>> rows = pd.DataFrame({"dataset": ["a", "a", "b", "b"], "run": [0, 1, 0, 1],
+    ...                      "method": "MIX-NLL", "train_fraction": 0.8,
+    ...                      "test_pce": [0.2, 0.25, 0.02, 0.03], "n_test": 100})
+    >>> t = calibration_test_table(rows, n_sim=2000)
+    >>> t["dataset"].tolist(), t["reject"].tolist()
+    (['b', 'a'], [False, True])
+    """
+    _check_rows(rows, ["dataset", "run", "method", "train_fraction", "test_pce", "n_test"])
+    n_sim = check_int(n_sim, "n_sim", minimum=1)
+    seed = check_int(seed, "seed", minimum=0)
+    vanilla = _vanilla(rows, base)
+    records = []
+    for i, (name, group) in enumerate(vanilla.sort_values("run").groupby("dataset", sort=True)):
+        stat = float(group["test_pce"].mean())
+        null = pce_null_distribution([int(n) for n in group["n_test"]], n_sim=n_sim, seed=seed + i)
+        records.append({
+            "dataset": name,
+            "n_runs": len(group),
+            "pce": stat,
+            "pce_se": float(group["test_pce"].std(ddof=1) / np.sqrt(len(group))) if len(group) > 1 else math.nan,
+            "calibrated_pce": float(null.mean()),
+            "pvalue_paper": float(np.mean(null > stat)),
+            "pvalue": float((1 + np.sum(null >= stat)) / (1 + n_sim)),
+        })
+    table = pd.DataFrame(records)
+    table["reject_paper"] = holm(table["pvalue_paper"].to_numpy(), alpha)[0]
+    table["reject"] = holm(table["pvalue"].to_numpy(), alpha)[0]
+    return table.sort_values("pce", kind="stable").reset_index(drop=True)
+
+
+def rejection_counts(test_table, printed=11, total=57):
+    """The two readings of the paper's "rejected for 11 datasets out of 57", beside our counts.
+
+    The paper says most p-values are zero, which Holm rejects at any level,
+    yet reports 11 rejections of 57; "not rejected for 11" (46 rejected) is
+    the other reading. Ours are counted with both p-value conventions.
+
+    Parameters
+    ----------
+    test_table : pandas.DataFrame
+        From :func:`calibration_test_table`.
+    printed : int, default 11
+        The count the paper prints, >= 0.
+    total : int, default 57
+        The paper's number of datasets, >= ``printed``.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Long: ``reading``, ``paper_rejected``, ``paper_share``,
+        ``ours_rejected`` (paper's p-value), ``ours_rejected_conservative``
+        (``(1 + #>=)/(1 + n)``), ``ours_datasets``, ``ours_share``.
+
+    Examples
+    --------
+    >>> t = pd.DataFrame({"reject_paper": [True, True, False], "reject": [True, False, False]})
+    >>> rejection_counts(t)[["reading", "paper_rejected", "ours_rejected"]].values.tolist()
+    [['rejected for 11', 11, 2], ['not rejected for 11', 46, 2]]
+    """
+    _check_rows(test_table, ["reject_paper", "reject"])
+    printed = check_int(printed, "printed", minimum=0)
+    total = check_int(total, "total", minimum=max(printed, 1))
+    n = len(test_table)
+    ours = int(test_table["reject_paper"].sum())
+    conservative = int(test_table["reject"].sum())
+    return pd.DataFrame([
+        {"reading": f"{label} {printed}", "paper_rejected": count, "paper_share": count / total,
+         "ours_rejected": ours, "ours_rejected_conservative": conservative, "ours_datasets": n,
+         "ours_share": ours / n}
+        for label, count in (("rejected for", printed), ("not rejected for", total - printed))
+    ])
+
+
+def reliability_table(rows, method="MIX-NLL", train_fraction=0.8):
+    """Long table of the PIT reliability diagrams: test frequency of ``PIT <= a`` per run.
+
+    Parameters
+    ----------
+    rows : pandas.DataFrame
+        Rows of :func:`run_study_task`.
+    method : str, default "MIX-NLL"
+        A label of :func:`method_label`; regularized methods at every lambda.
+    train_fraction : {0.8, 0.65}, default 0.8
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``dataset``, ``run``, ``lam``, ``n_test``, ``level``, ``frequency``.
+
+    Examples
+    --------
+    >>> row = {"dataset": "a", "run": 0, "method": "MIX-NLL", "train_fraction": 0.8, "lam": 0.0,
+    ...        "n_test": 10, **{c: 0.5 for c in FREQ_COLUMNS}}
+    >>> t = reliability_table(pd.DataFrame([row]))
+    >>> len(t), float(t["level"].iloc[0]), float(t["frequency"].iloc[0])
+    (19, 0.05, 0.5)
+    """
+    _check_rows(rows, ["dataset", "run", "method", "train_fraction", "lam", "n_test", *FREQ_COLUMNS])
+    chosen = rows[(rows["method"] == method) & (rows["train_fraction"] == train_fraction)]
+    if chosen.empty:
+        raise ValueError(f"rows holds no {method!r} at train_fraction {train_fraction!r}")
+    long = chosen.melt(id_vars=["dataset", "run", "lam", "n_test"], value_vars=list(FREQ_COLUMNS),
+                       var_name="column", value_name="frequency")
+    long["level"] = long["column"].map(dict(zip(FREQ_COLUMNS, EVAL_LEVELS)))
+    long = long.drop(columns="column").sort_values(["dataset", "run", "lam", "level"], kind="stable")
+    return long[["dataset", "run", "lam", "n_test", "level", "frequency"]].reset_index(drop=True)
+
+
+def selected_lambdas(rows, tolerance=0.1, score="val_wis"):
+    """The lambda rule of paper 002 per (dataset, base, regularizer).
+
+    Among the strengths whose run-mean validation score is within
+    ``1 + tolerance`` of the vanilla model's (lambda = 0, the same base on the
+    same 80% split), the one of smallest run-mean validation PCE
+    (:func:`calibtut.stats.select_lambda`).
+
+    Parameters
+    ----------
+    rows : pandas.DataFrame
+        Rows of :func:`run_study_task` with ``dataset``, ``run``, ``base``.
+    tolerance : float, default 0.1
+        >= 0.
+    score : {"val_wis", "val_crps"}, default "val_wis"
+        The authors' code uses the WIS; the paper's text says CRPS.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``dataset``, ``base``, ``regularizer``, ``lam``.
+
+    Examples
+    --------
+    >>> rows = pd.DataFrame({"dataset": "a", "run": 0, "base": "mix-nll", "train_fraction": 0.8,
+    ...     "posthoc": "none", "regularizer": ["none", "qr", "qr"], "lam": [0.0, 1.0, 5.0],
+    ...     "val_wis": [1.0, 1.05, 1.5], "val_pce": [0.1, 0.05, 0.01]})
+    >>> selected_lambdas(rows).values.tolist()
+    [['a', 'mix-nll', 'qr', 1.0]]
+    """
+    _check_rows(rows, ["dataset", "run", "base", "train_fraction", "posthoc", "regularizer", "lam", "val_pce"])
+    if score not in ("val_wis", "val_crps"):
+        raise ValueError(f"score must be 'val_wis' or 'val_crps', got {score!r}")
+    _check_rows(rows, [score])
+    tolerance = check_real(tolerance, "tolerance", low=0)
+    trained = rows[(rows["train_fraction"] == 0.8) & (rows["posthoc"] == "none")]
+    out = []
+    for (dataset, base), group in trained.groupby(["dataset", "base"], sort=True):
+        vanilla = group[group["regularizer"] == "none"].groupby("lam")[[score, "val_pce"]].mean()
+        for reg, sub in group[group["regularizer"] != "none"].groupby("regularizer", sort=True):
+            means = pd.concat([vanilla, sub.groupby("lam")[[score, "val_pce"]].mean()]).sort_index()
+            lam = select_lambda(means.index.to_numpy(), means[score].to_numpy(), means["val_pce"].to_numpy(),
+                                tolerance)
+            out.append({"dataset": dataset, "base": base, "regularizer": reg, "lam": lam})
+    return pd.DataFrame(out, columns=["dataset", "base", "regularizer", "lam"])
+
+
+def study_results(rows, tolerance=0.1):
+    """The rows the figures compare: vanilla, post-hoc, and regularized at the selected lambda.
+
+    A regularized method whose selected lambda is 0 is the vanilla model
+    itself (the authors' ``duplicate_baseline_per_regul``): its rows are the
+    vanilla rows under the regularized label.
+
+    Parameters
+    ----------
+    rows : pandas.DataFrame
+        Rows of :func:`run_study_task` with ``dataset``, ``run``, ``base``.
+    tolerance : float, default 0.1
+        Of :func:`selected_lambdas`, >= 0.
+
+    Returns
+    -------
+    pandas.DataFrame
+        The selected rows, with ``method`` the figure label and
+        ``selected_lam`` (NaN for unregularized methods).
+
+    Examples
+    --------
+    >>> rows = pd.DataFrame({"dataset": "a", "run": 0, "base": "mix-nll", "train_fraction": 0.8,
+    ...     "posthoc": "none", "regularizer": ["none", "qr"], "lam": [0.0, 1.0],
+    ...     "method": ["MIX-NLL", "MIX-NLL + QR"], "val_wis": [1.0, 2.0], "val_pce": [0.1, 0.05]})
+    >>> study_results(rows)[["method", "lam"]].values.tolist()  # QR too costly: lambda = 0 kept
+    [['MIX-NLL', 0.0], ['MIX-NLL + QR', 0.0]]
+    """
+    _check_rows(rows, ["method", "base"])
+    chosen = selected_lambdas(rows, tolerance)
+    fixed = rows[rows["regularizer"] == "none"].assign(selected_lam=math.nan)
+    parts = [fixed]
+    for sel in chosen.itertuples(index=False):
+        trained = rows[(rows["dataset"] == sel.dataset) & (rows["base"] == sel.base)
+                       & (rows["train_fraction"] == 0.8) & (rows["posthoc"] == "none")]
+        if sel.lam == 0:
+            pick = trained[trained["regularizer"] == "none"]
+        else:
+            pick = trained[(trained["regularizer"] == sel.regularizer) & (trained["lam"] == sel.lam)]
+        parts.append(pick.assign(method=method_label(sel.base, sel.regularizer), regularizer=sel.regularizer,
+                                 selected_lam=sel.lam))
+    return pd.concat(parts, ignore_index=True)
+
+
+def run_mean_table(results, metric):
+    """Datasets x methods table of run means of one test metric (input of the CD diagrams).
+
+    Vanilla models trained on 65% for a post-hoc map are left out (their
+    label is the base model's; the vanilla model of the figures is the 80% one).
+
+    Parameters
+    ----------
+    results : pandas.DataFrame
+        From :func:`study_results`.
+    metric : str
+        A metric name, e.g. ``"pce"`` (reads ``test_pce``).
+
+    Returns
+    -------
+    pandas.DataFrame
+
+    Examples
+    --------
+    >>> r = pd.DataFrame({"dataset": ["a", "a", "a"], "run": [0, 1, 0], "method": ["M", "M", "N"],
+    ...                   "train_fraction": 0.8, "posthoc": "none", "test_pce": [0.1, 0.3, 0.05]})
+    >>> run_mean_table(r, "pce").round(2).values.tolist()
+    [[0.2, 0.05]]
+    """
+    _check_rows(results, ["dataset", "method", "train_fraction", "posthoc", f"test_{metric}"])
+    keep = (results["train_fraction"] == 0.8) | (results["posthoc"] != "none")
+    table = results[keep].pivot_table(index="dataset", columns="method", values=f"test_{metric}", aggfunc="mean")
+    table.columns.name = None
+    return table
+
+
+def method_means(rows, metrics=("pce", "wis", "nll", "std")):
+    """Mean test metrics per method over datasets and runs, the 65% post-hoc bases labelled apart.
+
+    Parameters
+    ----------
+    rows : pandas.DataFrame
+        Rows of :func:`run_study_task`.
+    metrics : sequence of str, default ("pce", "wis", "nll", "std")
+        Metric names (read from the ``test_`` columns).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Indexed by method; the unrecalibrated network a post-hoc map corrects
+        (trained on 65%) is labelled ``"<base> (65%)"``.
+
+    Examples
+    --------
+    >>> r = pd.DataFrame({"method": ["M", "M", "M + Rec-EMP"], "train_fraction": [0.8, 0.65, 0.65],
+    ...                   "posthoc": ["none", "none", "emp"], "test_pce": [0.1, 0.2, 0.05]})
+    >>> method_means(r, ["pce"])["test_pce"].to_dict()
+    {'M': 0.1, 'M (65%)': 0.2, 'M + Rec-EMP': 0.05}
+    """
+    if isinstance(metrics, str) or not hasattr(metrics, "__iter__"):
+        raise TypeError(f"metrics must be a sequence of metric names, got {metrics!r}")
+    columns = [f"test_{m}" for m in metrics]
+    _check_rows(rows, ["method", "train_fraction", "posthoc", *columns])
+    base65 = (rows["train_fraction"] == 0.65) & (rows["posthoc"] == "none")
+    labels = rows["method"].where(~base65, rows["method"] + " (65%)")
+    return rows.assign(method=labels).groupby("method")[columns].mean()
+
+
+def cohens_d_table(results, metric, baseline="MIX-NLL", form="authors"):
+    """Cohen's d of every method against a baseline, per dataset (Figures 3-10).
+
+    Parameters
+    ----------
+    results : pandas.DataFrame
+        From :func:`study_results` (several runs per dataset).
+    metric : str
+        E.g. ``"pce"``, ``"wis"``, ``"nll"``, ``"std"``.
+    baseline : str, default "MIX-NLL"
+        A method label present in ``results``.
+    form : {"authors", "textbook"}, default "authors"
+        See :func:`calibtut.stats.cohens_d` (authors' d = sqrt(runs) x textbook d).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Datasets x methods (the baseline column left out); NaN where the
+        metric is undefined (NLL of quantile models), +-inf where a mean is.
+
+    Examples
+    --------
+    >>> r = pd.DataFrame({"dataset": "a", "run": [0, 1, 2, 0, 1, 2], "method": ["B"] * 3 + ["M"] * 3,
+    ...                   "train_fraction": 0.8, "posthoc": "none",
+    ...                   "test_pce": [0.3, 0.4, 0.5, 0.1, 0.2, 0.3]})
+    >>> cohens_d_table(r, "pce", baseline="B", form="textbook").round(3).values.tolist()
+    [[-2.0]]
+    """
+    column = f"test_{metric}"
+    _check_rows(results, ["dataset", "method", "train_fraction", "posthoc", column])
+    if form not in ("authors", "textbook"):
+        raise ValueError(f"form must be 'authors' or 'textbook', got {form!r}")
+    keep = (results["train_fraction"] == 0.8) | (results["posthoc"] != "none")
+    data = results[keep]
+    if baseline not in set(data["method"]):
+        raise ValueError(f"baseline {baseline!r} is not a method of results")
+    out = {}
+    for dataset, group in data.groupby("dataset", sort=True):
+        ref = group.loc[group["method"] == baseline, column].to_numpy(dtype=float)
+        row = {}
+        for method, sub in group[group["method"] != baseline].groupby("method", sort=True):
+            values = sub[column].to_numpy(dtype=float)
+            if len(ref) == 0 or np.isnan(values).any() or np.isnan(ref).any() or len(ref) + len(values) < 3:
+                row[method] = math.nan
+            elif np.isinf(values).any() or np.isinf(ref).any():
+                row[method] = float(np.sign(values.mean() - ref.mean())) * math.inf
+            else:
+                row[method] = cohens_d(values, ref, form)
+        out[dataset] = row
+    table = pd.DataFrame.from_dict(out, orient="index")
+    table.index.name = "dataset"
+    return table

@@ -1,0 +1,310 @@
+"""The experiments layer of paper 002: task list, one-task runner, summary tables."""
+
+import math
+import os
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from calibtut.experiments import regression_study as rs
+from calibtut.models.sqr import EVAL_LEVELS
+from calibtut.stats import cohens_d
+
+needs_mirror = pytest.mark.skipif(not os.environ.get("CALIBTUT_DATA_MIRROR"), reason="needs the data mirror")
+
+
+# ----------------------------------------------------------------------------- tasks and labels
+
+
+def test_tasks_hold_plain_values_and_vary_runs_slowest():
+    tasks = rs.study_tasks(["Yacht", "CPU"], [0, 3], ["mix-nll", "sqr"], lambdas=(0.2, 5.0), epochs=10)
+    assert len(tasks) == 8
+    assert [t["run"] for t in tasks] == [0] * 4 + [3] * 4
+    assert all(isinstance(v, (str, int, float, bool)) for t in tasks for v in t.values())
+    assert {t["lambdas"] for t in tasks} == {"0.2,5"}
+
+
+@pytest.mark.parametrize("kwargs, error, match", [
+    ({"datasets": ["nope"]}, ValueError, "datasets"),
+    ({"runs": [-1]}, ValueError, "runs"),
+    ({"bases": ["gaussian"]}, ValueError, "base"),
+    ({"lambdas": (0.0,)}, ValueError, "lambdas"),
+    ({"lambdas": (-1.0,)}, ValueError, "lambdas"),
+    ({"lambdas": (math.nan,)}, ValueError, "lambdas"),
+    ({"lambdas": (1.0, 1.0)}, ValueError, "distinct"),
+    ({"regularizers": ["trunc"]}, ValueError, "trunc"),
+    ({"regularizers": ["l2"]}, ValueError, "regularizers"),
+])
+def test_tasks_refuse_bad_grids(kwargs, error, match):
+    args = {"datasets": ["Yacht"], "runs": [0], "bases": ["mix-nll"], **kwargs}
+    with pytest.raises(error, match=match):
+        rs.study_tasks(args.pop("datasets"), args.pop("runs"), args.pop("bases"), **args)
+
+
+def test_method_labels_cover_every_figure_method():
+    assert rs.method_label("mix-crps", "qr") == "MIX-CRPS + QR"
+    assert rs.method_label("sqr", posthoc="cqr") == "SQR-CRPS + CQR"
+    assert rs.method_label("sqr-affine") == "SQR-CRPS (affine)"
+    with pytest.raises(ValueError, match="regularizer"):
+        rs.method_label("mix-nll", "lasso")
+    with pytest.raises(ValueError, match="posthoc"):
+        rs.method_label("mix-nll", posthoc="platt")
+
+
+@pytest.mark.parametrize("kwargs, error, match", [
+    ({"dataset": 3}, TypeError, "dataset"),
+    ({"dataset": "Atlantis"}, ValueError, "dataset"),
+    ({"run": -1}, ValueError, "run"),
+    ({"base": "mlp"}, ValueError, "base"),
+    ({"lambdas": [1.0]}, TypeError, "lambdas"),
+    ({"lambdas": "1,x"}, ValueError, "lambdas"),
+    ({"lambdas": "0"}, ValueError, "lambdas"),
+    ({"lambdas": "inf"}, ValueError, "lambdas"),
+    ({"regularizers": "trunc"}, ValueError, "trunc"),
+    ({"fit_posthoc": 1}, TypeError, "fit_posthoc"),
+    ({"epochs": 0}, ValueError, "epochs"),
+    ({"patience": 0}, ValueError, "patience"),
+    ({"crime": "raw"}, ValueError, "crime"),
+    ({"num_threads": 0}, ValueError, "num_threads"),
+])
+def test_runner_validates_before_any_work(kwargs, error, match):
+    args = {"dataset": "Yacht", **kwargs}
+    with pytest.raises(error, match=match):
+        rs.run_study_task(args.pop("dataset"), **args)
+
+
+# ----------------------------------------------------------------------------- the runner on a real dataset
+
+
+@pytest.fixture(scope="module")
+def yacht_rows():
+    if not os.environ.get("CALIBTUT_DATA_MIRROR"):
+        pytest.skip("needs the data mirror")
+    return rs.run_study_task("Yacht", 0, "mix-nll", lambdas="1", regularizers="pce-kde,qr", epochs=4, patience=2)
+
+
+@needs_mirror
+def test_runner_rows_follow_the_protocol(yacht_rows):
+    rows = yacht_rows
+    assert rows["method"].tolist() == [
+        "MIX-NLL", "MIX-NLL + PCE-KDE", "MIX-NLL + QR",
+        "MIX-NLL", "MIX-NLL + Rec-EMP", "MIX-NLL + Rec-LIN", "MIX-NLL + Rec-KDE",
+    ]
+    # Yacht has 308 rows: splits floor(0.65 n) = 200, 30, 46 and the 32 left for the test
+    assert set(rows["n_train"]) == {200 + 46, 200}
+    assert rows.loc[rows["train_fraction"] == 0.8, "n_train"].eq(246).all()
+    assert set(rows["n_test"]) == {32} and set(rows["n_val"]) == {30}
+    # the post-hoc maps share the 65% network with the unrecalibrated row
+    assert rows.loc[rows["train_fraction"] == 0.65, "best_epoch"].nunique() == 1
+    assert np.isinf(rows.loc[rows["posthoc"] == "emp", "test_nll"]).all()
+    assert np.isfinite(rows.loc[rows["posthoc"].isin(["none", "lin", "kde"]), "test_nll"]).all()
+    assert rows.loc[rows["posthoc"] != "none", "test_crps"].isna().all()
+    # frequencies are a CDF over the 19 levels
+    freq = rows[list(rs.FREQ_COLUMNS)].to_numpy()
+    assert np.all(np.diff(freq, axis=1) >= 0) and np.all((freq >= 0) & (freq <= 1))
+
+
+@needs_mirror
+def test_runner_metrics_match_a_by_hand_evaluation(yacht_rows):
+    """The PCE, WIS and STD of a row agree with their definitions recomputed from its frequencies."""
+    rows = yacht_rows
+    vanilla = rows.iloc[0]
+    # the sorted-PIT PCE and the 19-level grid PCE estimate the same integral (within 1/19 + 1/n)
+    grid = np.mean(np.abs(vanilla[list(rs.FREQ_COLUMNS)].to_numpy(dtype=float) - EVAL_LEVELS))
+    assert abs(grid - vanilla["test_pce"]) < 1 / 19 + 1 / vanilla["n_test"]
+    # a Gaussian's 19-quantile std is 0.8875 of its std; mixtures of 3 components are close to that
+    ratio = vanilla["test_std_quantile"] / vanilla["test_std"]
+    assert 0.7 < ratio < 1.0
+    # WIS is close to the CRPS for a smooth predictive distribution (0.5928 vs 0.5642 for N(0, 1))
+    assert 0.9 < vanilla["test_wis"] / vanilla["test_crps"] < 1.2
+
+
+@needs_mirror
+def test_batched_and_sequential_training_give_the_same_rows():
+    kwargs = {"lambdas": "0.2", "regularizers": "pce-kde", "fit_posthoc": False, "epochs": 3, "patience": 2}
+    batched = rs.run_study_task("Yacht", 1, "mix-crps", batched=True, **kwargs)
+    alone = rs.run_study_task("Yacht", 1, "mix-crps", batched=False, **kwargs)
+    metrics = [c for c in batched.columns if c.startswith(("val_", "test_"))]
+    np.testing.assert_allclose(batched[metrics].to_numpy(float), alone[metrics].to_numpy(float), rtol=1e-4)
+    assert batched["best_epoch"].tolist() == alone["best_epoch"].tolist()
+
+
+@needs_mirror
+def test_runner_is_deterministic_and_runs_differ():
+    kwargs = {"lambdas": "", "fit_posthoc": False, "epochs": 2, "patience": 2}
+    a = rs.run_study_task("Yacht", 0, "mix-nll", **kwargs)
+    b = rs.run_study_task("Yacht", 0, "mix-nll", **kwargs)
+    c = rs.run_study_task("Yacht", 1, "mix-nll", **kwargs)
+    pd.testing.assert_frame_equal(a, b)
+    assert a["test_pce"].iloc[0] != c["test_pce"].iloc[0]
+
+
+@needs_mirror
+def test_sqr_rows_use_cqr_in_both_forms():
+    rows = rs.run_study_task("Yacht", 0, "sqr-affine", lambdas="1", regularizers="trunc", epochs=2, patience=2)
+    assert rows["method"].tolist() == [
+        "SQR-CRPS (affine)", "SQR-CRPS (affine) + Trunc", "SQR-CRPS (affine)",
+        "SQR-CRPS (affine) + CQR", "SQR-CRPS (affine) + CQR (paper)",
+    ]
+    assert rows["test_nll"].isna().all()  # a quantile model has no density
+    # one-sided CQR on 46 calibration points: ceil(47 a) <= 46 for every level up to 0.95,
+    # so the clipped and the paper's corrections coincide here
+    cqr = rows[rows["posthoc"].str.startswith("cqr")]
+    assert cqr["test_pce"].nunique() == 1
+    # the affine SQR is a shifted uniform of one width: quantile std equals the std column
+    np.testing.assert_allclose(rows["test_std"], rows["test_std_quantile"])
+
+
+# ----------------------------------------------------------------------------- summary tables
+
+
+def _synthetic_rows(n_datasets=6, runs=5, seed=0):
+    """Rows shaped like run_study_task's for two regularizers, a post-hoc map and two lambdas."""
+    rng = np.random.default_rng(seed)
+    records = []
+    for d in range(n_datasets):
+        for run in range(runs):
+            def add(method, reg, lam, posthoc, fraction, pce, wis):
+                records.append({"dataset": f"d{d}", "run": run, "base": "mix-nll", "method": method,
+                                "regularizer": reg, "lam": lam, "posthoc": posthoc, "train_fraction": fraction,
+                                "n_test": 200, "val_pce": pce + rng.normal(0, 0.002), "test_pce": pce,
+                                "val_wis": wis, "test_wis": wis, "test_nll": wis})
+            base_pce = 0.08 + 0.01 * d + rng.normal(0, 0.005)
+            add("MIX-NLL", "none", 0.0, "none", 0.8, base_pce, 1.0)
+            add("MIX-NLL + PCE-KDE", "pce-kde", 1.0, "none", 0.8, base_pce - 0.03, 1.05)
+            add("MIX-NLL + PCE-KDE", "pce-kde", 5.0, "none", 0.8, base_pce - 0.05, 1.2)
+            add("MIX-NLL + QR", "qr", 1.0, "none", 0.8, base_pce + 0.01, 1.01)
+            add("MIX-NLL", "none", 0.0, "none", 0.65, base_pce + 0.01, 1.02)
+            add("MIX-NLL + Rec-EMP", "none", 0.0, "emp", 0.65, 0.02 + rng.normal(0, 0.003), 1.03)
+    return pd.DataFrame(records)
+
+
+def test_lambda_rule_keeps_the_costly_strength_out():
+    chosen = rs.selected_lambdas(_synthetic_rows()).set_index(["dataset", "regularizer"])["lam"]
+    # lambda = 5 costs 20% of WIS (above the 10% tolerance): 1 is chosen for PCE-KDE;
+    # QR at 1 has a higher PCE than lambda = 0, so the vanilla model is kept
+    assert set(chosen.xs("pce-kde", level="regularizer")) == {1.0}
+    assert set(chosen.xs("qr", level="regularizer")) == {0.0}
+    loose = rs.selected_lambdas(_synthetic_rows(), tolerance=0.5)
+    assert set(loose.loc[loose["regularizer"] == "pce-kde", "lam"]) == {5.0}
+
+
+def test_study_results_put_each_method_once_per_run():
+    results = rs.study_results(_synthetic_rows())
+    counts = results[results["train_fraction"].eq(0.8) | results["posthoc"].ne("none")].groupby(
+        ["dataset", "method"]).size()
+    assert set(counts) == {5}
+    qr = results[results["method"] == "MIX-NLL + QR"]
+    vanilla = results[(results["method"] == "MIX-NLL") & (results["train_fraction"] == 0.8)]
+    np.testing.assert_array_equal(qr["test_pce"].to_numpy(), vanilla["test_pce"].to_numpy())
+
+
+def test_cohens_d_table_matches_the_stats_function_and_its_forms():
+    results = rs.study_results(_synthetic_rows())
+    authors = rs.cohens_d_table(results, "pce")
+    textbook = rs.cohens_d_table(results, "pce", form="textbook")
+    sub = results[results["dataset"] == "d2"]
+    emp = sub.loc[sub["method"] == "MIX-NLL + Rec-EMP", "test_pce"]
+    ref = sub.loc[(sub["method"] == "MIX-NLL") & (sub["train_fraction"] == 0.8), "test_pce"]
+    assert authors.loc["d2", "MIX-NLL + Rec-EMP"] == pytest.approx(cohens_d(emp, ref))
+    # five runs against five: the authors' d is sqrt(5) times the textbook one
+    np.testing.assert_allclose(authors.to_numpy(float), np.sqrt(5) * textbook.to_numpy(float))
+    assert (authors["MIX-NLL + Rec-EMP"] < -2).all()  # a "huge" improvement on every dataset
+    assert "MIX-NLL" not in authors.columns
+
+
+def test_cohens_d_of_an_infinite_metric_is_signed_infinity():
+    rows = _synthetic_rows(n_datasets=1)
+    rows.loc[rows["posthoc"] == "emp", "test_nll"] = math.inf
+    table = rs.cohens_d_table(rs.study_results(rows), "nll")
+    assert table.loc["d0", "MIX-NLL + Rec-EMP"] == math.inf
+
+
+def test_run_mean_table_feeds_the_cd_diagram():
+    from calibtut.stats import friedman_wilcoxon
+
+    table = rs.run_mean_table(rs.study_results(_synthetic_rows(n_datasets=12)), "pce")
+    assert table.shape == (12, 4)
+    # QR's selected lambda is 0 here, so its column repeats MIX-NLL's (all-zero differences)
+    assert table["MIX-NLL + QR"].equals(table["MIX-NLL"])
+    result = friedman_wilcoxon(table.drop(columns="MIX-NLL + QR"))
+    assert result.ranks.idxmin() == "MIX-NLL + Rec-EMP"
+    assert result.significant
+
+
+def test_calibration_test_table_rejects_the_miscalibrated_and_keeps_the_calibrated():
+    rng = np.random.default_rng(1)
+    records = []
+    for run in range(3):
+        for name, pit in (("calibrated", rng.random(150)), ("skewed", rng.random(150) ** 1.6)):
+            from calibtut.metrics import pce
+
+            records.append({"dataset": name, "run": run, "method": "MIX-NLL", "train_fraction": 0.8,
+                            "test_pce": pce(pit), "n_test": 150})
+    table = rs.calibration_test_table(pd.DataFrame(records), n_sim=4000, seed=0).set_index("dataset")
+    assert table.loc["skewed", "reject"] and table.loc["skewed", "reject_paper"]
+    assert not table.loc["calibrated", "reject"]
+    # a calibrated model's mean PCE on n points: E|U_(i) - i/(n+1)| ~ sqrt(2/pi) sqrt(a(1-a)/n),
+    # integrated over a: sqrt(pi/32) / sqrt(n) = 0.0256 at n = 150 (asymptotic; within 10%)
+    assert table.loc["calibrated", "calibrated_pce"] == pytest.approx(np.sqrt(np.pi / 32 / 150), rel=0.1)
+    # the paper's p-value is never above the conservative one
+    assert (table["pvalue_paper"] <= table["pvalue"]).all()
+
+
+def test_calibration_p_values_are_uniform_for_calibrated_models():
+    """Property over seeds: with uniform PITs, the conservative p-value rejects at 0.1 about 10% of the time."""
+    rng = np.random.default_rng(7)
+    from calibtut.metrics import pce
+
+    records = [{"dataset": f"d{k}", "run": 0, "method": "MIX-NLL", "train_fraction": 0.8,
+                "test_pce": pce(rng.random(60)), "n_test": 60} for k in range(80)]
+    table = rs.calibration_test_table(pd.DataFrame(records), n_sim=500, seed=0)
+    share = float((table["pvalue"] <= 0.1).mean())
+    # Binomial(80, 0.1): 99.9% of draws lie in [1, 18] rejections
+    assert stats.binom.ppf(0.0005, 80, 0.1) / 80 <= share <= stats.binom.ppf(0.9995, 80, 0.1) / 80
+
+
+def test_rejection_counts_give_both_readings():
+    table = pd.DataFrame({"reject_paper": [True] * 20 + [False] * 4, "reject": [True] * 18 + [False] * 6})
+    counts = rs.rejection_counts(table).set_index("reading")
+    assert counts.loc["rejected for 11", "paper_rejected"] == 11
+    assert counts.loc["not rejected for 11", "paper_rejected"] == 46
+    assert counts["ours_rejected"].eq(20).all() and counts["ours_rejected_conservative"].eq(18).all()
+    with pytest.raises(ValueError, match="total"):
+        rs.rejection_counts(table, printed=11, total=5)
+
+
+def test_reliability_table_is_long_and_checks_its_method():
+    rows = pd.DataFrame([{"dataset": "a", "run": r, "method": "MIX-NLL", "train_fraction": 0.8, "lam": 0.0,
+                          "n_test": 10, **{c: a for c, a in zip(rs.FREQ_COLUMNS, EVAL_LEVELS)}} for r in range(2)])
+    long = rs.reliability_table(rows)
+    assert len(long) == 38 and np.allclose(long["frequency"], long["level"])
+    with pytest.raises(ValueError, match="MIX-CRPS"):
+        rs.reliability_table(rows, method="MIX-CRPS")
+
+
+def test_method_means_separate_the_65_percent_base():
+    rows = _synthetic_rows(n_datasets=2)
+    means = rs.method_means(rows, ["pce"])["test_pce"]
+    assert set(means.index) == {"MIX-NLL", "MIX-NLL (65%)", "MIX-NLL + PCE-KDE", "MIX-NLL + QR", "MIX-NLL + Rec-EMP"}
+    mask = (rows["method"] == "MIX-NLL") & (rows["train_fraction"] == 0.65)
+    assert means["MIX-NLL (65%)"] == pytest.approx(rows.loc[mask, "test_pce"].mean())
+    with pytest.raises(TypeError, match="metrics"):
+        rs.method_means(rows, "pce")
+
+
+@pytest.mark.parametrize("fn, args", [
+    (rs.method_means, ()),
+    (rs.calibration_test_table, ()),
+    (rs.selected_lambdas, ()),
+    (rs.run_mean_table, ("pce",)),
+    (rs.cohens_d_table, ("pce",)),
+    (rs.reliability_table, ()),
+])
+def test_summaries_refuse_what_is_not_a_rows_table(fn, args):
+    with pytest.raises(TypeError, match="rows|results|DataFrame"):
+        fn([1, 2], *args)
+    with pytest.raises(ValueError, match="lacks"):
+        fn(pd.DataFrame({"x": [1]}), *args)
