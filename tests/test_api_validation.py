@@ -292,6 +292,15 @@ VALID_FOR = {
     "calibtut.experiments": {"n_folds": 5, "fold": 0, "datasets": ["yacht"], "folds": [0], "seeds": [0],
                              "dataset": "yacht", "runs": lambda: _runs_table(), "by": "lam", "metrics": "rmse"},
     "calibtut.shift.gaussian_bound_terms": {"shift": lambda: calibtut.shift.GaussianShift(1.0, 0.7), "n_grid": 101},
+    # Paper 001 (Venn-ADMIT): conformal classification sets, Venn predictors, nearest neighbours.
+    "calibtut.conformal_classification": {"cal_probs": _probs, "cal_labels": np.arange(N) % 3,
+                                          "test_probs": _probs[:5], "too_small": "include"},
+    "calibtut.conformal_classification.class_scores": {"score": "raps"},
+    "calibtut.venn": {"cal_categories": np.arange(N) % 2, "cal_labels": np.arange(N) % 3,
+                      "test_categories": np.array([0, 1]), "n_classes": 3,
+                      "cal_scores": _rng.uniform(size=N), "test_scores": _rng.uniform(size=5)},
+    "calibtut.venn.venn_abers": {"cal_labels": np.arange(N) % 2},
+    "calibtut.neighbors": {"queries": lambda: torch.zeros(5, 2), "reference": lambda: torch.ones(N, 2), "k": 3},
 }
 
 #: Public names that are result records (returned by the library, never
