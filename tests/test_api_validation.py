@@ -301,6 +301,13 @@ VALID_FOR = {
                       "cal_scores": _rng.uniform(size=N), "test_scores": _rng.uniform(size=5)},
     "calibtut.venn.venn_abers": {"cal_labels": np.arange(N) % 2},
     "calibtut.neighbors": {"queries": lambda: torch.zeros(5, 2), "reference": lambda: torch.ones(N, 2), "k": 3},
+    "calibtut.knn_approximation": {
+        "n_classes": 3, "model": lambda: calibtut.knn_approximation.KNNApproximation(3),
+        "distances": lambda: torch.rand(N, 4), "neighbor_logits": lambda: torch.randn(N, 4, 3),
+        "neighbor_labels": lambda: torch.arange(4 * N).reshape(N, 4) % 3, "teacher_logits": lambda: torch.randn(N, 3),
+        "epochs": 1, "knn_prediction": np.arange(N) % 2, "neighbor_predictions": np.zeros((N, 4)),
+        "nearest_distance": _rng.uniform(size=N), "q": np.arange(N) % 3, "correct": np.ones(N, dtype=bool),
+    },
 }
 
 #: Public names that are result records (returned by the library, never
