@@ -308,6 +308,11 @@ VALID_FOR = {
         "epochs": 1, "knn_prediction": np.arange(N) % 2, "neighbor_predictions": np.zeros((N, 4)),
         "nearest_distance": _rng.uniform(size=N), "q": np.arange(N) % 3, "correct": np.ones(N, dtype=bool),
     },
+    "calibtut.admit": {
+        **{f"{split}_{key}": value for split in ("cal", "mc", "vp") for key, value in (
+            ("probs", _probs), ("labels", np.arange(N) % 3), ("q", np.arange(N) % 2), ("d", _rng.uniform(size=N)))},
+        "probs": _probs[:5], "q": np.array([0, 1, 0, 1, 0]), "d": _rng.uniform(size=5), "omega": 0.3, "kappa": 9,
+    },
 }
 
 #: Public names that are result records (returned by the library, never
