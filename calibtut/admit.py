@@ -196,7 +196,7 @@ def _singleton_class(sets):
 
 
 def venn_admit(mc_probs, mc_labels, mc_q, mc_d, vp_probs, vp_labels, vp_q, vp_d, probs, q, d, alpha, *,
-               omega, kappa=1000, test_weight=1.0, require_q=None, partition="band"):
+               omega, kappa=1000, test_weight=1.0, localizer_psi=None, require_q=None, partition="band"):
     """Venn-ADMIT: admit a point when the lower Venn probability of its ADMIT singleton is ``>= 1 - alpha``.
 
     ADMIT sets (:func:`admit_sets`, calibrated on the ``mc_`` split) are
@@ -228,7 +228,14 @@ def venn_admit(mc_probs, mc_labels, mc_q, mc_d, vp_probs, vp_labels, vp_q, vp_d,
         ADMIT's smallest band count per class.
     test_weight : float or array_like of shape (m,), default 1.0
         Weight ``w >= 1`` of each test point in its category: 1 for
-        Venn-ADMIT-w, the localizer's ``1 / psi'`` for weighted Venn-ADMIT.
+        Venn-ADMIT-w; a given weight otherwise. Leave at 1 when
+        ``localizer_psi`` is given.
+    localizer_psi : array_like of shape (m, n_vp), optional
+        The localizer's weights ``psi`` of each test point over the ``vp_``
+        points (rows sum to one; :meth:`calibtut.knn_approximation.Localizer.weights`).
+        Weighted Venn-ADMIT: the test weight is ``1 / psi'``, ``psi'`` the
+        mass of ``psi`` on the point's Venn category (Eq. 9); ``psi' = 0``
+        gives the lower probability 0.
     require_q : int, optional
         Admit only points with this ``q`` (the "qK" censoring, ``require_q=25``).
     partition : {"band", "fixed"}, default "band"
@@ -266,6 +273,12 @@ def venn_admit(mc_probs, mc_labels, mc_q, mc_d, vp_probs, vp_labels, vp_q, vp_d,
     weight = np.broadcast_to(weight, (m,)) if weight.ndim == 0 else weight
     if weight.shape != (m,):
         raise ValueError(f"test_weight must be a number or one per test point ({m}), got {weight.size}")
+    if localizer_psi is not None:
+        if np.any(weight != 1):
+            raise ValueError("give test_weight or localizer_psi, not both")
+        localizer_psi = check_probabilities(localizer_psi, "localizer_psi", simplex_axis=1, ndim=2)
+        if localizer_psi.shape != (m, len(vp[0])):
+            raise ValueError(f"localizer_psi must have shape ({m}, {len(vp[0])}), got {localizer_psi.shape}")
     if require_q is not None:
         require_q = check_int(require_q, "require_q", minimum=0)
     test_class = _singleton_class(_admit(mc, test, alpha, omega, kappa, partition))
@@ -282,7 +295,14 @@ def venn_admit(mc_probs, mc_labels, mc_q, mc_d, vp_probs, vp_labels, vp_q, vp_d,
             members = members[np.argsort(vp[3][members], kind="stable")]
             lo, hi = _band_ranges(vp[3][members], test_d[queries], omega, partition)
             correct = np.concatenate([[0], np.cumsum(vp_correct[members])])
-            lower[queries] = (correct[hi] - correct[lo]) / (hi - lo + weight[queries])
+            w = weight[queries]
+            if localizer_psi is not None:
+                mass = np.zeros((queries.size, members.size + 1))
+                np.cumsum(localizer_psi[np.ix_(queries, members)], axis=1, out=mass[:, 1:])
+                psi_prime = mass[np.arange(queries.size), hi] - mass[np.arange(queries.size), lo]
+                with np.errstate(divide="ignore"):
+                    w = np.where(psi_prime > 0, 1.0 / np.maximum(psi_prime, 1e-300), np.inf)
+            lower[queries] = (correct[hi] - correct[lo]) / (hi - lo + w)
     admitted = np.nan_to_num(lower, nan=-1.0) >= 1 - alpha
     if require_q is not None:
         admitted &= test_q == require_q

@@ -38,6 +38,8 @@ from ._validation import as_float_array, check_int, check_real, check_rng
 __all__ = [
     "KNNApproximation",
     "fit_knn_approximation",
+    "Localizer",
+    "fit_localizer",
     "consecutive_agreement",
     "band_width",
 ]
@@ -196,12 +198,21 @@ def fit_knn_approximation(model, distances, neighbor_logits, neighbor_labels, te
         raise ValueError(f"teacher_logits and distances must have the same number (>= 2) of rows, got {n}")
     with torch.no_grad():
         model(distances, neighbor_logits, neighbor_labels)  # validates the inputs once
+    return _fit_to_teacher(model, lambda rows: model(distances[rows], neighbor_logits[rows], neighbor_labels[rows]),
+                           teacher, epochs, batch_size, seed)
+
+
+def _fit_to_teacher(model, predict, teacher, epochs, batch_size, seed):
+    """App. C's fit: soft sigmoid BCE on a random half, Adadelta, best dev epoch, masking rule.
+
+    ``predict(rows)`` gives the model's logits for a long tensor of row indices.
+    """
+    n = teacher.shape[0]
     rng = check_rng(seed)
     order = torch.as_tensor(rng.permutation(n))
     train, dev = order[: n // 2 + n % 2], order[n // 2 + n % 2:]
     if dev.numel() == 0:
         dev = train
-    inputs = (distances, neighbor_logits, neighbor_labels)
     optimizer = torch.optim.Adadelta(model.parameters(), lr=1.0)
     history = KNNFitHistory()
     best_state, best, masked = copy.deepcopy(model.state_dict()), None, False
@@ -209,18 +220,17 @@ def fit_knn_approximation(model, distances, neighbor_logits, neighbor_labels, te
         rows = train
         if masked:
             with torch.no_grad():
-                pred = model(*(x[train] for x in inputs)).argmax(dim=1)
-            rows = train[pred != teacher[train].argmax(dim=1)]
+                rows = train[predict(train).argmax(dim=1) != teacher[train].argmax(dim=1)]
         history.masked.append(masked)
         perm = rows[torch.as_tensor(rng.permutation(rows.numel()), dtype=torch.long)]
         for start in range(0, perm.numel(), batch_size):
             batch = perm[start:start + batch_size]
             optimizer.zero_grad()
-            loss = _soft_bce(model(*(x[batch] for x in inputs)), teacher[batch])
+            loss = _soft_bce(predict(batch), teacher[batch])
             loss.backward()
             optimizer.step()
         with torch.no_grad():
-            wrong = int((model(*(x[dev] for x in inputs)).argmax(dim=1) != teacher[dev].argmax(dim=1)).sum())
+            wrong = int((predict(dev).argmax(dim=1) != teacher[dev].argmax(dim=1)).sum())
         history.disagreements.append(wrong)
         if best is None or wrong < best:
             best, history.best_epoch, masked = wrong, epoch, False
@@ -229,6 +239,121 @@ def fit_knn_approximation(model, distances, neighbor_logits, neighbor_labels, te
             masked = True
     model.load_state_dict(best_state)
     return model, history
+
+
+class Localizer(torch.nn.Module):
+    """The one-parameter localizer of Eq. 8: a softmax over a whole support set.
+
+    ``psi_k = softmax_k(-||r_t - r_k|| / eta)`` over every support point
+    ``k`` (a calibration split), and the logits ``sum_k psi_k a(x_k)`` average
+    the KNN approximation's logits ``a`` at the support points. Venn-ADMIT
+    weights a test point by ``1 / psi'``, ``psi'`` the mass ``psi`` puts on its
+    Venn category (Eq. 9; ``localizer_psi`` of :func:`calibtut.admit.venn_admit`).
+
+    Parameters
+    ----------
+    eta : float, default 1.0
+        Initial distance temperature (positive).
+
+    Examples
+    --------
+    >>> import torch
+    >>> loc = Localizer(eta=1.0)
+    >>> loc.weights(torch.tensor([[0.0, 1.0, 1.0]])).sum().item()
+    1.0
+    """
+
+    def __init__(self, eta=1.0):
+        super().__init__()
+        eta = check_real(eta, "eta", low=0, low_open=True)
+        self.log_eta = torch.nn.Parameter(torch.tensor(float(np.log(eta)), dtype=torch.float64))
+
+    @property
+    def eta(self):
+        """The current distance temperature."""
+        return float(torch.exp(self.log_eta.detach()))
+
+    def weights(self, distances):
+        """``psi``: softmax of ``-distances / eta`` over the support (rows sum to one).
+
+        Parameters
+        ----------
+        distances : torch.Tensor of shape (n, n_support)
+            Distances of each query to every support point.
+
+        Returns
+        -------
+        torch.Tensor of shape (n, n_support)
+        """
+        distances = _tensor(distances, "distances", 2, torch.float64)
+        return torch.softmax(-distances / torch.exp(self.log_eta), dim=1)
+
+    def forward(self, distances, support_logits):
+        """Logits ``psi @ support_logits`` of Eq. 8.
+
+        Parameters
+        ----------
+        distances : torch.Tensor of shape (n, n_support)
+            Distances of each query to every support point.
+        support_logits : torch.Tensor of shape (n_support, C)
+            The KNN approximation's logits at the support points.
+
+        Returns
+        -------
+        torch.Tensor of shape (n, C)
+        """
+        support_logits = _tensor(support_logits, "support_logits", 2, torch.float64)
+        psi = self.weights(distances)
+        if psi.shape[1] != support_logits.shape[0]:
+            raise ValueError(f"distances have {psi.shape[1]} support columns, support_logits {support_logits.shape[0]} rows")
+        return psi @ support_logits
+
+
+def fit_localizer(model, distances, support_logits, teacher_logits, *, epochs=50, batch_size=32, seed=None):
+    """Fit a :class:`Localizer`'s ``eta`` to mimic the KNN approximation (App. B), as in :func:`fit_knn_approximation`.
+
+    Parameters
+    ----------
+    model : Localizer
+        The localizer (modified in place and returned).
+    distances : torch.Tensor of shape (n, n_support)
+        Distances of the fitting instances (e.g. the KNN split, not in the
+        support) to every support point.
+    support_logits : torch.Tensor of shape (n_support, C)
+        The KNN approximation's logits at the support points.
+    teacher_logits : torch.Tensor of shape (n, C)
+        The KNN approximation's logits at the fitting instances.
+    epochs : int, default 50
+        Number of epochs (at least 1).
+    batch_size : int, default 32
+        Mini-batch size (at least 1).
+    seed : int, numpy.random.Generator or None
+        Seed of the split and the batch order.
+
+    Returns
+    -------
+    model : Localizer
+    history : KNNFitHistory
+
+    Examples
+    --------
+    >>> import torch
+    >>> support = torch.tensor([[2.0, -2.0], [-2.0, 2.0]])
+    >>> d = torch.tensor([[0.1, 2.0], [2.0, 0.1], [0.2, 1.5], [1.5, 0.2]])
+    >>> loc, history = fit_localizer(Localizer(), d, support, support[[0, 1, 0, 1]], epochs=3, seed=0)
+    >>> history.disagreements[history.best_epoch]
+    0
+    """
+    if not isinstance(model, Localizer):
+        raise TypeError(f"model must be a Localizer, got {type(model).__name__}")
+    epochs = check_int(epochs, "epochs", minimum=1)
+    batch_size = check_int(batch_size, "batch_size", minimum=1)
+    teacher = _tensor(teacher_logits, "teacher_logits", 2, torch.float64)
+    with torch.no_grad():
+        out = model(distances, support_logits)  # validates the inputs once
+    if out.shape != teacher.shape or teacher.shape[0] < 2:
+        raise ValueError(f"teacher_logits must have shape {tuple(out.shape)} with >= 2 rows, got {tuple(teacher.shape)}")
+    return _fit_to_teacher(model, lambda rows: model(distances[rows], support_logits), teacher, epochs, batch_size, seed)
 
 
 def consecutive_agreement(knn_prediction, neighbor_predictions, neighbor_labels, *, cap=25):

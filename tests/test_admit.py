@@ -187,6 +187,27 @@ def test_uniform_accuracy_below_target_shows_the_winners_curse():
     assert correct.mean() < 1 - alpha - 2 * math.sqrt(alpha * (1 - alpha) / correct.size)
 
 
+def test_localizer_weight_is_one_over_the_category_mass():
+    # weights from a localizer's psi equal explicit test weights 1 / psi' computed from the categories
+    rng = np.random.default_rng(11)
+    mc, vp, test = _split(rng, 1500, q_max=2), _split(rng, 1000, q_max=2), _split(rng, 120, q_max=2)
+    psi = rng.dirichlet(np.full(1000, 0.3), size=120)
+    args = (*mc, *vp, test[0], test[2], test[3], 0.2)
+    admitted, lower = venn_admit(*args, omega=0.4, kappa=5, localizer_psi=psi)
+    vp_sets = admit_sets(*mc, vp[0], vp[2], vp[3], 0.2, omega=0.4, kappa=5)
+    test_sets = admit_sets(*mc, test[0], test[2], test[3], 0.2, omega=0.4, kappa=5)
+    vp_class = np.where(vp_sets.sum(1) == 1, vp_sets.argmax(1), -1)
+    weight = np.ones(120)
+    for t in np.flatnonzero(test_sets.sum(1) == 1):
+        inside = (vp[2] == test[2][t]) & (np.abs(vp[3] - test[3][t]) <= 0.4) & (vp_class == test_sets[t].argmax())
+        weight[t] = 1 / psi[t, inside].sum() if inside.any() else 1.0
+    expected_admitted, expected = venn_admit(*args, omega=0.4, kappa=5, test_weight=weight)
+    assert np.allclose(lower, expected, equal_nan=True) and np.array_equal(admitted, expected_admitted)
+    # a localizer spread evenly over the support gives psi' = |T| / n_vp: weights above 1 unless T is everything
+    even, _ = venn_admit(*args, omega=0.4, kappa=5, localizer_psi=np.full((120, 1000), 1e-3))
+    assert np.all(even <= venn_admit(*args, omega=0.4, kappa=5)[0])
+
+
 def test_clear_errors():
     rng = np.random.default_rng(10)
     cal, test = _split(rng, 50), _split(rng, 5)

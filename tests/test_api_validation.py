@@ -308,6 +308,8 @@ VALID_FOR = {
         "epochs": 1, "knn_prediction": np.arange(N) % 2, "neighbor_predictions": np.zeros((N, 4)),
         "nearest_distance": _rng.uniform(size=N), "q": np.arange(N) % 3, "correct": np.ones(N, dtype=bool),
     },
+    "calibtut.knn_approximation.fit_localizer": {"model": lambda: calibtut.knn_approximation.Localizer(),
+                                                  "support_logits": lambda: torch.randn(4, 3)},
     "calibtut.admit": {
         **{f"{split}_{key}": value for split in ("cal", "mc", "vp") for key, value in (
             ("probs", _probs), ("labels", np.arange(N) % 3), ("q", np.arange(N) % 2), ("d", _rng.uniform(size=N)))},

@@ -6,6 +6,8 @@ import torch
 
 from calibtut.knn_approximation import (
     KNNApproximation,
+    Localizer,
+    fit_localizer,
     band_width,
     consecutive_agreement,
     fit_knn_approximation,
@@ -83,6 +85,22 @@ def test_pipeline_from_exemplars_to_features():
     assert q.max() == 25 and np.mean(q[pred == y_ca] == 25) > 0.9
     omega = band_width(d[:, 0].numpy(), q, pred == y_ca)
     assert 0 < omega < d[:, 0].numpy().max()
+
+
+def test_localizer_recovers_its_temperature():
+    # Eq. 8: psi = softmax(-d / eta) over the whole support; a teacher built with eta = 0.5 is matched
+    g = torch.Generator().manual_seed(5)
+    d = torch.rand(600, 40, generator=g, dtype=torch.float64) * 4
+    support = torch.randn(40, 3, generator=g, dtype=torch.float64) * 3
+    teacher = Localizer(eta=0.5)(d, support).detach()
+    loc = Localizer(eta=1.0)
+    assert torch.allclose(loc.weights(d).sum(dim=1), torch.ones(600, dtype=torch.float64))
+    loc, history = fit_localizer(loc, d, support, teacher, epochs=15, batch_size=8, seed=0)
+    assert abs(loc.eta - 0.5) < 0.15
+    with torch.no_grad():
+        assert (loc(d, support).argmax(1) == teacher.argmax(1)).double().mean() > 0.97
+    with pytest.raises(ValueError, match="teacher_logits must have shape"):
+        fit_localizer(Localizer(), d, support, teacher[:, :2])
 
 
 def test_consecutive_agreement_against_the_recursion_of_equation_4():
