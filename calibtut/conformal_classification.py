@@ -36,7 +36,13 @@ import numpy as np
 from ._validation import as_float_array, check_alpha, check_int, check_probabilities, check_real, check_rng
 from .conformal import aps_scores, conformal_rank, lac_scores
 
-__all__ = ["class_scores", "split_conformal_sets", "mondrian_conformal_sets", "label_conditional_sets"]
+__all__ = [
+    "class_scores",
+    "split_conformal_sets",
+    "mondrian_conformal_sets",
+    "label_conditional_sets",
+    "localized_conformal_sets",
+]
 
 _SCORES = ("lac", "aps", "raps")
 _TOO_SMALL = ("raise", "include")
@@ -373,3 +379,70 @@ def label_conditional_sets(cal_probs, cal_labels, test_probs, alpha, *, score="l
     return mondrian_conformal_sets(
         cal_probs, cal_labels, test_probs, alpha, categories="label", score=score, too_small=too_small,
     )
+
+
+def localized_conformal_sets(cal_probs, cal_labels, test_probs, kernel, alpha, *, score="lac"):
+    """Localized conformal sets, Guan's naive form: a kernel-weighted conformal threshold per test point.
+
+    For test point ``t`` with kernel weights ``H[t, j] >= 0`` on the
+    calibration points and weight ``H(x_t, x_t) = 1`` on itself (placed at
+    ``+inf``), the threshold is the smallest calibration score whose
+    cumulative weight reaches ``(1 - alpha)(sum_j H[t, j] + 1)``, and class
+    ``c`` is in the set when its score is at most that threshold (Guan 2023,
+    the "LCP" before the finite-sample correction of ``alpha``; Schmaltz &
+    Rasooly's Local_conf baseline with the localizer's ``exp(-d / eta)``
+    kernel). Equal weights ``H = 1`` give :func:`split_conformal_sets`
+    exactly. This naive form keeps marginal coverage only approximately for
+    non-constant kernels; Guan's valid form replaces ``alpha`` by a smaller
+    level computed from the localised laws around every calibration point
+    (not implemented here).
+
+    Parameters
+    ----------
+    cal_probs : array_like of shape (n, n_classes)
+        Calibration probabilities (rows sum to one).
+    cal_labels : array_like of int, shape (n,)
+        Calibration labels in ``0..n_classes - 1``.
+    test_probs : array_like of shape (m, n_classes)
+        Test probabilities.
+    kernel : array_like of shape (m, n)
+        Non-negative, finite weights ``H(x_t, x_j)`` on the scale where
+        ``H(x_t, x_t) = 1``.
+    alpha : float
+        Miscoverage level in (0, 1).
+    score : {"lac", "aps"}, default "lac"
+        Nonconformity score.
+
+    Returns
+    -------
+    numpy.ndarray of bool, shape (m, n_classes)
+
+    Examples
+    --------
+    >>> cal = [[0.9, 0.1], [0.8, 0.2], [0.3, 0.7], [0.6, 0.4]]
+    >>> localized_conformal_sets(cal, [0, 0, 1, 1], [[0.45, 0.55]], [[1.0, 1.0, 1.0, 1.0]], 0.4)
+    array([[False, False]])
+    >>> localized_conformal_sets(cal, [0, 0, 1, 1], [[0.45, 0.55]], [[1.0, 1.0, 0.1, 9.0]], 0.4)
+    array([[ True,  True]])
+    """
+    if score not in ("lac", "aps"):
+        raise ValueError(f"score must be 'lac' or 'aps', got {score!r}")
+    cal_probs = _class_probs(cal_probs, "cal_probs")
+    test_probs = _class_probs(test_probs, "test_probs")
+    if test_probs.shape[1] != cal_probs.shape[1]:
+        raise ValueError(f"test_probs has {test_probs.shape[1]} classes, cal_probs has {cal_probs.shape[1]}")
+    cal_labels = _class_labels(cal_labels, len(cal_probs), cal_probs.shape[1], "cal_labels")
+    kernel = as_float_array(kernel, "kernel", ndim=2)
+    if kernel.shape != (len(test_probs), len(cal_probs)):
+        raise ValueError(f"kernel must have shape ({len(test_probs)}, {len(cal_probs)}), got {kernel.shape}")
+    if np.any(kernel < 0):
+        raise ValueError(f"kernel must be non-negative, got {float(kernel.min())}")
+    alpha = check_alpha(alpha)
+    cal_scores = _scores(cal_probs, score, None, 0.0, 0)[np.arange(len(cal_probs)), cal_labels]
+    order = np.argsort(cal_scores, kind="stable")
+    cumulative = np.cumsum(kernel[:, order], axis=1)
+    # relative slack so that equal weights reproduce the conformal rank when (n + 1)(1 - alpha) is an integer
+    target = (1 - alpha) * (cumulative[:, -1] + 1.0) * (1 - 1e-12)
+    rank = (cumulative < target[:, None]).sum(axis=1)
+    threshold = np.append(cal_scores[order], np.inf)[rank]
+    return _scores(test_probs, score, None, 0.0, 0) <= threshold[:, None]

@@ -294,7 +294,8 @@ VALID_FOR = {
     "calibtut.shift.gaussian_bound_terms": {"shift": lambda: calibtut.shift.GaussianShift(1.0, 0.7), "n_grid": 101},
     # Paper 001 (Venn-ADMIT): conformal classification sets, Venn predictors, nearest neighbours.
     "calibtut.conformal_classification": {"cal_probs": _probs, "cal_labels": np.arange(N) % 3,
-                                          "test_probs": _probs[:5], "too_small": "include"},
+                                          "test_probs": _probs[:5], "too_small": "include",
+                                          "kernel": np.ones((5, N))},
     "calibtut.conformal_classification.class_scores": {"score": "raps"},
     "calibtut.venn": {"cal_categories": np.arange(N) % 2, "cal_labels": np.arange(N) % 3,
                       "test_categories": np.array([0, 1]), "n_classes": 3,

@@ -7,6 +7,7 @@ from calibtut.conformal import coverage_band, coverage_distribution
 from calibtut.conformal_classification import (
     class_scores,
     label_conditional_sets,
+    localized_conformal_sets,
     mondrian_conformal_sets,
     split_conformal_sets,
 )
@@ -105,6 +106,34 @@ def test_categories_as_function_and_as_arrays_agree():
     assert np.array_equal(by_function, by_arrays)
     by_label = mondrian_conformal_sets(cal, y_cal, test, 0.1, categories=lambda p, y: y)
     assert np.array_equal(by_label, label_conditional_sets(cal, y_cal, test, 0.1))
+
+
+def test_localized_sets_with_equal_weights_are_split_conformal():
+    rng = np.random.default_rng(12)
+    for n in (9, 19, 99, 250):
+        cal, test = _probs(rng, n), _probs(rng, 50)
+        y = _sample_from(rng, cal)
+        for alpha in (0.1, 0.2, 0.5):
+            for score in ("lac", "aps"):
+                expected = split_conformal_sets(cal, y, test, alpha, score=score)
+                assert np.array_equal(localized_conformal_sets(cal, y, test, np.ones((50, n)), alpha, score=score),
+                                      expected)
+
+
+def test_localized_sets_against_a_weighted_quantile_per_point():
+    # brute force: the (1 - alpha) quantile of sum_j H_j delta_{s_j} + 1 delta_{+inf}, normalised
+    rng = np.random.default_rng(13)
+    cal, test = _probs(rng, 80), _probs(rng, 30)
+    y = _sample_from(rng, cal)
+    kernel = np.exp(-rng.exponential(size=(30, 80)) * 3)
+    got = localized_conformal_sets(cal, y, test, kernel, 0.1)
+    scores = 1 - cal[np.arange(80), y]
+    for t in range(30):
+        support = np.append(scores, np.inf)
+        mass = np.append(kernel[t], 1.0) / (kernel[t].sum() + 1)
+        order = np.argsort(support, kind="stable")
+        q = support[order][np.argmax(np.cumsum(mass[order]) >= 0.9 * (1 - 1e-12))]
+        assert np.array_equal(got[t], 1 - test[t] <= q)
 
 
 # ---------------------------------------------------------------- independent libraries
