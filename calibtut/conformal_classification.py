@@ -27,6 +27,9 @@ The randomised APS/RAPS score subtracts ``u * p_y`` with ``u ~ U(0, 1)``
 drawn once per point; with the same ``u`` for every candidate label of a test
 point, the set ``{c : s(x, c, u) <= q}`` is exactly Romano et al.'s randomised
 set (it may be empty unless ``allow_empty=False``).
+
+Localized conformal prediction (:func:`localized_conformal_sets`, Guan 2023)
+weights the calibration scores by a kernel around each test point instead.
 """
 
 from __future__ import annotations
