@@ -116,7 +116,9 @@ class KNNApproximation(torch.nn.Module):
                 f"got {tuple(neighbor_logits.shape)}"
             )
         if neighbor_labels.shape != distances.shape:
-            raise ValueError(f"neighbor_labels must have shape {tuple(distances.shape)}, got {tuple(neighbor_labels.shape)}")
+            raise ValueError(
+                f"neighbor_labels must have shape {tuple(distances.shape)}, got {tuple(neighbor_labels.shape)}"
+            )
         if neighbor_labels.min() < 0 or neighbor_labels.max() >= self.n_classes:
             raise ValueError(f"neighbor_labels must be integers in 0..{self.n_classes - 1}")
         w = torch.softmax(-distances / torch.exp(self.log_eta), dim=1)
@@ -305,7 +307,9 @@ class Localizer(torch.nn.Module):
         support_logits = _tensor(support_logits, "support_logits", 2, torch.float64)
         psi = self.weights(distances)
         if psi.shape[1] != support_logits.shape[0]:
-            raise ValueError(f"distances have {psi.shape[1]} support columns, support_logits {support_logits.shape[0]} rows")
+            raise ValueError(
+                f"distances have {psi.shape[1]} support columns, support_logits {support_logits.shape[0]} rows"
+            )
         return psi @ support_logits
 
 
@@ -352,8 +356,12 @@ def fit_localizer(model, distances, support_logits, teacher_logits, *, epochs=50
     with torch.no_grad():
         out = model(distances, support_logits)  # validates the inputs once
     if out.shape != teacher.shape or teacher.shape[0] < 2:
-        raise ValueError(f"teacher_logits must have shape {tuple(out.shape)} with >= 2 rows, got {tuple(teacher.shape)}")
-    return _fit_to_teacher(model, lambda rows: model(distances[rows], support_logits), teacher, epochs, batch_size, seed)
+        raise ValueError(
+            f"teacher_logits must have shape {tuple(out.shape)} with >= 2 rows, got {tuple(teacher.shape)}"
+        )
+    return _fit_to_teacher(
+        model, lambda rows: model(distances[rows], support_logits), teacher, epochs, batch_size, seed
+    )
 
 
 def consecutive_agreement(knn_prediction, neighbor_predictions, neighbor_labels, *, cap=25):

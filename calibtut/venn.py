@@ -58,7 +58,9 @@ def _category_counts(cal_categories, cal_labels, test_categories, n_classes, tes
         raise ValueError(f"test_weight must be > 0, got {weight.min()}")
     weight = np.broadcast_to(weight, test_categories.shape) if weight.ndim == 0 else weight
     if weight.shape != test_categories.shape:
-        raise ValueError(f"test_weight must be a number or one per test point ({test_categories.size}), got {weight.size}")
+        raise ValueError(
+            f"test_weight must be a number or one per test point ({test_categories.size}), got {weight.size}"
+        )
     _, codes = np.unique(np.concatenate([cal_categories, test_categories]), return_inverse=True)
     counts = np.zeros((codes.max() + 1, n_classes))
     np.add.at(counts, (codes[: labels.size], labels), 1.0)
