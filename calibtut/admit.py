@@ -32,11 +32,12 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pandas as pd
 
 from ._validation import as_float_array, check_alpha, check_int, check_probabilities, check_real
 from .conformal import _ceil_rank
 
-__all__ = ["admit_sets", "venn_admit"]
+__all__ = ["admit_sets", "venn_admit", "admitted_accuracy_by_class"]
 
 _PARTITIONS = ("band", "fixed")
 # largest number of (query, calibration point) comparisons held at once
@@ -334,3 +335,69 @@ def venn_admit(mc_probs, mc_labels, mc_q, mc_d, vp_probs, vp_labels, vp_q, vp_d,
     if require_q is not None:
         admitted &= test_q == require_q
     return admitted, lower
+
+
+def admitted_accuracy_by_class(admitted, predictions, labels, n_classes, *, by="true"):
+    """Accuracy among admitted points per class, the layout of the paper's Tables 4-5.
+
+    For each class ``c``: ``n`` admitted points whose true (``by="true"``, the
+    paper's stratification) or predicted (``by="predicted"``, what Venn-ADMIT's
+    categories condition on) class is ``c``, the fraction of them predicted
+    correctly, and ``n / N`` with ``N`` all points; a last row ``"all"`` pools the
+    classes. A set method's singletons are its admitted points (prediction = the
+    singleton's class).
+
+    Parameters
+    ----------
+    admitted : array_like of bool, shape (N,)
+        Whether each point is admitted (a singleton, or not rejected).
+    predictions : array_like of int, shape (N,)
+        Predicted class of each point (used where admitted).
+    labels : array_like of int, shape (N,)
+        True classes.
+    n_classes : int
+        Number of classes (at least 2).
+    by : {"true", "predicted"}, default "true"
+        Which class stratifies the rows.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``class``, ``n``, ``accuracy`` (NaN when ``n = 0``) and ``share``.
+
+    Examples
+    --------
+    >>> admitted_accuracy_by_class([True, True, False, True], [0, 1, 1, 1], [0, 0, 1, 1], 2)
+      class  n  accuracy  share
+    0     0  2  0.500000   0.50
+    1     1  1  1.000000   0.25
+    2   all  3  0.666667   0.75
+    """
+    if by not in ("true", "predicted"):
+        raise ValueError(f"by must be 'true' or 'predicted', got {by!r}")
+    n_classes = check_int(n_classes, "n_classes", minimum=2)
+    admitted = np.asarray(admitted)
+    if admitted.dtype != bool or admitted.ndim != 1:
+        raise TypeError(
+            f"admitted must be a 1-d boolean array, got dtype {admitted.dtype} and shape {admitted.shape}"
+        )
+    columns = []
+    for name, values in (("predictions", predictions), ("labels", labels)):
+        arr = as_float_array(values, name, ndim=1)
+        bad = (arr != np.round(arr)) | (arr < 0) | (arr >= n_classes)
+        if arr.size != admitted.size or np.any(bad):
+            shown = float(arr[bad][0]) if np.any(bad) else f"{arr.size} entries"
+            raise ValueError(
+                f"{name} must be one integer in 0..{n_classes - 1} per point ({admitted.size}), got {shown}"
+            )
+        columns.append(arr.astype(np.int64))
+    predictions, labels = columns
+    stratum = labels if by == "true" else predictions
+    correct = predictions == labels
+    rows = []
+    for c in [*range(n_classes), "all"]:
+        chosen = admitted & (stratum == c) if c != "all" else admitted
+        n = int(chosen.sum())
+        rows.append({"class": c, "n": n, "accuracy": correct[chosen].mean() if n else np.nan,
+                     "share": n / admitted.size})
+    return pd.DataFrame(rows)

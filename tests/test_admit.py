@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from calibtut.admit import admit_sets, venn_admit
+from calibtut.admit import admit_sets, admitted_accuracy_by_class, venn_admit
 from calibtut.venn import venn_probability_bounds
 
 
@@ -206,6 +206,21 @@ def test_localizer_weight_is_one_over_the_category_mass():
     # a localizer spread evenly over the support gives psi' = |T| / n_vp: weights above 1 unless T is everything
     even, _ = venn_admit(*args, omega=0.4, kappa=5, localizer_psi=np.full((120, 1000), 1e-3))
     assert np.all(even <= venn_admit(*args, omega=0.4, kappa=5)[0])
+
+
+def test_accuracy_table_by_true_and_predicted_class():
+    # 6 points: admitted (0 -> 0), (1 -> 0), (1 -> 1), (0 -> 1); rejected two
+    admitted = np.array([True, True, True, True, False, False])
+    predictions, labels = np.array([0, 0, 1, 1, 0, 1]), np.array([0, 1, 1, 0, 0, 1])
+    by_true = admitted_accuracy_by_class(admitted, predictions, labels, 2)
+    assert by_true["n"].tolist() == [2, 2, 4] and by_true["accuracy"].tolist() == [0.5, 0.5, 0.5]
+    assert np.allclose(by_true["share"], [2 / 6, 2 / 6, 4 / 6])
+    by_pred = admitted_accuracy_by_class(admitted, predictions, labels, 3, by="predicted")
+    assert by_pred["n"].tolist() == [2, 2, 0, 4] and np.isnan(by_pred["accuracy"][2])
+    with pytest.raises(ValueError, match="labels must be one integer in 0..1"):
+        admitted_accuracy_by_class(admitted, predictions, labels + 1, 2)
+    with pytest.raises(TypeError, match="admitted must be a 1-d boolean array"):
+        admitted_accuracy_by_class(admitted.astype(int), predictions, labels, 2)
 
 
 def test_clear_errors():

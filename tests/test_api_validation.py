@@ -316,6 +316,8 @@ VALID_FOR = {
             ("probs", _probs), ("labels", np.arange(N) % 3), ("q", np.arange(N) % 2), ("d", _rng.uniform(size=N)))},
         "probs": _probs[:5], "q": np.array([0, 1, 0, 1, 0]), "d": _rng.uniform(size=5), "omega": 0.3, "kappa": 9,
     },
+    "calibtut.admit.admitted_accuracy_by_class": {"admitted": np.arange(N) % 2 == 0, "predictions": np.arange(N) % 3,
+                                                  "labels": np.arange(N) % 3, "n_classes": 3},
 }
 
 #: Public names that are result records (returned by the library, never
