@@ -45,6 +45,7 @@ __all__ = [
     "mondrian_conformal_sets",
     "label_conditional_sets",
     "localized_conformal_sets",
+    "raps_sets",
 ]
 
 _SCORES = ("lac", "aps", "raps")
@@ -449,3 +450,103 @@ def localized_conformal_sets(cal_probs, cal_labels, test_probs, kernel, alpha, *
     rank = (cumulative < target[:, None]).sum(axis=1)
     threshold = np.append(cal_scores[order], np.inf)[rank]
     return _scores(test_probs, score, None, 0.0, 0) <= threshold[:, None]
+
+
+#: RAPS_size's and RAPS_adapt's grids of the penalty (Angelopoulos et al. 2021, their code).
+_RAPS_GRIDS = {
+    "size": (0.001, 0.01, 0.1, 0.2, 0.5),
+    "adaptiveness": (0.0, 1e-5, 1e-4, 8e-4, 9e-4, 1e-3, 1.5e-3, 2e-3),
+}
+#: set-size strata of the adaptiveness criterion
+_SIZE_STRATA = ((0, 1), (2, 3), (4, 6), (7, 10), (11, 100), (101, 1000))
+
+
+def raps_sets(cal_probs, cal_labels, test_probs, alpha, *, criterion="size", tune_fraction=0.3, randomized=True,
+              allow_empty=False, seed=None):
+    """RAPS sets with the penalty tuned on part of the calibration set (RAPS_size or RAPS_adapt).
+
+    A random ``tune_fraction`` of the calibration points chooses ``k_reg``
+    (the conformal ``1 - alpha`` quantile of the 1-based rank of the true
+    label) and ``lam`` from the authors' grid: the smallest mean set size
+    (``criterion="size"``) or the smallest worst coverage gap
+    ``max |coverage - (1 - alpha)|`` over set-size strata
+    (``"adaptiveness"``), each evaluated with split conformal sets calibrated
+    and measured on the tuning points. The remaining points calibrate the
+    final sets (:func:`split_conformal_sets` with ``score="raps"``).
+    Differences from the authors' code: the conformal ``(n + 1)`` quantile
+    everywhere (they use the plain ``1 - alpha`` quantile for the threshold)
+    and no temperature scaling (apply :class:`calibtut.recalibration.TemperatureScaling` first).
+
+    Parameters
+    ----------
+    cal_probs : array_like of shape (n, n_classes)
+        Calibration probabilities (rows sum to one).
+    cal_labels : array_like of int, shape (n,)
+        Calibration labels in ``0..n_classes - 1``.
+    test_probs : array_like of shape (m, n_classes)
+        Test probabilities.
+    alpha : float
+        Miscoverage level in (0, 1).
+    criterion : {"size", "adaptiveness"}, default "size"
+        How ``lam`` is chosen.
+    tune_fraction : float, default 0.3
+        Share of the calibration points used for tuning, in (0, 1).
+    randomized : bool, default True
+        Randomised scores (the authors' default).
+    allow_empty : bool, default False
+        Whether empty sets are kept (the authors' default: no).
+    seed : int, numpy.random.Generator or None
+        Source of the tuning split and of the randomisation.
+
+    Returns
+    -------
+    sets : numpy.ndarray of bool, shape (m, n_classes)
+    params : dict
+        ``{"lam": ..., "k_reg": ...}`` as chosen.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> probs = rng.dirichlet(np.ones(4), size=400)
+    >>> labels = (rng.uniform(size=(400, 1)) > probs.cumsum(axis=1)).sum(axis=1)
+    >>> sets, params = raps_sets(probs[:300], labels[:300], probs[300:], 0.1, seed=0)
+    >>> sets.shape, sorted(params)
+    ((100, 4), ['k_reg', 'lam'])
+    """
+    if criterion not in _RAPS_GRIDS:
+        raise ValueError(f"criterion must be one of {tuple(_RAPS_GRIDS)}, got {criterion!r}")
+    tune_fraction = check_real(tune_fraction, "tune_fraction", low=0, high=1, low_open=True, high_open=True)
+    cal_probs = _class_probs(cal_probs, "cal_probs")
+    cal_labels = _class_labels(cal_labels, len(cal_probs), cal_probs.shape[1], "cal_labels")
+    alpha = check_alpha(alpha)
+    rng = check_rng(seed)
+    order = rng.permutation(len(cal_probs))
+    n_tune = int(round(tune_fraction * len(order)))
+    tune, rest = order[:n_tune], order[n_tune:]
+    needed = int(np.ceil(1 / alpha)) - 1
+    if min(tune.size, rest.size) < needed:
+        raise ValueError(
+            f"the calibration set is too small for alpha={alpha}: its tuning part ({tune.size}) and the rest "
+            f"({rest.size}) each need at least {needed} points"
+        )
+    ranks = np.argsort(np.argsort(-cal_probs[tune], axis=1, kind="stable"), axis=1)[np.arange(tune.size),
+                                                                                    cal_labels[tune]] + 1
+    k_reg = int(np.sort(ranks)[conformal_rank(tune.size, 1 - alpha) - 1])
+    best = None
+    for lam in _RAPS_GRIDS[criterion]:
+        sets = split_conformal_sets(cal_probs[tune], cal_labels[tune], cal_probs[tune], alpha, score="raps",
+                                    randomized=randomized, allow_empty=allow_empty, lam=lam, k_reg=k_reg, seed=rng)
+        if criterion == "size":
+            loss = sets.sum(axis=1).mean()
+        else:
+            covered, size = sets[np.arange(tune.size), cal_labels[tune]], sets.sum(axis=1)
+            gaps = [abs(covered[(size >= a) & (size <= b)].mean() - (1 - alpha))
+                    for a, b in _SIZE_STRATA if np.any((size >= a) & (size <= b))]
+            loss = max(gaps)
+        if best is None or loss < best[0]:
+            best = (loss, lam)
+    lam = best[1]
+    sets = split_conformal_sets(cal_probs[rest], cal_labels[rest], test_probs, alpha, score="raps",
+                                randomized=randomized, allow_empty=allow_empty, lam=lam, k_reg=k_reg, seed=rng)
+    return sets, {"lam": lam, "k_reg": k_reg}

@@ -9,6 +9,7 @@ from calibtut.conformal_classification import (
     label_conditional_sets,
     localized_conformal_sets,
     mondrian_conformal_sets,
+    raps_sets,
     split_conformal_sets,
 )
 
@@ -134,6 +135,31 @@ def test_localized_sets_against_a_weighted_quantile_per_point():
         order = np.argsort(support, kind="stable")
         q = support[order][np.argmax(np.cumsum(mass[order]) >= 0.9 * (1 - 1e-12))]
         assert np.array_equal(got[t], 1 - test[t] <= q)
+
+
+def test_raps_tuning_picks_from_the_grid_and_covers():
+    # 100 draws: the tuned RAPS sets keep marginal coverage (the mean over runs within 4 standard errors
+    # of at least 1 - alpha), lam comes from the criterion's grid, and on a binary task whose accuracy
+    # exceeds 1 - alpha the size criterion makes (almost) every set a singleton (the paper's Table 5)
+    coverage = []
+    for seed in range(100):
+        rng = np.random.default_rng(seed)
+        probs = _probs(rng, 1000, 4, concentration=0.5)
+        y = _sample_from(rng, probs)
+        sets, params = raps_sets(probs[:700], y[:700], probs[700:], 0.1, seed=seed)
+        assert params["lam"] in (0.001, 0.01, 0.1, 0.2, 0.5) and params["k_reg"] >= 1
+        coverage.append(sets[np.arange(300), y[700:]].mean())
+    assert np.mean(coverage) >= 0.9 - 4 * np.std(coverage) / 10
+    rng = np.random.default_rng(0)
+    p1 = np.where(rng.uniform(size=2000) < 0.5, 0.97, 0.03)
+    probs = np.stack([1 - p1, p1], axis=1)
+    y = (rng.uniform(size=2000) < p1).astype(int)
+    sets, params = raps_sets(probs[:1500], y[:1500], probs[1500:], 0.1, seed=1)
+    assert np.mean(sets.sum(axis=1) == 1) > 0.95
+    _, adapt = raps_sets(probs[:1500], y[:1500], probs[1500:], 0.1, criterion="adaptiveness", seed=1)
+    assert adapt["lam"] in (0.0, 1e-5, 1e-4, 8e-4, 9e-4, 1e-3, 1.5e-3, 2e-3)
+    with pytest.raises(ValueError, match="too small for alpha=0.01"):
+        raps_sets(probs[:100], y[:100], probs[:5], 0.01)
 
 
 # ---------------------------------------------------------------- independent libraries
