@@ -311,6 +311,32 @@ VALID_FOR = {
     "calibtut.experiments": {"n_folds": 5, "fold": 0, "datasets": ["yacht"], "folds": [0], "seeds": [0],
                              "dataset": "yacht", "runs": lambda: _runs_table(), "by": "lam", "metrics": "rmse"},
     "calibtut.shift.gaussian_bound_terms": {"shift": lambda: calibtut.shift.GaussianShift(1.0, 0.7), "n_grid": 101},
+    # Paper 001 (Venn-ADMIT): conformal classification sets, Venn predictors, nearest neighbours.
+    "calibtut.conformal_classification": {"cal_probs": _probs, "cal_labels": np.arange(N) % 3,
+                                          "test_probs": _probs[:5], "too_small": "include",
+                                          "kernel": np.ones((5, N))},
+    "calibtut.conformal_classification.class_scores": {"score": "raps"},
+    "calibtut.venn": {"cal_categories": np.arange(N) % 2, "cal_labels": np.arange(N) % 3,
+                      "test_categories": np.array([0, 1]), "n_classes": 3,
+                      "cal_scores": _rng.uniform(size=N), "test_scores": _rng.uniform(size=5)},
+    "calibtut.venn.venn_abers": {"cal_labels": np.arange(N) % 2},
+    "calibtut.neighbors": {"queries": lambda: torch.zeros(5, 2), "reference": lambda: torch.ones(N, 2), "k": 3},
+    "calibtut.knn_approximation": {
+        "n_classes": 3, "model": lambda: calibtut.knn_approximation.KNNApproximation(3),
+        "distances": lambda: torch.rand(N, 4), "neighbor_logits": lambda: torch.randn(N, 4, 3),
+        "neighbor_labels": lambda: torch.arange(4 * N).reshape(N, 4) % 3, "teacher_logits": lambda: torch.randn(N, 3),
+        "epochs": 1, "knn_prediction": np.arange(N) % 2, "neighbor_predictions": np.zeros((N, 4)),
+        "nearest_distance": _rng.uniform(size=N), "q": np.arange(N) % 3, "correct": np.ones(N, dtype=bool),
+    },
+    "calibtut.knn_approximation.fit_localizer": {"model": lambda: calibtut.knn_approximation.Localizer(),
+                                                  "support_logits": lambda: torch.randn(4, 3)},
+    "calibtut.admit": {
+        **{f"{split}_{key}": value for split in ("cal", "mc", "vp") for key, value in (
+            ("probs", _probs), ("labels", np.arange(N) % 3), ("q", np.arange(N) % 2), ("d", _rng.uniform(size=N)))},
+        "probs": _probs[:5], "q": np.array([0, 1, 0, 1, 0]), "d": _rng.uniform(size=5), "omega": 0.3, "kappa": 9,
+    },
+    "calibtut.admit.admitted_accuracy_by_class": {"admitted": np.arange(N) % 2 == 0, "predictions": np.arange(N) % 3,
+                                                  "labels": np.arange(N) % 3, "n_classes": 3},
 }
 
 #: Public names that are result records (returned by the library, never

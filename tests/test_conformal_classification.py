@@ -1,0 +1,296 @@
+"""Split and Mondrian conformal sets for classifiers (calibtut.conformal_classification)."""
+
+import numpy as np
+import pytest
+
+from calibtut.conformal import coverage_band, coverage_distribution
+from calibtut.conformal_classification import (
+    class_scores,
+    label_conditional_sets,
+    localized_conformal_sets,
+    mondrian_conformal_sets,
+    raps_sets,
+    split_conformal_sets,
+)
+
+
+def _probs(rng, n, n_classes=3, concentration=1.0):
+    return rng.dirichlet(np.full(n_classes, concentration), size=n)
+
+
+def _sample_from(rng, probs):
+    """Labels drawn from the rows of ``probs``: the probabilities are then calibrated."""
+    return (rng.uniform(size=(len(probs), 1)) > np.cumsum(probs, axis=1)).sum(axis=1)
+
+
+class _Identity:
+    """A prefit 'classifier' whose probabilities are its input (for MAPIE)."""
+
+    def fit(self, X, y):
+        self.classes_ = np.unique(y)
+        return self
+
+    def predict_proba(self, X):
+        return np.asarray(X)
+
+    def predict(self, X):
+        return np.argmax(X, axis=1)
+
+
+# ---------------------------------------------------------------- hand-computed cases
+
+
+def test_scores_hand_cases():
+    p = np.array([[0.2, 0.5, 0.3], [0.6, 0.1, 0.3]])
+    assert np.allclose(class_scores(p), 1 - p)
+    assert np.allclose(class_scores(p, score="aps"), [[1.0, 0.5, 0.8], [0.6, 1.0, 0.9]])
+    # RAPS: ranks (1-based) of row 0 are 3, 1, 2; lam 0.1 beyond k_reg = 1 adds 0.2, 0, 0.1
+    assert np.allclose(class_scores(p, score="raps", lam=0.1, k_reg=1), [[1.2, 0.5, 0.9], [0.6, 1.2, 1.0]])
+    assert np.allclose(class_scores(p, [1, 2], score="raps", lam=0.1, k_reg=1), [0.5, 1.0])
+
+
+def test_randomized_score_subtracts_a_uniform_share_of_the_label_probability():
+    p = np.array([[0.2, 0.5, 0.3]] * 2000)
+    got = class_scores(p, np.full(2000, 2), score="aps", randomized=True, seed=0)
+    assert np.all((got >= 0.5) & (got <= 0.8))  # between the mass above the label and the mass down to it
+    assert abs(got.mean() - 0.65) < 0.01  # the uniform share: 0.8 - 0.3 U, mean 0.65, sd 0.087 / sqrt(2000)
+    assert np.array_equal(got, class_scores(p, np.full(2000, 2), score="aps", randomized=True, seed=0))
+
+
+def test_split_sets_hand_case():
+    # true-label LAC scores 0.1 0.2 0.3 0.6; n = 4, alpha 0.4 -> rank ceil(5 * 0.6) = 3 -> threshold 0.3
+    cal = [[0.9, 0.1], [0.8, 0.2], [0.3, 0.7], [0.6, 0.4]]
+    got = split_conformal_sets(cal, [0, 0, 1, 1], [[0.75, 0.25], [0.71, 0.29], [0.69, 0.31]], 0.4)
+    assert got.tolist() == [[True, False], [True, False], [False, False]]
+    assert split_conformal_sets(cal, [0, 0, 1, 1], [[0.69, 0.31]], 0.4, allow_empty=False).tolist() == [[True, False]]
+
+
+def test_randomized_aps_set_is_romanos_rule():
+    # one calibration threshold q; the set is the top classes down to the one crossing q, and the
+    # crossing class is kept exactly when U p_c >= cum_c - q (Romano et al. 2020, randomised set)
+    rng = np.random.default_rng(3)
+    cal, test = _probs(rng, 300, 4), _probs(rng, 200, 4)
+    y_cal = _sample_from(rng, cal)
+    got = split_conformal_sets(cal, y_cal, test, 0.2, score="aps", randomized=True, seed=5)
+    gen = np.random.default_rng(5)
+    u_cal, u_test = gen.uniform(size=300), gen.uniform(size=200)
+    cum = class_scores(cal, y_cal, score="aps")
+    q = np.sort(cum - u_cal * cal[np.arange(300), y_cal])[int(np.ceil(301 * 0.8)) - 1]
+    for j in range(200):
+        order = np.argsort(-test[j], kind="stable")
+        cumulative = np.cumsum(test[j][order])
+        last = np.searchsorted(cumulative, q, side="left")  # first class whose cumulative mass exceeds q
+        expected = set(order[:last].tolist())
+        if last < 4 and u_test[j] * test[j][order[last]] >= cumulative[last] - q:
+            expected.add(int(order[last]))
+        assert set(np.flatnonzero(got[j]).tolist()) == expected
+
+
+def test_label_conditional_hand_case():
+    # label 0 scores 0.1 0.4 -> threshold (rank ceil(3 * 0.6) = 2) 0.4; label 1 scores 0.2 0.45 -> 0.45
+    cal = [[0.9, 0.1], [0.6, 0.4], [0.2, 0.8], [0.45, 0.55]]
+    got = label_conditional_sets(cal, [0, 0, 1, 1], [[0.6, 0.4], [0.59, 0.41], [0.45, 0.55]], 0.4)
+    assert got.tolist() == [[True, False], [False, False], [False, True]]
+
+
+def test_categories_as_function_and_as_arrays_agree():
+    rng = np.random.default_rng(4)
+    cal, test = _probs(rng, 400), _probs(rng, 100)
+    y_cal = _sample_from(rng, cal)
+
+    def confident(probs, labels):  # category: is the candidate label the argmax?
+        return (np.argmax(probs, axis=1) == labels).astype(int)
+
+    by_function = mondrian_conformal_sets(cal, y_cal, test, 0.1, categories=confident)
+    test_cat = np.stack([confident(test, np.full(100, c)) for c in range(3)], axis=1)
+    by_arrays = mondrian_conformal_sets(cal, y_cal, test, 0.1, categories=(confident(cal, y_cal), test_cat))
+    assert np.array_equal(by_function, by_arrays)
+    by_label = mondrian_conformal_sets(cal, y_cal, test, 0.1, categories=lambda p, y: y)
+    assert np.array_equal(by_label, label_conditional_sets(cal, y_cal, test, 0.1))
+
+
+def test_localized_sets_with_equal_weights_are_split_conformal():
+    rng = np.random.default_rng(12)
+    for n in (9, 19, 99, 250):
+        cal, test = _probs(rng, n), _probs(rng, 50)
+        y = _sample_from(rng, cal)
+        for alpha in (0.1, 0.2, 0.5):
+            for score in ("lac", "aps"):
+                expected = split_conformal_sets(cal, y, test, alpha, score=score)
+                assert np.array_equal(localized_conformal_sets(cal, y, test, np.ones((50, n)), alpha, score=score),
+                                      expected)
+
+
+def test_localized_sets_against_a_weighted_quantile_per_point():
+    # brute force: the (1 - alpha) quantile of sum_j H_j delta_{s_j} + 1 delta_{+inf}, normalised
+    rng = np.random.default_rng(13)
+    cal, test = _probs(rng, 80), _probs(rng, 30)
+    y = _sample_from(rng, cal)
+    kernel = np.exp(-rng.exponential(size=(30, 80)) * 3)
+    got = localized_conformal_sets(cal, y, test, kernel, 0.1)
+    scores = 1 - cal[np.arange(80), y]
+    for t in range(30):
+        support = np.append(scores, np.inf)
+        mass = np.append(kernel[t], 1.0) / (kernel[t].sum() + 1)
+        order = np.argsort(support, kind="stable")
+        q = support[order][np.argmax(np.cumsum(mass[order]) >= 0.9 * (1 - 1e-12))]
+        assert np.array_equal(got[t], 1 - test[t] <= q)
+
+
+def test_raps_tuning_picks_from_the_grid_and_covers():
+    # 100 draws: the tuned RAPS sets keep marginal coverage (the mean over runs within 4 standard errors
+    # of at least 1 - alpha), lam comes from the criterion's grid, and on a binary task whose accuracy
+    # exceeds 1 - alpha the size criterion makes (almost) every set a singleton (the paper's Table 5)
+    coverage = []
+    for seed in range(100):
+        rng = np.random.default_rng(seed)
+        probs = _probs(rng, 1000, 4, concentration=0.5)
+        y = _sample_from(rng, probs)
+        sets, params = raps_sets(probs[:700], y[:700], probs[700:], 0.1, seed=seed)
+        assert params["lam"] in (0.001, 0.01, 0.1, 0.2, 0.5) and params["k_reg"] >= 1
+        coverage.append(sets[np.arange(300), y[700:]].mean())
+    assert np.mean(coverage) >= 0.9 - 4 * np.std(coverage) / 10
+    rng = np.random.default_rng(0)
+    p1 = np.where(rng.uniform(size=2000) < 0.5, 0.97, 0.03)
+    probs = np.stack([1 - p1, p1], axis=1)
+    y = (rng.uniform(size=2000) < p1).astype(int)
+    sets, params = raps_sets(probs[:1500], y[:1500], probs[1500:], 0.1, seed=1)
+    assert np.mean(sets.sum(axis=1) == 1) > 0.95
+    _, adapt = raps_sets(probs[:1500], y[:1500], probs[1500:], 0.1, criterion="adaptiveness", seed=1)
+    assert adapt["lam"] in (0.0, 1e-5, 1e-4, 8e-4, 9e-4, 1e-3, 1.5e-3, 2e-3)
+    with pytest.raises(ValueError, match="too small for alpha=0.01"):
+        raps_sets(probs[:100], y[:100], probs[:5], 0.01)
+
+
+# ---------------------------------------------------------------- independent libraries
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_lac_matches_mapie(seed):
+    from mapie.classification import SplitConformalClassifier
+
+    rng = np.random.default_rng(seed)
+    n_classes = int(rng.integers(2, 6))
+    cal, test = _probs(rng, 500, n_classes), _probs(rng, 300, n_classes)
+    y_cal = _sample_from(rng, cal)
+    y_cal[:n_classes] = np.arange(n_classes)  # every class present, as MAPIE requires
+    alpha = float(rng.uniform(0.05, 0.3))
+    mapie = SplitConformalClassifier(_Identity().fit(cal, y_cal), confidence_level=1 - alpha,
+                                     conformity_score="lac", prefit=True)
+    mapie.conformalize(cal, y_cal)
+    expected = mapie.predict_set(test)[1][:, :, 0]
+    assert np.array_equal(split_conformal_sets(cal, y_cal, test, alpha), expected)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_label_conditional_matches_crepes(seed):
+    from crepes import ConformalClassifier
+
+    rng = np.random.default_rng(seed)
+    n_classes = int(rng.integers(2, 5))
+    cal, test = _probs(rng, 600, n_classes), _probs(rng, 200, n_classes)
+    y_cal = _sample_from(rng, cal)
+    alpha = float(rng.choice([0.05, 0.1, 0.2]))
+    scores = class_scores(cal, y_cal)
+    crepes = ConformalClassifier().fit(scores, bins=y_cal)
+    p = np.stack([crepes.predict_p(class_scores(test), bins=np.full(200, c), smoothing=False)[:, c]
+                  for c in range(n_classes)], axis=1)
+    # crepes' p-value (count of calibration scores >= the test score, plus one, over n_c + 1) above
+    # alpha is the threshold rule; p-values lie on a grid of step 1/(n_c + 1), far wider than 1e-9
+    assert np.array_equal(label_conditional_sets(cal, y_cal, test, alpha), p > alpha + 1e-9)
+
+
+def test_fixed_partition_mondrian_matches_crepes():
+    from crepes import ConformalClassifier
+
+    rng = np.random.default_rng(7)
+    cal, test = _probs(rng, 800, 3), _probs(rng, 300, 3)
+    y_cal = _sample_from(rng, cal)
+    cat_cal, cat_test = rng.integers(0, 4, size=800), rng.integers(0, 4, size=300)
+    crepes = ConformalClassifier().fit(class_scores(cal, y_cal, score="aps"), bins=cat_cal)
+    expected = crepes.predict_set(class_scores(test, score="aps"), bins=cat_test, confidence=0.9 - 1e-9,
+                                  smoothing=False).astype(bool)
+    got = mondrian_conformal_sets(cal, y_cal, test, 0.1, categories=(cat_cal, cat_test), score="aps")
+    assert np.array_equal(got, expected)
+
+
+# ---------------------------------------------------------------- statistical properties
+
+
+@pytest.mark.parametrize(("score", "randomized"), [("lac", False), ("aps", False), ("aps", True), ("raps", True)])
+def test_marginal_coverage_inside_the_beta_binomial_band(score, randomized):
+    # 200 calibration draws; each run's empirical coverage on 200 fresh points lies in the 99 %
+    # beta-binomial band (allow 2 % + 3 sd of the binomial count of misses), and the mean over runs is
+    # within 4 standard errors of the exact mean k / (n + 1) (continuous probabilities: no tied scores)
+    n_cal, n_test, alpha, runs = 199, 200, 0.1, 200
+    lo, hi = coverage_band(n_cal, alpha, n_test, level=0.99)
+    extra = {"lam": 0.05, "k_reg": 1} if score == "raps" else {}
+    coverages = []
+    for seed in range(runs):
+        rng = np.random.default_rng(seed)
+        probs = _probs(rng, n_cal + n_test, 4, concentration=0.5)
+        y = _sample_from(rng, probs)
+        sets = split_conformal_sets(probs[:n_cal], y[:n_cal], probs[n_cal:], alpha, score=score,
+                                    randomized=randomized, seed=seed, **extra)
+        coverages.append(sets[np.arange(n_test), y[n_cal:]].mean())
+    coverages = np.array(coverages)
+    outside = np.mean((coverages < lo) | (coverages > hi))
+    assert outside <= 0.01 + 3 * np.sqrt(0.01 * 0.99 / runs)
+    exact = coverage_distribution(n_cal, alpha)
+    sd = np.sqrt(exact.var() + exact.mean() * (1 - exact.mean()) / n_test)
+    assert abs(coverages.mean() - exact.mean()) < 4 * sd / np.sqrt(runs)
+    assert coverages.mean() >= 1 - alpha - 4 * sd / np.sqrt(runs)
+
+
+def test_label_conditional_coverage_holds_in_every_class_where_marginal_fails():
+    # a rare class (10 %) that the classifier finds hard: marginal sets under-cover it, label-conditional
+    # sets cover every class at 1 - alpha (mean over runs within 4 standard errors of the Beta mean)
+    alpha, runs, n_cal, n_test = 0.1, 150, 1000, 500
+    per_class_marginal, per_class_mondrian = [], []
+    for seed in range(runs):
+        rng = np.random.default_rng(seed)
+        n = n_cal + n_test
+        y = (rng.uniform(size=n) < 0.1).astype(int)
+        logit = rng.normal(loc=np.where(y == 1, 0.5, -2.0), scale=1.0)
+        p1 = 1 / (1 + np.exp(-logit))
+        probs = np.stack([1 - p1, p1], axis=1)
+        args = (probs[:n_cal], y[:n_cal], probs[n_cal:], alpha)
+        for store, sets in ((per_class_marginal, split_conformal_sets(*args)),
+                            (per_class_mondrian, label_conditional_sets(*args))):
+            covered = sets[np.arange(n_test), y[n_cal:]]
+            store.append([covered[y[n_cal:] == c].mean() for c in (0, 1)])
+    mondrian, marginal = np.array(per_class_mondrian), np.array(per_class_marginal)
+    for c, n_c in ((0, 900), (1, 100)):
+        law = coverage_distribution(n_c, alpha)
+        se = np.sqrt(law.var() + 0.1 * 0.9 / (n_test * (0.9 if c == 0 else 0.1))) / np.sqrt(runs)
+        assert mondrian[:, c].mean() >= law.mean() - 4 * se - 0.01  # class sizes vary around n_c
+    assert marginal[:, 1].mean() < 1 - alpha - 0.1  # the rare class is badly under-covered marginally
+
+
+# ---------------------------------------------------------------- clear errors
+
+
+def test_clear_errors():
+    cal, y = [[0.9, 0.1], [0.8, 0.2], [0.3, 0.7], [0.6, 0.4]], [0, 0, 1, 1]
+    with pytest.raises(ValueError, match="cal_labels must be integers in 0..1, got 2.0"):
+        split_conformal_sets(cal, [0, 0, 1, 2], [[0.5, 0.5]], 0.4)
+    with pytest.raises(ValueError, match="test_probs must sum to 1"):
+        split_conformal_sets(cal, y, [[0.5, 0.6]], 0.4)
+    with pytest.raises(ValueError, match=r"alpha must lie in \(0, 1\), got 1.0"):
+        split_conformal_sets(cal, y, [[0.5, 0.5]], 1.0)
+    with pytest.raises(ValueError, match="too small for alpha=0.1: category 0 has 4 calibration points"):
+        split_conformal_sets(cal, y, [[0.5, 0.5]], 0.1)
+    with pytest.raises(ValueError, match=r"categories must give shape \(4,\)"):
+        mondrian_conformal_sets(cal, y, [[0.5, 0.5]], 0.4, categories=lambda p, labels: labels[:2])
+    with pytest.raises(ValueError, match=r"categories must return shape \(1,\)"):
+        mondrian_conformal_sets(cal, y, [[0.5, 0.5]], 0.4,
+                                categories=lambda p, labels: labels if len(labels) == 4 else [0, 1])
+    with pytest.raises(ValueError, match="test category 7 has no calibration point"):
+        mondrian_conformal_sets(cal, y, [[0.5, 0.5]], 0.4, categories=(np.zeros(4, int), np.array([7])))
+    sets = mondrian_conformal_sets(cal, y, [[0.5, 0.5]], 0.4, categories=(np.zeros(4, int), np.array([7])),
+                                   too_small="include")
+    assert sets.tolist() == [[True, True]]
+    with pytest.raises(ValueError, match="randomized=True applies to score='aps' or 'raps'"):
+        class_scores(cal, randomized=True)
+    with pytest.raises(ValueError, match="lam and k_reg apply to score='raps' only"):
+        class_scores(cal, score="aps", lam=0.1)

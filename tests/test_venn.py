@@ -1,0 +1,106 @@
+"""Inductive Venn predictors and Venn-ABERS (calibtut.venn)."""
+
+import numpy as np
+import pytest
+
+from calibtut.venn import venn_abers, venn_multiprobabilities, venn_probability_bounds
+
+
+def test_hand_case_and_empty_category():
+    # category "a": labels 1, 1, 0 -> with the test point as 0: (2/4, 2/4); as 1: (1/4, 3/4)
+    p = venn_multiprobabilities(["a", "a", "a", "b"], [1, 1, 0, 0], ["a", "c"], 2)
+    assert np.allclose(p[0], [[0.5, 0.5], [0.25, 0.75]])
+    assert np.allclose(p[1], np.eye(2))  # an empty category: the test point alone
+    lower, upper = venn_probability_bounds(["a", "a", "a", "b"], [1, 1, 0, 0], ["a", "c"], 2, test_weight=2.0)
+    assert np.allclose(lower, [[1 / 5, 2 / 5], [0, 0]]) and np.allclose(upper, [[3 / 5, 4 / 5], [1, 1]])
+
+
+def test_bounds_are_the_extremes_of_the_multiprobabilities():
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        n_classes = int(rng.integers(2, 5))
+        cal_cat, labels = rng.integers(0, 6, size=200), rng.integers(0, n_classes, size=200)
+        test_cat, weight = rng.integers(0, 7, size=50), rng.uniform(1, 5, size=50)
+        p = venn_multiprobabilities(cal_cat, labels, test_cat, n_classes, test_weight=weight)
+        lower, upper = venn_probability_bounds(cal_cat, labels, test_cat, n_classes, test_weight=weight)
+        assert np.allclose(p.sum(axis=2), 1)
+        assert np.allclose(p.min(axis=1), lower) and np.allclose(p.max(axis=1), upper)
+        # Proposition 3's mechanism: a larger test weight never raises the lower probability
+        heavier, _ = venn_probability_bounds(cal_cat, labels, test_cat, n_classes, test_weight=weight + 1)
+        assert np.all(heavier <= lower + 1e-15)
+
+
+@pytest.mark.filterwarnings("ignore:All-NaN slice:RuntimeWarning")  # inside venn-abers, one distinct score
+def test_one_category_matches_venn_abers_with_a_constant_score():
+    # the venn-abers package with every score equal has a single isotonic category:
+    # p0 = n1 / (n + 1), p1 = (n1 + 1) / (n + 1), our lower and upper probabilities of label 1
+    from venn_abers import VennAbers
+
+    rng = np.random.default_rng(1)
+    labels = (rng.uniform(size=37) < 0.8).astype(int)
+    oracle = VennAbers()
+    oracle.fit(np.full((37, 2), 0.5), labels)
+    _, p0_p1 = oracle.predict_proba(np.full((1, 2), 0.5))
+    lower, upper = venn_probability_bounds(np.zeros(37), labels, [0], 2)
+    assert np.allclose(p0_p1[0], [lower[0, 1], upper[0, 1]])
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_venn_abers_matches_the_venn_abers_package(seed):
+    from venn_abers import VennAbers
+
+    rng = np.random.default_rng(seed)
+    scores = rng.uniform(size=150)
+    if seed == 2:
+        scores = np.round(scores, 1)  # tied scores
+    labels = (rng.uniform(size=150) < scores ** 2).astype(int)
+    test = np.concatenate([rng.uniform(size=40), scores[:5], [-0.5, 1.5]])
+    oracle = VennAbers()
+    oracle.fit(np.stack([1 - scores, scores], axis=1), labels)
+    _, p0_p1 = oracle.predict_proba(np.stack([1 - test, test], axis=1))
+    p0, p1 = venn_abers(scores, labels, test)
+    assert np.allclose(p0, p0_p1[:, 0], atol=1e-12) and np.allclose(p1, p0_p1[:, 1], atol=1e-12)
+    assert np.all(p0 <= p1)
+
+
+def test_theorem3_the_true_label_probability_is_calibrated():
+    # Vovk & Petej 2014, Theorem 1: in one category of n IID Bernoulli(p) calibration labels, the
+    # Venn probability computed with the test point's true label, p_Y(1) = (n1 + Y) / (n + 1), is
+    # perfectly calibrated: E[Y | p_Y(1) = v] = v for every value v. 200,000 draws; each
+    # well-populated value's mean is within 4.5 binomial standard errors. The lower probability
+    # p_0(1) alone is not calibrated (it is too low by p / (n + 1) on average).
+    rng = np.random.default_rng(2)
+    n, draws = 20, 200_000
+    for p in (0.3, 0.8):
+        n1 = rng.binomial(n, p, size=draws)
+        y = (rng.uniform(size=draws) < p).astype(int)
+        value = (n1 + y) / (n + 1)
+        for v in np.unique(value):
+            chosen = value == v
+            if chosen.sum() < 2000:
+                continue
+            se = np.sqrt(v * (1 - v) / chosen.sum())
+            assert abs(y[chosen].mean() - v) < 4.5 * se
+        lower = n1 / (n + 1)
+        # E[Y] - E[p_0(1)] = p / (n + 1) exactly; the simulated gap has standard error about 0.0011
+        assert abs((y.mean() - lower.mean()) - p / (n + 1)) < 0.005
+
+
+def test_the_library_probability_equals_the_closed_form_in_the_simulation():
+    rng = np.random.default_rng(3)
+    cal_cat, labels = rng.integers(0, 3, size=60), (rng.uniform(size=60) < 0.7).astype(int)
+    lower, upper = venn_probability_bounds(cal_cat, labels, [0, 1, 2], 2)
+    for c in range(3):
+        n, n1 = np.sum(cal_cat == c), np.sum(labels[cal_cat == c])
+        assert np.isclose(lower[c, 1], n1 / (n + 1)) and np.isclose(upper[c, 1], (n1 + 1) / (n + 1))
+
+
+def test_clear_errors():
+    with pytest.raises(ValueError, match="cal_labels must be integers in 0..1, got 2.0"):
+        venn_probability_bounds([0, 0], [0, 2], [0], 2)
+    with pytest.raises(ValueError, match="test_weight must be > 0"):
+        venn_probability_bounds([0, 0], [0, 1], [0], 2, test_weight=0.0)
+    with pytest.raises(ValueError, match="same length"):
+        venn_probability_bounds([0, 0, 1], [0, 1], [0], 2)
+    with pytest.raises(ValueError, match="cal_labels must be integers in 0..1"):
+        venn_abers([0.1, 0.2], [0, 3], [0.5])
