@@ -37,6 +37,7 @@ from ._validation import as_float_array, check_int, check_real, check_rng
 
 __all__ = [
     "KNNApproximation",
+    "KNNFitHistory",
     "fit_knn_approximation",
     "Localizer",
     "fit_localizer",

@@ -346,6 +346,8 @@ RESULT_RECORDS = {"FitHistory", "DataFile", "Collection", "RegressionData", "For
 RESULT_RECORDS |= {"SelectionShift", "BoundTerms", "DANNHistory"}
 # The drift benchmark's streams.
 RESULT_RECORDS |= {"BenchmarkStream"}
+# Paper 001: what fit_knn_approximation did.
+RESULT_RECORDS |= {"KNNFitHistory"}
 
 _NUMERIC_TYPE = re.compile(r"\b(float|int|integer)\b")
 _ARRAY_TYPE = re.compile(r"array|tensor|Tensor|sequence|tuple")
