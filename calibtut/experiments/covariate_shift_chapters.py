@@ -1,0 +1,210 @@
+"""Tables and fixed set-ups of the teaching chapters on covariate shift (paper 004, chapters 1-4 and 7).
+
+The experiments chapter and its paper-versus-ours table have their own module,
+``calibtut.experiments.covariate_shift``; this module holds what the
+teaching chapters share or reshape:
+
+* :func:`misspecified_classifier_logits`: the fixed, misspecified binary
+  classifier of chapters 1 and 3, as two logits;
+* :func:`mean_with_sem`: mean and standard error of every column of a table
+  of repeated runs (chapter 7's coverages);
+* :func:`clip_summary`: bias, spread, error and effective sample size of an
+  importance-weighted temperature per clip ``U`` (chapter 3);
+* :func:`top_weight_spread`: the paper's Figure 2 as a table, the largest
+  importance weights over repeated runs (chapter 3);
+* :func:`coverage_by_group`: coverage per value of a grouping variable, such
+  as the rotation angle of chapter 7.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from calibtut._validation import as_float_array, check_int
+
+__all__ = [
+    "clip_summary",
+    "coverage_by_group",
+    "mean_with_sem",
+    "misspecified_classifier_logits",
+    "top_weight_spread",
+]
+
+
+def misspecified_classifier_logits(X):
+    """Logits ``(0, x - 1)`` of the fixed binary classifier of chapters 1 and 3.
+
+    The classifier predicts ``P(y = 1 | x) = sigmoid(x - 1)`` for a 1-D input;
+    the label law of the chapters is ``sigmoid(2 x - 0.5)``, so it is too flat
+    and shifted, timid on the source and over-confident on the target.
+
+    Parameters
+    ----------
+    X : array_like of shape (n, 1)
+        One-dimensional inputs.
+
+    Returns
+    -------
+    numpy.ndarray of shape (n, 2)
+
+    Examples
+    --------
+    >>> misspecified_classifier_logits([[1.0], [3.0]])
+    array([[0., 0.],
+           [0., 2.]])
+    """
+    X = as_float_array(X, "X", ndim=2)
+    if X.shape[1] != 1:
+        raise ValueError(f"X must have one column (a 1-D input), got shape {X.shape}")
+    z = X[:, 0] - 1.0
+    return np.column_stack([np.zeros_like(z), z])
+
+
+def _check_frame(df, name, columns=()):
+    if not isinstance(df, pd.DataFrame):
+        raise TypeError(f"{name} must be a pandas DataFrame, got {type(df).__name__}")
+    missing = [c for c in columns if c not in df.columns]
+    if missing:
+        raise ValueError(f"{name} lacks the columns {missing}")
+    if len(df) == 0:
+        raise ValueError(f"{name} must have at least one row")
+    return df
+
+
+def mean_with_sem(runs):
+    """Mean and standard error (``std / sqrt(n)``, ddof 1) of every column over the runs.
+
+    Parameters
+    ----------
+    runs : pandas.DataFrame
+        One row per run, numeric columns (at least two rows).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Indexed by the columns of ``runs``, with columns ``mean`` and ``std. error``.
+
+    Examples
+    --------
+    >>> mean_with_sem(pd.DataFrame({"coverage": [0.8, 0.9, 1.0]})).round(4)
+              mean  std. error
+    coverage   0.9      0.0577
+    """
+    runs = _check_frame(runs, "runs")
+    if len(runs) < 2:
+        raise ValueError(f"runs must have at least two rows for a standard error, got {len(runs)}")
+    values = runs.astype(float)
+    return pd.DataFrame({"mean": values.mean(), "std. error": values.sem()})
+
+
+def clip_summary(rows):
+    """Bias, spread, root mean squared error and ESS of a weighted temperature per clip ``U``.
+
+    Parameters
+    ----------
+    rows : pandas.DataFrame
+        One row per repeat and clip, with columns ``U`` (the clip), ``T`` (the
+        fitted temperature), ``ESS / n`` (effective sample fraction) and
+        ``best T`` (the target-optimal temperature the fit is judged against,
+        positive and finite).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Indexed by ``U``, with columns ``bias`` (mean of ``T - best T``),
+        ``sd`` (of ``T``, ddof 1; 0 for a single repeat), ``ess`` (mean ESS
+        fraction) and ``rmse`` (``sqrt(bias^2 + sd^2)``).
+
+    Examples
+    --------
+    >>> rows = pd.DataFrame({"U": [1, 1, 10, 10], "T": [1.0, 1.2, 0.5, 0.7],
+    ...                      "ESS / n": [0.9, 0.9, 0.4, 0.6], "best T": 0.6})
+    >>> table = clip_summary(rows).round(3)
+    >>> table.index.tolist(), table["bias"].tolist(), table["rmse"].tolist()
+    ([1, 10], [0.5, 0.0], [0.52, 0.141])
+    """
+    rows = _check_frame(rows, "rows", ("U", "T", "ESS / n", "best T"))
+    best = as_float_array(rows["best T"], "rows['best T']", ndim=1)
+    if np.any(best <= 0):
+        raise ValueError(f"rows['best T'] must be positive, got {best[best <= 0][0]!r}")
+    grouped = rows.assign(error=rows["T"] - best).groupby("U")
+    table = pd.DataFrame(
+        {
+            "bias": grouped["error"].mean(),
+            "sd": grouped["T"].std().fillna(0.0),
+            "ess": grouped["ESS / n"].mean(),
+        }
+    )
+    table["rmse"] = np.sqrt(table["bias"] ** 2 + table["sd"] ** 2)
+    return table
+
+
+def top_weight_spread(weights, k=15):
+    """The paper's Figure 2 as a table: the ``k`` largest mean weights over repeated runs.
+
+    Parameters
+    ----------
+    weights : array_like of shape (n_runs, n)
+        Importance weights of the same ``n`` source examples in each run
+        (non-negative, finite).
+    k : int, default 15
+        Number of examples kept (1 <= k <= n), those with the largest mean weight.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per kept example, largest mean first, indexed by the example's
+        column in ``weights``, with columns ``mean``, ``median``, ``min``,
+        ``max`` and ``spread`` (``max / min``; infinite when ``min`` is 0).
+
+    Examples
+    --------
+    >>> w = [[1.0, 8.0, 0.1], [3.0, 2.0, 0.1]]
+    >>> top_weight_spread(w, k=2)
+       mean  median  min  max  spread
+    1   5.0     5.0  2.0  8.0     4.0
+    0   2.0     2.0  1.0  3.0     3.0
+    """
+    w = as_float_array(weights, "weights", ndim=2)
+    if np.any(w < 0):
+        raise ValueError("weights must be non-negative")
+    k = check_int(k, "k", minimum=1, maximum=w.shape[1])
+    mean = w.mean(axis=0)
+    top = np.argsort(-mean, kind="stable")[:k]
+    low, high = w[:, top].min(axis=0), w[:, top].max(axis=0)
+    with np.errstate(divide="ignore"):
+        spread = np.where(low > 0, high / np.where(low > 0, low, 1.0), np.inf)
+    return pd.DataFrame(
+        {"mean": mean[top], "median": np.median(w[:, top], axis=0), "min": low, "max": high, "spread": spread},
+        index=top,
+    )
+
+
+def coverage_by_group(covered, groups):
+    """Coverage (mean of ``covered``) for each value of ``groups``, sorted by group.
+
+    Parameters
+    ----------
+    covered : array_like of bool or {0, 1}, shape (n,)
+        Whether each test label is in its prediction set.
+    groups : array_like of shape (n,)
+        Group of each test point (e.g. its rotation angle); finite numbers.
+
+    Returns
+    -------
+    pandas.Series
+        Coverage indexed by group.
+
+    Examples
+    --------
+    >>> coverage_by_group([1, 0, 1, 1], [10, 10, 20, 20]).tolist()
+    [0.5, 1.0]
+    """
+    hit = as_float_array(covered, "covered", ndim=1)
+    if np.any((hit != 0) & (hit != 1)):
+        raise ValueError("covered must hold booleans or 0/1 values")
+    group = as_float_array(groups, "groups", ndim=1)
+    if group.size != hit.size:
+        raise ValueError(f"covered and groups must have the same length, got {hit.size} and {group.size}")
+    return pd.Series(hit).groupby(group).mean().rename("coverage")

@@ -1,0 +1,104 @@
+"""Tables and fixed set-ups of the covariate-shift teaching chapters."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import special, stats
+
+from calibtut.experiments.covariate_shift_chapters import (
+    clip_summary,
+    coverage_by_group,
+    mean_with_sem,
+    misspecified_classifier_logits,
+    top_weight_spread,
+)
+
+
+def test_misspecified_classifier_is_sigmoid_x_minus_one():
+    x = np.linspace(-3, 3, 7)[:, None]
+    probs = special.softmax(misspecified_classifier_logits(x), axis=1)
+    assert np.allclose(probs[:, 1], special.expit(x[:, 0] - 1))
+    with pytest.raises(ValueError, match="one column"):
+        misspecified_classifier_logits(np.zeros((3, 2)))
+    with pytest.raises(ValueError, match="X"):
+        misspecified_classifier_logits([[np.nan]])
+
+
+def test_mean_with_sem_matches_scipy():
+    rng = np.random.default_rng(0)
+    runs = pd.DataFrame(rng.normal(size=(30, 3)), columns=["a", "b", "c"])
+    table = mean_with_sem(runs)
+    assert np.allclose(table["mean"], runs.mean())
+    assert np.allclose(table["std. error"], stats.sem(runs.to_numpy(), axis=0, ddof=1))
+    with pytest.raises(ValueError, match="two rows"):
+        mean_with_sem(runs.iloc[:1])
+    with pytest.raises(TypeError, match="DataFrame"):
+        mean_with_sem(runs.to_numpy())
+
+
+def test_clip_summary_hand_case_and_errors():
+    rows = pd.DataFrame(
+        {
+            "U": [3.0, 3.0, 3.0, 1e3],
+            "T": [0.5, 0.7, 0.9, 0.4],
+            "ESS / n": [0.5, 0.4, 0.3, 0.1],
+            "best T": 0.5,
+        }
+    )
+    table = clip_summary(rows)
+    assert list(table.index) == [3.0, 1e3]
+    assert np.isclose(table.loc[3.0, "bias"], 0.2) and np.isclose(table.loc[3.0, "sd"], 0.2)
+    assert np.isclose(table.loc[3.0, "rmse"], np.sqrt(0.08)) and np.isclose(table.loc[3.0, "ess"], 0.4)
+    # one repeat: no spread, the error is the bias
+    assert table.loc[1e3, "sd"] == 0 and np.isclose(table.loc[1e3, "rmse"], 0.1)
+    with pytest.raises(ValueError, match="best T"):
+        clip_summary(rows.assign(**{"best T": 0.0}))
+    with pytest.raises(ValueError, match="best T"):
+        clip_summary(rows.assign(**{"best T": np.nan}))
+    with pytest.raises(ValueError, match="lacks"):
+        clip_summary(rows.drop(columns="T"))
+
+
+def test_clip_summary_rmse_is_root_mean_squared_error_for_large_samples():
+    rng = np.random.default_rng(1)
+    t = rng.normal(1.2, 0.3, size=20_000)
+    rows = pd.DataFrame({"U": 10.0, "T": t, "ESS / n": 0.5, "best T": 1.0})
+    table = clip_summary(rows)
+    assert np.isclose(table.loc[10.0, "rmse"], np.sqrt(np.mean((t - 1.0) ** 2)), rtol=1e-3)
+
+
+def test_top_weight_spread_picks_largest_mean_weights():
+    rng = np.random.default_rng(2)
+    w = rng.exponential(size=(10, 200))
+    table = top_weight_spread(w, k=15)
+    means = w.mean(axis=0)
+    assert list(table.index) == list(np.argsort(-means)[:15])
+    assert np.all(np.diff(table["mean"]) <= 0)
+    assert np.allclose(table["spread"], table["max"] / table["min"])
+    assert np.allclose(table["median"], np.median(w[:, table.index], axis=0))
+
+
+def test_top_weight_spread_zero_minimum_and_errors():
+    table = top_weight_spread([[0.0, 1.0], [2.0, 1.0]], k=2)
+    assert table.loc[0, "spread"] == np.inf and table.loc[1, "spread"] == 1.0
+    with pytest.raises(ValueError, match="non-negative"):
+        top_weight_spread([[-1.0, 1.0]])
+    with pytest.raises(ValueError, match="k"):
+        top_weight_spread([[1.0, 1.0]], k=3)
+    with pytest.raises(ValueError, match="weights"):
+        top_weight_spread([[np.inf, 1.0]], k=1)
+
+
+def test_coverage_by_group():
+    rng = np.random.default_rng(3)
+    groups = rng.integers(0, 4, size=1_000) * 10
+    covered = rng.random(1_000) < 0.9
+    series = coverage_by_group(covered, groups)
+    for g, value in series.items():
+        assert np.isclose(value, covered[groups == g].mean())
+    with pytest.raises(ValueError, match="0/1"):
+        coverage_by_group([0.5, 1.0], [0, 0])
+    with pytest.raises(ValueError, match="same length"):
+        coverage_by_group([1, 0], [0])
