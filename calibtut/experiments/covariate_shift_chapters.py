@@ -1,7 +1,7 @@
 """Tables and fixed set-ups of the teaching chapters on covariate shift (paper 004, chapters 1-4 and 7).
 
 The experiments chapter and its paper-versus-ours table have their own module,
-``calibtut.experiments.covariate_shift``; this module holds what the
+:mod:`calibtut.experiments.covariate_shift`; this module holds what the
 teaching chapters share or reshape:
 
 * :func:`misspecified_classifier_logits`: the fixed, misspecified binary
