@@ -285,6 +285,17 @@ def _slow_draw(seed, n):
     return {"mean": float(np.random.default_rng(seed).normal(size=n).mean()), "pid": 0}
 
 
+def _worker_environment(seed):
+    return {"trim": os.environ.get("MALLOC_TRIM_THRESHOLD_", "unset"), "omp": os.environ.get("OMP_NUM_THREADS")}
+
+
+def test_local_workers_keep_the_c_library_memory_settings(monkeypatch):
+    # Dask's default MALLOC_TRIM_THRESHOLD_=65536 doubled the time of torch tasks (bench_sweep.py)
+    monkeypatch.delenv("MALLOC_TRIM_THRESHOLD_", raising=False)
+    table = sweep([{"seed": 0}], _worker_environment, progress=False, workers=1, gpu_workers=0)
+    assert table.loc[0, "trim"] == "unset" and table.loc[0, "omp"] == "1"
+
+
 def test_local_cluster_gives_the_serial_table(tmp_path):
     tasks = [{"seed": s, "n": n} for s in range(8) for n in (10, 1000)]
     serial = sweep(tasks, _slow_draw, progress=False)

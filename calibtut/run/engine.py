@@ -344,11 +344,21 @@ def local_cluster(engine):
 
     workers = {f"{'gpu' if i < engine.gpu_workers else 'cpu'}-{i}": worker(i < engine.gpu_workers)
                for i in range(engine.workers)}
-    cluster = distributed.SpecCluster(
-        workers=workers,
-        scheduler={"cls": distributed.Scheduler, "options": {"dashboard": False, "dashboard_address": ":0"}},
-        silence_logs=logging.ERROR, name="calibtut",
-    )
+    # Dask's nannies set MALLOC_TRIM_THRESHOLD_=65536 in their workers by default, which
+    # trades speed for memory: it doubled the time of a torch training task here
+    # (benchmarks/bench_sweep.py). Our workers keep the C library's own setting, and do
+    # without Dask's statistical profiler (it samples the task's thread every 10 ms,
+    # for a dashboard these clusters do not serve).
+    import dask
+
+    speed = {"distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None,
+             "distributed.worker.profile.enabled": False}
+    with dask.config.set(speed):
+        cluster = distributed.SpecCluster(
+            workers=workers,
+            scheduler={"cls": distributed.Scheduler, "options": {"dashboard": False, "dashboard_address": ":0"}},
+            silence_logs=logging.ERROR, name="calibtut",
+        )
     _CLUSTERS[spec] = cluster
     return cluster
 
