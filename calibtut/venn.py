@@ -8,6 +8,8 @@ form one probability distribution: with ``n_c'`` calibration points of label
 ``c'`` among the ``|T|`` points of the category and a test-point weight ``w``
 (``w = 1`` is the standard predictor),
 
+.. code-block:: text
+
     p_c(c') = (n_c' + w [c = c']) / (|T| + w).
 
 One of these ``n_classes`` distributions, the one of the true label, is

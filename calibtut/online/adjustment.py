@@ -12,7 +12,7 @@ labels at or below the output quantile ``Z_k`` up to step ``t`` and
 The basic algorithm outputs ``Z_k^{t+1} = Z~_k^{t+1} + E_k^{t+1}``.
 
 Numerical safeguard: the exponent is capped at ``log(1 + 2B) + 10`` (at
-:data:`UNBOUNDED_EXPONENT` without ``B``). Theorem 1's argument needs the
+``UNBOUNDED_EXPONENT`` without ``B``). Theorem 1's argument needs the
 exponent to reach ``log(1 + 2B)`` only (then ``|E| > 2B``), so the cap keeps
 it intact; it bounds ``|E|`` by about ``22000 (1 + 2B)``, which keeps the
 spring equilibrium's gaps far above float64 resolution under adversarial
@@ -166,7 +166,7 @@ def exponential_adjustment(counts, t, levels, tolerance, beta, B=None):
         ``b_delta(t) t`` in counts.
     beta : float
     B : float, optional
-        Label bound, sets the exponent cap (:func:`max_exponent`).
+        Label bound, sets the exponent cap (``max_exponent``).
 
     Returns
     -------

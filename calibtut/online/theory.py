@@ -246,7 +246,7 @@ def adversarial_labels(calibrator, forecasts, n_steps=None, *, strategy="greedy"
     * ``"below"``: always ``-B``;
     * ``"median"``: alternately just below and just above the central output
       quantile ``Z_c`` (``c = K // 2``, the median for odd ``K``), at
-      :data:`MEDIAN_OFFSET` times the smaller of the two gaps next to it. The
+      ``MEDIAN_OFFSET`` times the smaller of the two gaps next to it. The
       quantiles around ``Z_c`` are pulled onto the labels, the intervals
       between them shrink, and the likelihood of Eq. (5) grows without bound:
       this nature defeats the hypothesis of Theorem 2.
