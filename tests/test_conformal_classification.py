@@ -294,3 +294,127 @@ def test_clear_errors():
         class_scores(cal, randomized=True)
     with pytest.raises(ValueError, match="lam and k_reg apply to score='raps' only"):
         class_scores(cal, score="aps", lam=0.1)
+
+
+def test_valid_localized_sets_on_a_hand_computed_case():
+    # scores V = (0.2, 0.4, 0.6); calibration kernel K = [[1, .5, 0], [.5, 1, .5], [0, .5, 1]]; the test point
+    # sits on point 2: h = (0, 1, 0). alpha = 0.4, so k = ceil(4 * 0.6) = 3.
+    # A_i = sum_j K_ij [V_j < V_i] = (0, 0.5, 0.5); denominators K row sums + h = (1.5, 3, 1.5).
+    # class 0 (v = 0.3): L_cal = (0, (0.5 + 1) / 3, 0.5 / 1.5) = (0, .5, .33), L_t = 0 / 2 = 0: no L_i < 0 -> in.
+    # class 1 (v = 0.7): L_cal = (0, 0.5 / 3, 0.5 / 1.5), L_t = 1 / 2: all three L_i < 0.5, 3 >= k -> out.
+    # naive: the weight (0, 1, 0) + 1 at +inf never reaches 0.6 * 2 = 1.2 below +inf -> both classes.
+    cal = [[0.8, 0.2], [0.6, 0.4], [0.4, 0.6]]
+    near = [[1.0, 0.5, 0.0], [0.5, 1.0, 0.5], [0.0, 0.5, 1.0]]
+    args = (cal, [0, 0, 0], [[0.7, 0.3]], [[0.0, 1.0, 0.0]], 0.4)
+    assert localized_conformal_sets(*args, form="valid", cal_kernel=near).tolist() == [[True, False]]
+    assert localized_conformal_sets(*args).tolist() == [[True, True]]
+    # alpha = 0.6 (k = 2): the naive threshold is 0.4 (weight 1 >= 0.4 * 2) and both forms give {0}
+    args = (*args[:4], 0.6)
+    assert localized_conformal_sets(*args, form="valid", cal_kernel=near).tolist() == [[True, False]]
+    assert localized_conformal_sets(*args).tolist() == [[True, False]]
+
+
+def test_valid_localized_sets_with_equal_weights_are_split_conformal():
+    rng = np.random.default_rng(14)
+    for n in (9, 19, 99, 250):
+        cal, test = _probs(rng, n), _probs(rng, 50)
+        y = _sample_from(rng, cal)
+        for alpha in (0.1, 0.2, 0.5):
+            for score in ("lac", "aps"):
+                expected = split_conformal_sets(cal, y, test, alpha, score=score)
+                got = localized_conformal_sets(cal, y, test, np.ones((50, n)), alpha, score=score, form="valid",
+                                               cal_kernel=np.ones((n, n)))
+                assert np.array_equal(got, expected)
+
+
+def _guan_valid_set(cal_scores, cal_kernel, h, candidate_scores, alpha):
+    """Guan's valid LCP from its definition, by brute force: for each candidate score v, build the n + 1
+    localized laws F_i (test score = v), scan the levels beta (every atom of every F_i, just above it),
+    take the smallest beta at which at least (1 - alpha)(n + 1) points satisfy V_i <= Q(beta; F_i), and
+    keep v when V_{n+1} = v <= Q(beta; F_{n+1})."""
+    n = cal_scores.size
+    full = np.zeros((n + 1, n + 1))
+    full[:n, :n], full[n, :n], full[:n, n], full[n, n] = cal_kernel, h, h, 1.0
+    kept = []
+    for v in candidate_scores:
+        scores = np.append(cal_scores, v)
+        order = np.argsort(scores, kind="stable")
+        cumulative = np.cumsum((full / full.sum(axis=1, keepdims=True))[:, order], axis=1)
+        atoms = np.unique(cumulative)
+        levels = np.concatenate([atoms[atoms < 1] + 1e-9, [1.0]])
+        # quantiles[i, l] = Q(levels[l]; F_i) = the smallest score whose cumulative weight reaches the level
+        position = np.stack([np.searchsorted(row, levels, side="left") for row in cumulative])
+        quantiles = scores[order][np.minimum(position, n)]
+        enough = np.mean(scores[:, None] <= quantiles, axis=0) >= 1 - alpha - 1e-12
+        kept.append(v <= quantiles[n, np.argmax(enough)])
+    return np.array(kept)
+
+
+def test_valid_localized_sets_against_guans_definition_by_brute_force():
+    rng = np.random.default_rng(15)
+    for trial in range(12):
+        n = int(rng.integers(5, 25))
+        cal, test = _probs(rng, n), _probs(rng, 4)
+        test[:2] = cal[:2]  # candidate scores tied with calibration scores
+        y = _sample_from(rng, cal)
+        points = rng.normal(size=(n + 4, 2))
+        dist = np.linalg.norm(points[:, None] - points[None], axis=2)
+        full = np.exp(-dist / rng.uniform(0.3, 2.0))
+        alpha = float(rng.choice([0.1, 0.2, 0.3]))
+        got = localized_conformal_sets(cal, y, test, full[n:, :n], alpha, form="valid", cal_kernel=full[:n, :n])
+        cal_scores = 1 - cal[np.arange(n), y]
+        for t in range(4):
+            expected = _guan_valid_set(cal_scores, full[:n, :n], full[n + t, :n], 1 - test[t], alpha)
+            assert np.array_equal(got[t], expected), (trial, t)
+
+
+def _rare_hard_group(rng, n):
+    """A binary task with a common easy group (score U(0, 0.25)) and a rare hard one (5 %, score U(0.5, 1))."""
+    hard = rng.uniform(size=n) < 0.05
+    p_true = np.where(hard, rng.uniform(0.0, 0.5, n), rng.uniform(0.75, 1.0, n))
+    y = rng.integers(0, 2, n)
+    probs = np.empty((n, 2))
+    probs[np.arange(n), y], probs[np.arange(n), 1 - y] = p_true, 1 - p_true
+    return probs, y, hard
+
+
+def test_valid_localized_sets_cover_where_the_naive_form_under_covers():
+    # kernel 1 within a group and 0.47 across: the rare hard group borrows the easy group's small scores.
+    # The valid form's coverage averaged over calibration draws is >= 1 - alpha (a theorem): its mean over
+    # 300 draws must lie above 0.9 - 4 standard errors; the naive form's population coverage is about 0.88
+    # (0.9 + h((1 - alpha) 0.05 - alpha 0.95) = 0.876 with separated score ranges; finite n adds a little),
+    # so its mean must lie below 0.9 - 4 standard errors.
+    coverage = {"naive": [], "valid": []}
+    for seed in range(300):
+        rng = np.random.default_rng(seed)
+        cal, y_cal, g_cal = _rare_hard_group(rng, 200)
+        test, y_test, g_test = _rare_hard_group(rng, 400)
+        kernel = np.where(g_test[:, None] == g_cal[None, :], 1.0, 0.47)
+        cal_kernel = np.where(g_cal[:, None] == g_cal[None, :], 1.0, 0.47)
+        for form in coverage:
+            sets = localized_conformal_sets(cal, y_cal, test, kernel, 0.1, form=form,
+                                            cal_kernel=cal_kernel if form == "valid" else None)
+            coverage[form].append(sets[np.arange(400), y_test].mean())
+    for form, values in coverage.items():
+        mean, sem = np.mean(values), np.std(values, ddof=1) / np.sqrt(len(values))
+        if form == "valid":
+            assert mean >= 0.9 - 4 * sem, (form, mean, sem)
+        else:
+            assert mean <= 0.9 - 4 * sem, (form, mean, sem)
+
+
+def test_localized_sets_reject_bad_kernels_and_forms():
+    cal, test = [[0.8, 0.2], [0.6, 0.4], [0.4, 0.6]], [[0.7, 0.3]]
+    near = np.array([[1.0, 0.5, 0.0], [0.5, 1.0, 0.5], [0.0, 0.5, 1.0]])
+    with pytest.raises(ValueError, match="form must be one of"):
+        localized_conformal_sets(cal, [0, 0, 0], test, [[1.0, 1.0, 1.0]], 0.1, form="exact")
+    with pytest.raises(ValueError, match="needs cal_kernel"):
+        localized_conformal_sets(cal, [0, 0, 0], test, [[1.0, 1.0, 1.0]], 0.1, form="valid")
+    with pytest.raises(ValueError, match="form='valid' only"):
+        localized_conformal_sets(cal, [0, 0, 0], test, [[1.0, 1.0, 1.0]], 0.1, cal_kernel=near)
+    for bad, message in ((near[:2], "shape"), (near * 2, "diagonal"), (near + np.triu(near, 1), "symmetric"),
+                         (near - 1.0, "non-negative"), (np.full((3, 3), np.nan), "cal_kernel")):
+        with pytest.raises(ValueError, match=message):
+            localized_conformal_sets(cal, [0, 0, 0], test, [[1.0, 1.0, 1.0]], 0.1, form="valid", cal_kernel=bad)
+    with pytest.raises(ValueError, match="kernel must be non-negative"):
+        localized_conformal_sets(cal, [0, 0, 0], test, [[1.0, -1.0, 1.0]], 0.1)
