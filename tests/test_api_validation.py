@@ -186,6 +186,21 @@ def _square_task(seed):
     return {"v": seed * seed}
 
 
+@functools.cache
+def _tiny_knn_pool():
+    """A small pool of calibtut.experiments.venn_admit_theory.synthetic_knn_pipeline (built once)."""
+    from calibtut.experiments.venn_admit_theory import synthetic_knn_pipeline
+
+    return synthetic_knn_pipeline(0, n_train=300, n_pool=200, n_knn=40, epochs=1)
+
+
+def _singleton_runs():
+    import pandas as pd
+
+    return pd.DataFrame({"method": ["split"], "class": [0], "n": [10], "covered": [9], "singletons": [8],
+                         "correct_singletons": [7]})
+
+
 #: Valid arguments that differ from ``VALID`` for one callable (qualified name -> {parameter: value}).
 VALID_FOR = {
     "calibtut.conformal.SplitConformalRegressor": {},
@@ -258,6 +273,10 @@ VALID_FOR = {
         "datasets": ["Yacht"], "runs": [0], "bases": ["mix-nll"], "dataset": "Yacht", "metric": "pce",
         "rows": lambda: _study_rows(), "results": lambda: _study_rows(), "test_table": lambda: _study_rows(),
         "base": "mix-nll", "values": (0.1, 1.0),
+    },
+    "calibtut.experiments.venn_admit_theory": {
+        "accuracy": 0.85, "pool": lambda: _tiny_knn_pool(), "n_seeds": 1, "n_cal": 100, "n_mc": 50, "n_vp": 50,
+        "runs": lambda: _singleton_runs(), "hard_share": 0.05, "across": 0.5,
     },
     "calibtut.data.regression_study": {"frame": lambda: _method_table(), "X": lambda: _method_table(), "run": 0},
     "calibtut.run.progress.SweepProgress": {"total": 4, "done": 1, "desc": "demo", "bar": False, "slots": 2},

@@ -1,0 +1,151 @@
+"""Synthetic set-ups and simulation loops of the Venn-ADMIT theory chapters (calibtut.experiments.venn_admit_theory)."""
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from calibtut.conformal_classification import localized_conformal_sets
+from calibtut.experiments.venn_admit_theory import (
+    binomial_admission,
+    category_coverage_runs,
+    conformal_singleton_runs,
+    naive_lcp_population_coverage,
+    rare_class_sample,
+    singleton_summary,
+    synthetic_knn_pipeline,
+    two_group_sample,
+    venn_admit_runs,
+)
+
+
+@pytest.fixture(scope="module")
+def pool():
+    return synthetic_knn_pipeline(0, n_train=1000, n_pool=1200, n_knn=200, epochs=5)
+
+
+def test_rare_class_posterior_matches_scipy_densities():
+    x, probs, labels = rare_class_sample(500, seed=1)
+    means, priors = [[0.0, 0.0], [1.5, 0.0], [3.0, 0.0]], [0.6, 0.34, 0.06]
+    joint = np.stack([p * stats.multivariate_normal(m, np.eye(2)).pdf(x) for m, p in zip(means, priors)], axis=1)
+    assert np.allclose(probs, joint / joint.sum(axis=1, keepdims=True))
+    # the labels follow the priors: each class count inside its 99.9 % binomial interval
+    _, big_probs, big_labels = rare_class_sample(20_000, seed=2)
+    for c, p in enumerate(priors):
+        lo, hi = stats.binom.ppf([0.0005, 0.9995], 20_000, p)
+        assert lo <= np.sum(big_labels == c) <= hi
+    # the posterior is calibrated and the classifier's accuracy is below 0.9
+    assert abs(np.mean(big_probs.max(axis=1)) - np.mean(big_probs.argmax(axis=1) == big_labels)) < 0.015
+    assert np.mean(big_probs.argmax(axis=1) == big_labels) < 0.8
+
+
+def test_conformal_singleton_runs_count_consistently_and_split_sets_cover():
+    runs = conformal_singleton_runs(30, 300, 300, 0.1, seed=5)
+    assert (runs["covered"] <= runs["n"]).all() and (runs["correct_singletons"] <= runs["singletons"]).all()
+    assert (runs.groupby(["run", "method"])["n"].sum() == 300).all()
+    summary = singleton_summary(runs, 0.1).set_index(["method", "class"])
+    pooled = runs[runs["method"] == "split"]
+    coverage = pooled["covered"].sum() / pooled["n"].sum()
+    assert 0.9 - 0.01 <= coverage <= 0.9 + 1 / 301 + 0.01  # 9,000 test points, sd of the mean about 0.004
+    # label-conditional sets cover the rare class; its singleton accuracy stays far below 0.9 under split sets
+    assert summary.loc[("label-conditional", 2), "coverage"] >= 0.85
+    assert summary.loc[("split", 2), "accuracy_high"] < 0.9
+
+
+def test_singleton_summary_intervals_and_errors():
+    runs = pd.DataFrame({"method": ["m", "m"], "class": [0, 1], "n": [10, 10], "covered": [9, 10],
+                         "singletons": [20, 0], "correct_singletons": [18, 0]})
+    table = singleton_summary(runs, 0.2)
+    lo, hi = stats.binomtest(18, 20).proportion_ci(0.99)
+    assert table.loc[0, "accuracy_low"] == pytest.approx(lo) and table.loc[0, "accuracy_high"] == pytest.approx(hi)
+    assert np.isnan(table.loc[1, "singleton_accuracy"]) and table.loc[0, "target"] == pytest.approx(0.8)
+    with pytest.raises(ValueError, match="runs must be a DataFrame"):
+        singleton_summary(runs.drop(columns="covered"), 0.1)
+
+
+def test_two_group_sample_scores_and_shares():
+    probs, labels, hard = two_group_sample(20_000, seed=3)
+    scores = 1 - probs[np.arange(20_000), labels]
+    assert np.all(scores[~hard] <= 0.25) and np.all(scores[hard] >= 0.5)
+    lo, hi = stats.binom.ppf([0.0005, 0.9995], 20_000, 0.05)
+    assert lo <= hard.sum() <= hi
+
+
+def test_naive_lcp_population_coverage_matches_a_large_simulation():
+    # the closed form against the naive sets themselves with n = 4,000 calibration points (20 draws)
+    coverage = []
+    for seed in range(20):
+        rng = np.random.default_rng(seed)
+        cal, y_cal, g_cal = two_group_sample(4000, rng)
+        test, y_test, g_test = two_group_sample(1000, rng)
+        kernel = np.where(g_test[:, None] == g_cal[None, :], 1.0, 0.47)
+        sets = localized_conformal_sets(cal, y_cal, test, kernel, 0.1)
+        coverage.append(sets[np.arange(1000), y_test].mean())
+    expected = naive_lcp_population_coverage(0.1, 0.05, 0.47)["marginal"]
+    assert abs(np.mean(coverage) - expected) < 0.006
+    # clipping: with no hard group weight across, the easy group is covered at 1 - alpha exactly in the limit
+    assert naive_lcp_population_coverage(0.1, 0.05, 0.0) == pytest.approx({"easy": 0.9, "hard": 0.9,
+                                                                            "marginal": 0.9})
+    assert naive_lcp_population_coverage(0.1, 0.01, 1.0)["hard"] == 0.0
+
+
+def test_synthetic_pipeline_is_deterministic_and_consistent(pool):
+    again = synthetic_knn_pipeline(0, n_train=1000, n_pool=1200, n_knn=200, epochs=5)
+    for key in ("probs", "q", "d"):
+        assert np.array_equal(pool[key], again[key])
+    assert np.allclose(pool["probs"].sum(axis=1), 1) and set(np.unique(pool["q"])) <= set(range(26))
+    assert pool["omega"] > 0 and np.all(pool["d"] >= 0)
+    # the KNN mimics the network: it agrees with it on most points and is about as accurate
+    assert pool["agreement"] > 0.75 and abs(pool["knn_accuracy"] - pool["network_accuracy"]) < 0.1
+    # q = 25 points are more often right than q = 0 points (the paper's Table 3)
+    right = pool["probs"].argmax(axis=1) == pool["labels"]
+    assert right[pool["q"] == 25].mean() > right[pool["q"] == 0].mean() + 0.2
+
+
+def test_mondrian_on_the_fixed_partition_covers_every_category_and_class(pool):
+    runs = category_coverage_runs(pool, 40, 600, 0.1)
+    assert set(runs["method"]) == {"mondrian fixed", "admit fixed", "admit band"}
+    # Theorem 2 per category and class: pool the cells with at least 9 calibration points; the coverage
+    # of a cell's runs averages >= 0.9 (binomial standard error over its test points; 4 sd)
+    mondrian = runs[(runs["method"] == "mondrian fixed") & (runs["n_cal"] >= 9)]
+    cells = mondrian.groupby(["category", "class"])[["n", "covered"]].sum()
+    cells = cells[cells["n"] >= 200]
+    assert len(cells) >= 3
+    share = cells["covered"] / cells["n"]
+    assert (share >= 0.9 - 4 * np.sqrt(0.09 / cells["n"])).all(), share
+    # ADMIT adds the prediction and rejects thin bands: never less coverage than the Mondrian sets, run by run
+    wide = runs.pivot_table(index=["run", "category", "class"], columns="method", values="covered")
+    assert (wide["admit fixed"] >= wide["mondrian fixed"]).all()
+
+
+def test_venn_admit_runs_nest_and_admit_accurately(pool):
+    runs = venn_admit_runs(pool, 10, 400, 400, 0.1)
+    assert runs["nested"].all()
+    total = runs.groupby("method")[["admitted", "correct"]].sum()
+    assert total.loc["Venn-ADMIT", "admitted"] <= total.loc["Venn-ADMIT-w", "admitted"]
+    assert total.loc["Venn-ADMIT_qK", "admitted"] <= total.loc["Venn-ADMIT", "admitted"]
+    assert total.loc["Venn-ADMIT-w", "admitted"] > 0
+    accuracy = total["correct"] / total["admitted"]
+    assert accuracy["Venn-ADMIT-w"] >= 0.9 - 3 * np.sqrt(0.09 / total.loc["Venn-ADMIT-w", "admitted"])
+
+
+def test_binomial_admission_against_the_exact_tail():
+    for accuracy, n in ((0.89, 1000), (0.88, 200), (0.95, 100)):
+        out = binomial_admission(accuracy, n, 0.1, n_draws=40_000, seed=7)
+        sd = np.sqrt(out["admission_exact"] * (1 - out["admission_exact"]) / 40_000)
+        assert abs(out["admission_rate"] - out["admission_exact"]) <= 4 * sd + 1e-12
+        assert out["admission_exact"] <= out["hoeffding"]
+        sd_acc = np.sqrt(accuracy * (1 - accuracy) / out["admitted"])
+        assert abs(out["admitted_accuracy"] - accuracy) <= 4 * sd_acc
+    # a larger test weight only lowers the admission probability
+    rates = [binomial_admission(0.9, 200, 0.1, n_draws=10, test_weight=w)["admission_exact"] for w in (1, 2, 5, 20)]
+    assert rates == sorted(rates, reverse=True) and rates[0] > rates[-1]
+
+
+def test_pool_arguments_are_checked(pool):
+    with pytest.raises(ValueError, match="pool must be the dict"):
+        category_coverage_runs({"probs": pool["probs"]}, 1, 10, 0.1)
+    with pytest.raises(ValueError, match="n_cal"):
+        category_coverage_runs(pool, 1, len(pool["probs"]), 0.1)
+    with pytest.raises(ValueError, match="n_vp"):
+        venn_admit_runs(pool, 1, 600, 600, 0.1)
