@@ -72,7 +72,8 @@ def test_two_group_sample_scores_and_shares():
 
 
 def test_naive_lcp_population_coverage_matches_a_large_simulation():
-    # the closed form against the naive sets themselves with n = 4,000 calibration points (20 draws)
+    # the closed form against the naive sets themselves with n = 4,000 calibration points (20 draws of
+    # 1,000 test points)
     coverage = []
     for seed in range(20):
         rng = np.random.default_rng(seed)
@@ -82,7 +83,8 @@ def test_naive_lcp_population_coverage_matches_a_large_simulation():
         sets = localized_conformal_sets(cal, y_cal, test, kernel, 0.1)
         coverage.append(sets[np.arange(1000), y_test].mean())
     expected = naive_lcp_population_coverage(0.1, 0.05, 0.47)["marginal"]
-    assert abs(np.mean(coverage) - expected) < 0.006
+    # 4 standard errors of the mean over draws, plus 0.003 for the finite-n rounding of the thresholds
+    assert abs(np.mean(coverage) - expected) < 4 * np.std(coverage, ddof=1) / np.sqrt(20) + 0.003
     # clipping: with no hard group weight across, the easy group is covered at 1 - alpha exactly in the limit
     assert naive_lcp_population_coverage(0.1, 0.05, 0.0) == pytest.approx({"easy": 0.9, "hard": 0.9,
                                                                             "marginal": 0.9})
