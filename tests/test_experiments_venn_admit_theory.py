@@ -9,6 +9,7 @@ from calibtut.conformal_classification import localized_conformal_sets
 from calibtut.experiments.venn_admit_theory import (
     binomial_admission,
     category_coverage_runs,
+    category_coverage_table,
     conformal_singleton_runs,
     naive_lcp_population_coverage,
     rare_class_sample,
@@ -107,14 +108,13 @@ def test_synthetic_pipeline_is_deterministic_and_consistent(pool):
 def test_mondrian_on_the_fixed_partition_covers_every_category_and_class(pool):
     runs = category_coverage_runs(pool, 40, 600, 0.1)
     assert set(runs["method"]) == {"mondrian fixed", "admit fixed", "admit band"}
-    # Theorem 2 per category and class: pool the cells with at least 9 calibration points; the coverage
-    # of a cell's runs averages >= 0.9 (binomial standard error over its test points; 4 sd)
-    mondrian = runs[(runs["method"] == "mondrian fixed") & (runs["n_cal"] >= 9)]
-    cells = mondrian.groupby(["category", "class"])[["n", "covered"]].sum()
-    cells = cells[cells["n"] >= 200]
-    assert len(cells) >= 3
-    share = cells["covered"] / cells["n"]
-    assert (share >= 0.9 - 4 * np.sqrt(0.09 / cells["n"])).all(), share
+    # Theorem 2 per category and class: in every cell kept (>= 9 calibration points, >= 20 runs) the mean
+    # coverage over runs equals the exact conformal mean up to 4 standard errors over runs
+    table = category_coverage_table(runs, 0.1)
+    mondrian = table[table["method"] == "mondrian fixed"]
+    assert len(mondrian) >= 5
+    assert (mondrian["z"].abs() <= 4).all(), mondrian
+    assert mondrian["expected"].between(0.9, 1.0).all()
     # ADMIT adds the prediction and rejects thin bands: never less coverage than the Mondrian sets, run by run
     wide = runs.pivot_table(index=["run", "category", "class"], columns="method", values="covered")
     assert (wide["admit fixed"] >= wide["mondrian fixed"]).all()
@@ -142,6 +142,16 @@ def test_binomial_admission_against_the_exact_tail():
     # a larger test weight only lowers the admission probability
     rates = [binomial_admission(0.9, 200, 0.1, n_draws=10, test_weight=w)["admission_exact"] for w in (1, 2, 5, 20)]
     assert rates == sorted(rates, reverse=True) and rates[0] > rates[-1]
+
+
+def test_category_coverage_table_drops_thin_cells_and_checks_its_input():
+    runs = pd.DataFrame({"run": [0, 1, 2, 0], "method": "m", "category": [1, 1, 1, 2], "class": 0,
+                         "n_cal": [9, 8, 19, 50], "n": 10, "covered": [9, 10, 10, 9]})
+    table = category_coverage_table(runs, 0.1, min_runs=2)
+    assert table["category"].tolist() == [1] and table.loc[0, "runs"] == 2  # n_cal = 8 dropped, cell 2 thin
+    assert table.loc[0, "coverage"] == pytest.approx(0.95) and table.loc[0, "expected"] == pytest.approx(0.9)
+    with pytest.raises(ValueError, match="runs must be a DataFrame"):
+        category_coverage_table(runs.drop(columns="n_cal"), 0.1)
 
 
 def test_pool_arguments_are_checked(pool):

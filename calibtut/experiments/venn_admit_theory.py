@@ -17,7 +17,8 @@ chapters share or reshape:
 * :func:`category_coverage_runs`: coverage per fixed ``(q, d-bin)`` category
   and true class over random splits of that pool, for Mondrian conformal on
   the fixed partition and ADMIT on the fixed partition and on the sliding
-  band (chapter 3);
+  band (chapter 3), and :func:`category_coverage_table` beside the exact
+  conformal mean;
 * :func:`venn_admit_runs`: Venn-ADMIT's variants over random splits of the
   pool (chapter 4);
 * :func:`binomial_admission`: Proposition 1's admission rule on one category
@@ -57,6 +58,7 @@ __all__ = [
     "naive_lcp_population_coverage",
     "synthetic_knn_pipeline",
     "category_coverage_runs",
+    "category_coverage_table",
     "venn_admit_runs",
     "binomial_admission",
 ]
@@ -501,6 +503,63 @@ def category_coverage_runs(pool, n_seeds, n_cal, alpha, *, kappa=None, seed=0):
             rows.append(table.reset_index().assign(run=run, method=method))
     columns = ["run", "method", "category", "class", "n_cal", "n", "covered"]
     return pd.concat(rows, ignore_index=True)[columns]
+
+
+def category_coverage_table(runs, alpha, *, min_cal=None, min_runs=20):
+    """Coverage per method, fixed category and class over runs, beside the exact conformal mean.
+
+    For a category and class with ``n_e`` calibration points, Mondrian
+    conformal coverage averaged over test points and calibration draws is
+    exactly ``ceil((n_e + 1)(1 - alpha)) / (n_e + 1)`` for continuous scores;
+    ``expected`` averages that over the runs kept. Runs where the cell has
+    fewer than ``min_cal`` calibration points are dropped (a cell too small
+    for a finite threshold gets the full set), and so are cells kept in fewer
+    than ``min_runs`` runs.
+
+    Parameters
+    ----------
+    runs : pandas.DataFrame
+        The output of :func:`category_coverage_runs`.
+    alpha : float
+        Miscoverage level in (0, 1) of those runs.
+    min_cal : int, optional
+        Smallest calibration count of a cell in a run; default
+        ``ceil(1 / alpha) - 1`` (the smallest with a finite threshold).
+    min_runs : int, default 20
+        Smallest number of runs of a cell (at least 2, for a standard error).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``method``, ``category``, ``class``, ``runs``, ``n_cal`` (mean),
+        ``coverage`` (mean over runs of the cell's test coverage), ``sem``
+        (its standard error over runs), ``expected`` and ``z``
+        (``(coverage - expected) / sem``).
+
+    Examples
+    --------
+    >>> runs = pd.DataFrame({"run": [0, 1, 2], "method": "m", "category": 7, "class": 0,
+    ...                      "n_cal": [9, 19, 9], "n": 10, "covered": [9, 10, 8]})
+    >>> category_coverage_table(runs, 0.1, min_runs=3)[["runs", "coverage", "expected"]]
+       runs  coverage  expected
+    0     3       0.9       0.9
+    """
+    alpha = check_alpha(alpha)
+    min_cal = math.ceil(1 / alpha) - 1 if min_cal is None else check_int(min_cal, "min_cal", minimum=1)
+    min_runs = check_int(min_runs, "min_runs", minimum=2)
+    needed = {"run", "method", "category", "class", "n_cal", "n", "covered"}
+    if not isinstance(runs, pd.DataFrame) or not needed <= set(runs.columns):
+        raise ValueError(f"runs must be a DataFrame with columns {sorted(needed)}")
+    kept = runs[(runs["n_cal"] >= min_cal) & (runs["n"] > 0)].copy()
+    kept["coverage"] = kept["covered"] / kept["n"]
+    kept["expected"] = np.ceil((kept["n_cal"] + 1) * (1 - alpha) - 1e-9) / (kept["n_cal"] + 1)
+    table = kept.groupby(["method", "category", "class"]).agg(
+        runs=("coverage", "size"), n_cal=("n_cal", "mean"), coverage=("coverage", "mean"),
+        sem=("coverage", "sem"), expected=("expected", "mean"),
+    ).reset_index()
+    table = table[table["runs"] >= min_runs].reset_index(drop=True)
+    table["z"] = (table["coverage"] - table["expected"]) / table["sem"]
+    return table
 
 
 def venn_admit_runs(pool, n_seeds, n_mc, n_vp, alpha, *, kappa=None, require_q=25, seed=0):
