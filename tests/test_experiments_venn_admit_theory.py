@@ -108,12 +108,13 @@ def test_synthetic_pipeline_is_deterministic_and_consistent(pool):
 def test_mondrian_on_the_fixed_partition_covers_every_category_and_class(pool):
     runs = category_coverage_runs(pool, 40, 600, 0.1)
     assert set(runs["method"]) == {"mondrian fixed", "admit fixed", "admit band"}
-    # Theorem 2 per category and class: in every cell kept (>= 9 calibration points, >= 20 runs) the mean
-    # coverage over runs equals the exact conformal mean up to 4 standard errors over runs
-    table = category_coverage_table(runs, 0.1)
+    # Theorem 2 per category and class: in every cell kept (>= 20 calibration points, >= 20 runs) the mean
+    # coverage over runs is at least the exact conformal mean less 4 standard errors over runs, and the
+    # standardised gaps centre on 0 (the mean is exact for distinct scores)
+    table = category_coverage_table(runs, 0.1, min_cal=20)
     mondrian = table[table["method"] == "mondrian fixed"]
-    assert len(mondrian) >= 5
-    assert (mondrian["z"].abs() <= 4).all(), mondrian
+    assert len(mondrian) >= 3
+    assert (mondrian["z"] >= -4).all() and mondrian["z"].abs().median() < 2, mondrian
     assert mondrian["expected"].between(0.9, 1.0).all()
     # ADMIT adds the prediction and rejects thin bands: never less coverage than the Mondrian sets, run by run
     wide = runs.pivot_table(index=["run", "category", "class"], columns="method", values="covered")
