@@ -7,6 +7,7 @@ from scipy import stats
 
 from calibtut.conformal_classification import localized_conformal_sets
 from calibtut.experiments.venn_admit_theory import (
+    admission_summary,
     binomial_admission,
     category_coverage_runs,
     category_coverage_table,
@@ -17,6 +18,7 @@ from calibtut.experiments.venn_admit_theory import (
     synthetic_knn_pipeline,
     two_group_sample,
     venn_admit_runs,
+    venn_calibration_table,
 )
 
 
@@ -162,3 +164,31 @@ def test_pool_arguments_are_checked(pool):
         category_coverage_runs(pool, 1, len(pool["probs"]), 0.1)
     with pytest.raises(ValueError, match="n_vp"):
         venn_admit_runs(pool, 1, 600, 600, 0.1)
+
+
+def test_venn_calibration_table_is_calibrated_and_brackets_the_truth():
+    # Theorem 3: E(Y | p_Y) = p_Y for every value taken often (4 binomial standard errors); on average
+    # p0 <= accuracy <= p1
+    for n, accuracy in ((20, 0.3), (20, 0.8), (5, 0.95)):
+        table = venn_calibration_table(n, accuracy, n_draws=100_000, seed=11)
+        common = table[table["draws"] >= 500]
+        assert len(common) >= 3
+        assert ((common["frequency"] - common["p_true"]).abs() <= 4 * common["sem"] + 1e-12).all(), table
+        mean_p0 = np.average(table["p0"], weights=table["draws"])
+        mean_p1 = np.average(table["p1"], weights=table["draws"])
+        assert mean_p0 <= accuracy <= mean_p1
+    # the p_Y of a wrong construction (the lower probability p0 instead) is not calibrated
+    table = venn_calibration_table(20, 0.8, n_draws=100_000, seed=11)
+    assert (table["frequency"] - table["p0"]).abs().max() > 0.02
+
+
+def test_admission_summary_pools_runs_per_class_and_overall():
+    runs = pd.DataFrame({"run": [0, 0, 1, 1], "method": "m", "class": [0, 1, 0, 1], "n": [50, 50, 50, 50],
+                         "admitted": [20, 0, 30, 10], "correct": [19, 0, 30, 8]})
+    table = admission_summary(runs, 0.1).set_index("class")
+    assert table.loc[0, "admitted"] == 50 and table.loc[0, "accuracy"] == pytest.approx(49 / 50)
+    assert table.loc[1, "share"] == pytest.approx(0.1) and table.loc["all", "accuracy"] == pytest.approx(57 / 60)
+    lo, hi = stats.binomtest(57, 60).proportion_ci(0.99)
+    assert table.loc["all", "accuracy_low"] == pytest.approx(lo) and table.loc["all", "accuracy_high"] == pytest.approx(hi)
+    with pytest.raises(ValueError, match="runs must be a DataFrame"):
+        admission_summary(runs.drop(columns="correct"), 0.1)

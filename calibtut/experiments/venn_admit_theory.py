@@ -20,7 +20,9 @@ chapters share or reshape:
   band (chapter 3), and :func:`category_coverage_table` beside the exact
   conformal mean;
 * :func:`venn_admit_runs`: Venn-ADMIT's variants over random splits of the
-  pool (chapter 4);
+  pool (chapter 4), pooled by :func:`admission_summary`;
+* :func:`venn_calibration_table`: Theorem 3 (the Venn probability of the true
+  label is calibrated) on one category, by simulation (chapter 4);
 * :func:`binomial_admission`: Proposition 1's admission rule on one category
   of known accuracy, by simulation and exactly (chapter 4).
 """
@@ -60,6 +62,8 @@ __all__ = [
     "category_coverage_runs",
     "category_coverage_table",
     "venn_admit_runs",
+    "admission_summary",
+    "venn_calibration_table",
     "binomial_admission",
 ]
 
@@ -643,6 +647,100 @@ def venn_admit_runs(pool, n_seeds, n_mc, n_vp, alpha, *, kappa=None, require_q=2
                              "admitted": int(np.sum(chosen & of_class)),
                              "correct": int(np.sum(chosen & of_class & correct)), "nested": nested})
     return pd.DataFrame(rows)
+
+
+def admission_summary(runs, alpha):
+    """Pooled admission share and accuracy among admitted points per method and true class.
+
+    Parameters
+    ----------
+    runs : pandas.DataFrame
+        The output of :func:`venn_admit_runs` (columns ``method``, ``class``,
+        ``n``, ``admitted``, ``correct``).
+    alpha : float
+        Miscoverage level in (0, 1): the target ``1 - alpha`` is a column.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per method and class, plus a row ``"all"`` per method:
+        ``admitted``, ``share`` (admitted among the class's points),
+        ``accuracy`` (correct among the admitted; NaN when none), its exact
+        99 % interval ``accuracy_low``, ``accuracy_high``, and ``target``.
+
+    Examples
+    --------
+    >>> runs = pd.DataFrame({"method": "m", "class": [0, 1], "n": [50, 50], "admitted": [20, 10],
+    ...                      "correct": [20, 9]})
+    >>> admission_summary(runs, 0.1)[["class", "share", "accuracy"]]
+      class  share  accuracy
+    0     0    0.4  1.000000
+    1     1    0.2  0.900000
+    2   all    0.3  0.966667
+    """
+    alpha = check_alpha(alpha)
+    needed = {"method", "class", "n", "admitted", "correct"}
+    if not isinstance(runs, pd.DataFrame) or not needed <= set(runs.columns):
+        raise ValueError(f"runs must be a DataFrame with columns {sorted(needed)}")
+    columns = ["n", "admitted", "correct"]
+    by_class = runs.groupby(["method", "class"], sort=False)[columns].sum().reset_index()
+    pooled = runs.groupby("method", sort=False)[columns].sum().reset_index().assign(**{"class": "all"})
+    total = pd.concat([by_class, pooled], ignore_index=True).sort_values("method", kind="stable")
+    bounds = [stats.binomtest(int(k), int(m)).proportion_ci(0.99) if m else (np.nan, np.nan)
+              for k, m in zip(total["correct"], total["admitted"])]
+    return pd.DataFrame({
+        "method": total["method"].to_numpy(), "class": total["class"].to_numpy(),
+        "admitted": total["admitted"].to_numpy(), "share": (total["admitted"] / total["n"]).to_numpy(),
+        "accuracy": (total["correct"] / total["admitted"].where(total["admitted"] > 0)).to_numpy(),
+        "accuracy_low": [b[0] for b in bounds], "accuracy_high": [b[1] for b in bounds], "target": 1 - alpha,
+    })
+
+
+def venn_calibration_table(n, accuracy, *, n_draws=200_000, seed=None):
+    """Theorem 3 on one Venn category, by simulation: the true label's Venn probability is calibrated.
+
+    A category holds ``n`` calibration points, each with label 1 with
+    probability ``accuracy``, and a test point of the same law. With ``n_1``
+    calibration labels equal to 1, the Venn predictor's probabilities of label
+    1 are ``p_0 = n_1 / (n + 1)`` (test point added with label 0) and
+    ``p_1 = (n_1 + 1) / (n + 1)``; Theorem 3 says that ``p_Y``, the one of the
+    test point's true label ``Y``, is perfectly calibrated: ``E(Y | p_Y) = p_Y``.
+
+    Parameters
+    ----------
+    n : int
+        Calibration points in the category (at least 1).
+    accuracy : float
+        Probability of label 1, in [0, 1].
+    n_draws : int, default 200000
+        Simulated draws of the category and the test point (at least 1).
+    seed : int, numpy.random.Generator or None
+        Source of the simulation.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per value taken by ``p_Y``: ``p_true`` (that value), ``draws``,
+        ``frequency`` (mean of ``Y`` over those draws), ``sem`` (its binomial
+        standard error at ``p_true``), and the means of ``p0`` and ``p1``.
+
+    Examples
+    --------
+    >>> table = venn_calibration_table(4, 0.5, n_draws=1000, seed=0)
+    >>> table["p_true"].tolist()
+    [0.0, 0.2, 0.4, 0.6, 0.8, 1.0]
+    """
+    n = check_int(n, "n", minimum=1)
+    accuracy = check_real(accuracy, "accuracy", low=0, high=1)
+    n_draws = check_int(n_draws, "n_draws", minimum=1)
+    rng = check_rng(seed)
+    ones = rng.binomial(n, accuracy, size=n_draws)
+    y = (rng.uniform(size=n_draws) < accuracy).astype(float)
+    frame = pd.DataFrame({"p_true": (ones + y) / (n + 1), "y": y, "p0": ones / (n + 1), "p1": (ones + 1) / (n + 1)})
+    table = frame.groupby("p_true").agg(draws=("y", "size"), frequency=("y", "mean"), p0=("p0", "mean"),
+                                        p1=("p1", "mean")).reset_index()
+    table["sem"] = np.sqrt(table["p_true"] * (1 - table["p_true"]) / table["draws"])
+    return table[["p_true", "draws", "frequency", "sem", "p0", "p1"]]
 
 
 def binomial_admission(accuracy, n, alpha, *, n_draws=100_000, test_weight=1.0, seed=None):
