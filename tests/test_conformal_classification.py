@@ -395,12 +395,33 @@ def test_valid_localized_sets_cover_where_the_naive_form_under_covers():
             sets = localized_conformal_sets(cal, y_cal, test, kernel, 0.1, form=form,
                                             cal_kernel=cal_kernel if form == "valid" else None)
             coverage[form].append(sets[np.arange(400), y_test].mean())
+    # Without ties among the localized ranks the valid form's mean coverage is exactly k / (n + 1) with
+    # k = ceil((n + 1)(1 - alpha)) (the test point's rank is uniform), here 181 / 201: two-sided check.
     for form, values in coverage.items():
         mean, sem = np.mean(values), np.std(values, ddof=1) / np.sqrt(len(values))
         if form == "valid":
-            assert mean >= 0.9 - 4 * sem, (form, mean, sem)
+            assert abs(mean - 181 / 201) <= 4 * sem, (form, mean, sem)
         else:
             assert mean <= 0.9 - 4 * sem, (form, mean, sem)
+
+
+def test_valid_localized_sets_cover_exactly_with_a_distance_kernel():
+    # a continuous kernel exp(-|x - x'| / 0.3) on a 1-d feature that drives the classifier's quality:
+    # mean coverage over 200 draws is k / (n + 1) = 91 / 101 up to 4 standard errors
+    coverage = []
+    for seed in range(200):
+        rng = np.random.default_rng(1000 + seed)
+        x = rng.uniform(size=150)
+        p_true = np.clip(rng.normal(0.9 - 0.6 * x, 0.1), 0.01, 0.99)
+        y = rng.integers(0, 2, 150)
+        probs = np.empty((150, 2))
+        probs[np.arange(150), y], probs[np.arange(150), 1 - y] = p_true, 1 - p_true
+        kernel = np.exp(-np.abs(x[:, None] - x[None, :]) / 0.3)
+        sets = localized_conformal_sets(probs[:100], y[:100], probs[100:], kernel[100:, :100], 0.1, form="valid",
+                                        cal_kernel=kernel[:100, :100])
+        coverage.append(sets[np.arange(50), y[100:]].mean())
+    mean, sem = np.mean(coverage), np.std(coverage, ddof=1) / np.sqrt(200)
+    assert abs(mean - 91 / 101) <= 4 * sem, (mean, sem)
 
 
 def test_localized_sets_reject_bad_kernels_and_forms():
