@@ -438,7 +438,8 @@ def localized_conformal_sets(cal_probs, cal_labels, test_probs, kernel, alpha, *
     is at most the ``1 - alpha`` quantile of ``F_t``, with the test point's
     own (unknown) score placed at ``+inf``: the smallest calibration score
     whose cumulative weight reaches ``(1 - alpha)(sum_j H[t, j] + 1)``. This
-    is Guan's "naive" LCP and Schmaltz & Rasooly's Local_conf baseline. It
+    is Guan's "naive" LCP, and our reading of Schmaltz & Rasooly's Local_conf
+    baseline (the paper names no level adjustment). It
     does not guarantee marginal coverage in finite samples: a test point
     from a rare region whose scores are larger than those of its
     neighbours borrows their small scores through the kernel, and the
@@ -452,12 +453,16 @@ def localized_conformal_sets(cal_probs, cal_labels, test_probs, kernel, alpha, *
     included in every ``F_i``). The level of the test point's quantile is
     not ``1 - alpha`` but the smallest level at which at least
     ``k = ceil((n + 1)(1 - alpha))`` of the ``n + 1`` points lie at or below
-    the quantile of their own localized law; in Guan's construction with a
-    continuum of levels, candidate class ``c`` with score ``v`` enters the
-    set when fewer than ``k`` calibration points have ``L_i(v) < L_t(v)``.
+    the quantile of their own localized law. Guan states the rule for a grid
+    of candidate levels; we allow every level in ``(0, 1]`` (the limit of
+    fine grids, which gives the smallest valid sets). Point ``i`` lies at or
+    below the level-``beta`` quantile of its law exactly when ``L_i < beta``,
+    so candidate class ``c`` with score ``v`` enters the set when fewer than
+    ``k`` calibration points have ``L_i(v) < L_t(v)``.
     The ``L`` values are a symmetric function of the ``n + 1`` points, so by
     exchangeability the test point ranks among the ``k`` smallest with
-    probability at least ``k / (n + 1) >= 1 - alpha``. ``L_t`` grows and each
+    probability at least ``k / (n + 1) >= 1 - alpha`` (exactly that when no
+    two ``L`` values tie). ``L_t`` grows and each
     ``L_i`` shrinks with ``v``, so the set is still ``{c : score <= threshold}``.
     This needs the kernel among the calibration points (``cal_kernel``),
     costs ``O(n^2 + m n C)`` and requires a symmetric kernel, since
