@@ -126,7 +126,15 @@ def test_mondrian_on_the_fixed_partition_covers_every_category_and_class(pool):
 def test_venn_admit_runs_nest_and_admit_accurately(pool):
     runs = venn_admit_runs(pool, 10, 400, 400, 0.1)
     assert runs["nested"].all()
-    total = runs.groupby("method")[["admitted", "correct"]].sum()
+    # both stratifications count the same admitted and correct points
+    strata = runs.groupby(["method", "by"])[["n", "admitted", "correct"]].sum().unstack("by")
+    for column in ("n", "admitted", "correct"):
+        assert (strata[(column, "true")] == strata[(column, "predicted")]).all()
+    # by predicted class, admitted points are correct exactly when their true class is that class
+    predicted = admission_summary(runs, 0.1, by="predicted").set_index(["method", "class"])
+    true = admission_summary(runs, 0.1, by="true").set_index(["method", "class"])
+    assert predicted.loc[("Venn-ADMIT-w", "all"), "accuracy"] == true.loc[("Venn-ADMIT-w", "all"), "accuracy"]
+    total = runs[runs["by"] == "true"].groupby("method")[["admitted", "correct"]].sum()
     assert total.loc["Venn-ADMIT", "admitted"] <= total.loc["Venn-ADMIT-w", "admitted"]
     assert total.loc["Venn-ADMIT_qK", "admitted"] <= total.loc["Venn-ADMIT", "admitted"]
     assert total.loc["Venn-ADMIT-w", "admitted"] > 0
@@ -193,3 +201,7 @@ def test_admission_summary_pools_runs_per_class_and_overall():
     assert table.loc["all", "accuracy_high"] == pytest.approx(hi)
     with pytest.raises(ValueError, match="runs must be a DataFrame"):
         admission_summary(runs.drop(columns="correct"), 0.1)
+    with pytest.raises(ValueError, match="by must be"):
+        admission_summary(runs, 0.1, by="label")
+    both = pd.concat([runs.assign(by="true"), runs.assign(by="predicted", correct=0)])
+    assert admission_summary(both, 0.1, by="predicted")["accuracy"].fillna(0).eq(0).all()

@@ -600,10 +600,12 @@ def venn_admit_runs(pool, n_seeds, n_mc, n_vp, alpha, *, kappa=None, require_q=2
     Returns
     -------
     pandas.DataFrame
-        Columns ``run``, ``method``, ``class``, ``n`` (test points of the
-        class), ``admitted``, ``correct`` and ``nested`` (the run's admitted
-        set is inside the sibling's: weighted inside unweighted, censored
-        inside uncensored; True for Venn-ADMIT-w itself).
+        Columns ``run``, ``method``, ``by`` (``"true"``: ``class`` is the true
+        class, the paper's stratification; ``"predicted"``: the predicted
+        class, what Venn-ADMIT's categories condition on), ``class``, ``n``
+        (test points of the class), ``admitted``, ``correct`` and ``nested``
+        (the run's admitted set is inside the sibling's: weighted inside
+        unweighted, censored inside uncensored; True for Venn-ADMIT-w itself).
 
     Examples
     --------
@@ -641,16 +643,17 @@ def venn_admit_runs(pool, n_seeds, n_mc, n_vp, alpha, *, kappa=None, require_q=2
         correct = probs[test].argmax(axis=1) == labels[test]
         for name, chosen in admitted.items():
             nested = bool(np.all(admitted[sibling[name]][chosen]))
-            for c in range(probs.shape[1]):
-                of_class = labels[test] == c
-                rows.append({"run": run, "method": name, "class": c, "n": int(of_class.sum()),
-                             "admitted": int(np.sum(chosen & of_class)),
-                             "correct": int(np.sum(chosen & of_class & correct)), "nested": nested})
+            for by, stratum in (("true", labels[test]), ("predicted", probs[test].argmax(axis=1))):
+                for c in range(probs.shape[1]):
+                    of_class = stratum == c
+                    rows.append({"run": run, "method": name, "by": by, "class": c, "n": int(of_class.sum()),
+                                 "admitted": int(np.sum(chosen & of_class)),
+                                 "correct": int(np.sum(chosen & of_class & correct)), "nested": nested})
     return pd.DataFrame(rows)
 
 
-def admission_summary(runs, alpha):
-    """Pooled admission share and accuracy among admitted points per method and true class.
+def admission_summary(runs, alpha, *, by="true"):
+    """Pooled admission share and accuracy among admitted points per method and class.
 
     Parameters
     ----------
@@ -659,6 +662,9 @@ def admission_summary(runs, alpha):
         ``n``, ``admitted``, ``correct``).
     alpha : float
         Miscoverage level in (0, 1): the target ``1 - alpha`` is a column.
+    by : {"true", "predicted"}, default "true"
+        Which stratification of the runs to pool (rows of the other are
+        dropped; a table without a ``by`` column is taken as is).
 
     Returns
     -------
@@ -679,9 +685,13 @@ def admission_summary(runs, alpha):
     2   all    0.3  0.966667
     """
     alpha = check_alpha(alpha)
+    if by not in ("true", "predicted"):
+        raise ValueError(f"by must be 'true' or 'predicted', got {by!r}")
     needed = {"method", "class", "n", "admitted", "correct"}
     if not isinstance(runs, pd.DataFrame) or not needed <= set(runs.columns):
         raise ValueError(f"runs must be a DataFrame with columns {sorted(needed)}")
+    if "by" in runs.columns:
+        runs = runs[runs["by"] == by]
     columns = ["n", "admitted", "correct"]
     by_class = runs.groupby(["method", "class"], sort=False)[columns].sum().reset_index()
     pooled = runs.groupby("method", sort=False)[columns].sum().reset_index().assign(**{"class": "all"})
