@@ -95,12 +95,12 @@ def _semeval():
     return texts, labels
 
 
-def load_sentiment(part, *, seed=0, n_calibration=16000):
+def load_sentiment(part="train", *, seed=0, n_calibration=16000):
     """One part of the Sentiment / SentimentOOD data (Kaushik et al. 2020; Maas et al. 2011; SemEval-2017).
 
     Parameters
     ----------
-    part : {"train", "calibration", "test", "ood"}
+    part : {"train", "calibration", "test", "ood"}, default "train"
         Which set (see the module's description).
     seed : int, numpy.random.Generator or None, default 0
         Draws the calibration sample and the negative tweets of ``"ood"``.

@@ -481,7 +481,7 @@ def table5_singletons(rows):
     --------
     >>> rows = pd.DataFrame({"table": "singletons", "dataset": "sentiment", "method": "ADMIT",
     ...                      "class": "all", "seed": [0, 1], "accuracy": [0.9, 0.8], "share": 0.5})
-    >>> table5_singletons(rows)[["metric", "mean", "runs"]].values.tolist()
+    >>> table5_singletons(rows)[["metric", "mean", "runs"]].round(3).values.tolist()
     [['accuracy', 0.85, 2], ['share', 0.5, 2]]
     """
     _check_rows(rows, ["table", "dataset", "method", "class", "accuracy", "share"])
@@ -609,11 +609,11 @@ def table5_vs_paper(ours, *, full=None):
 
     Examples
     --------
-    >>> rows = pd.DataFrame({"table": "singletons", "dataset": "sentiment", "method": "ADMIT",
+    >>> rows = pd.DataFrame({"table": ["singletons"], "dataset": "sentiment", "method": "ADMIT",
     ...                      "class": "all", "seed": 0, "accuracy": 0.9, "share": 0.5})
     >>> t = table5_vs_paper(rows)
-    >>> t.query("dataset == 'Sentiment' and method == 'ADMIT' and `class` == 'all'")[
-    ...     ["metric", "paper", "ours (ci)"]].values.tolist()
+    >>> cells = t.query("dataset == 'Sentiment' and method == 'ADMIT' and `class` == 'all'")
+    >>> cells[["metric", "paper", "ours (ci)"]].values.tolist()
     [['accuracy', 0.94, 0.9], ['share', 0.82, 0.5]]
     """
     from calibtut.papers import paper_table

@@ -84,7 +84,8 @@ def _rows(features, index):
         return torch.as_tensor(block)
     coo = block.tocoo()
     indices = torch.as_tensor(np.vstack([coo.row, coo.col]).astype(np.int64))
-    return torch.sparse_coo_tensor(indices, torch.as_tensor(coo.data), coo.shape).coalesce()
+    return torch.sparse_coo_tensor(indices, torch.as_tensor(coo.data), coo.shape,
+                                   check_invariants=True).coalesce()
 
 
 def fit_memory_head(model, features, labels, *, epochs=10, batch_size=64, lr=1e-3, weight_decay=0.0, seed=0):
