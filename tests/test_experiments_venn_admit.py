@@ -133,9 +133,11 @@ def test_sentiment_refuses_unknown_parts():
 
 
 def test_tasks_vary_seed_slowest_and_check_names():
-    tasks = va_tasks(seeds=[0, 1], kappa=100, methods=("ADMIT",))
+    tasks = va_tasks(seeds=[0, 1], kappa=100, methods=("ADMIT", "APS"))
     assert [(t["dataset"], t["seed"]) for t in tasks] == [(d, s) for s in (0, 1) for d in DATASETS]
-    assert tasks[0]["methods"] == ["ADMIT"]  # JSON-able
+    assert tasks[0]["methods"] == "ADMIT,APS"  # a scalar, as calibtut.run.sweep requires
+    with pytest.raises(ValueError, match="methods"):
+        va_tasks(methods=["ADMIT", "magic"])
     with pytest.raises(ValueError, match="datasets"):
         va_tasks(["protein"])
     with pytest.raises(TypeError, match="datasets"):

@@ -81,7 +81,10 @@ def _maas_disjoint():
     cad = set()
     for split in ("train", "dev", "test"):
         cad.update(normalized_review_key(t) for t in _cad("orig", split)[0])
-    keep = ~maas["text"].map(normalized_review_key).isin(cad)
+    # normalized_review_key, vectorised over the 25,000 reviews
+    keys = maas["text"].str.lower().str.replace("<br />", "", regex=False)
+    keys = keys.str.replace(_KEY_CHARS.pattern, "", regex=True).str[:120]
+    keep = ~keys.isin(cad)
     maas = maas[keep.to_numpy()]
     return tuple(maas["text"]), (maas["label"] == "pos").to_numpy(np.int64)
 

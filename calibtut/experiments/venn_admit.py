@@ -272,6 +272,17 @@ def _arguments(dataset, seed, n_calibration, model_seed, hidden, epochs, max_fea
     return dataset, int(seed), int(n_calibration), (int(model_seed), int(hidden), int(epochs), int(max_features))
 
 
+def _method_list(methods):
+    """Names of :data:`METHODS` from None (all), a sequence or a comma-separated str (the form tasks hold)."""
+    if methods is None:
+        return METHODS
+    names = tuple(m.strip() for m in methods.split(",")) if isinstance(methods, str) else tuple(methods)
+    unknown = [m for m in names if m not in METHODS]
+    if unknown or not names:
+        raise ValueError(f"methods must name methods from {METHODS}, got {methods!r}")
+    return names
+
+
 def _accuracy_rows(p):
     cal, test, parts = p["split"]["cal"], p["split"]["test"], p["parts"]
     held = np.concatenate([parts["mc"], parts["vp"]])
@@ -307,8 +318,9 @@ def run_va_config(dataset="sentiment", seed=0, *, n_calibration=16000, alpha=0.1
         Miscoverage level in (0, 1) (the paper: 0.1).
     kappa : int, default 1000
         ADMIT's smallest band count per class (the paper: 1000).
-    methods : sequence of str, optional
-        A subset of :data:`METHODS` (default: all).
+    methods : sequence of str or str, optional
+        A subset of :data:`METHODS` (default: all), as a list or one
+        comma-separated str (the form a task of :func:`va_tasks` holds).
     model_seed : int, default 0
         Seed of the network (fixed across calibration splits).
     hidden : int, default 128
@@ -326,7 +338,8 @@ def run_va_config(dataset="sentiment", seed=0, *, n_calibration=16000, alpha=0.1
         ``class`` (``"0"``, ``"1"`` or ``"all"``), ``n``, ``accuracy``,
         ``share``, ``agreement`` (model rows: agreement of the argmax with the
         memory layer's), ``coverage`` and ``mean_size`` (set methods), and
-        ``dataset``, ``seed``, ``omega``, ``eta``, ``n_test``.
+        ``omega``, ``eta``, ``n_test``; :func:`calibtut.run.sweep` adds the
+        task's ``dataset`` and ``seed``.
 
     Examples
     --------
@@ -341,10 +354,7 @@ def run_va_config(dataset="sentiment", seed=0, *, n_calibration=16000, alpha=0.1
                                                            max_features)
     alpha = check_alpha(alpha)
     kappa = check_int(kappa, "kappa", minimum=1)
-    methods = METHODS if methods is None else tuple(methods)
-    unknown = set(methods) - set(METHODS)
-    if isinstance(methods, str) or unknown:
-        raise ValueError(f"methods must be a list of names from {METHODS}, got {methods!r}")
+    methods = _method_list(methods)
     p = _pipeline(dataset, seed, n_calibration, network_key)
     y = p["split"]["test"]["y"]
     rows = _accuracy_rows(p)
@@ -358,7 +368,7 @@ def run_va_config(dataset="sentiment", seed=0, *, n_calibration=16000, alpha=0.1
                          "n": int(rec["n"]), "accuracy": float(rec["accuracy"]), "share": float(rec["share"]),
                          **extra})
     out = pd.DataFrame(rows)
-    return out.assign(dataset=dataset, seed=seed, omega=p["omega"], eta=p["eta"], n_test=int(y.size))
+    return out.assign(omega=p["omega"], eta=p["eta"], n_test=int(y.size))
 
 
 def va_points(dataset="sentiment", seed=0, *, n_calibration=16000, model_seed=0, hidden=128, epochs=10,
@@ -416,7 +426,8 @@ def va_tasks(datasets=DATASETS, seeds=(0, 1, 2), **fixed):
     """The task list for :func:`calibtut.run.sweep`: one task per test set and calibration-split seed.
 
     Every method runs inside one task (they share the pipeline's network, KNN
-    and features); ``methods=[...]`` in ``fixed`` restricts them.
+    and features); ``methods=[...]`` in ``fixed`` restricts them (stored as
+    one comma-separated str, since task values are scalars).
 
     Parameters
     ----------
@@ -442,8 +453,8 @@ def va_tasks(datasets=DATASETS, seeds=(0, 1, 2), **fixed):
     if bad:
         raise ValueError(f"datasets must be names from {DATASETS}, got {bad}")
     seeds = [check_int(s, "seeds", minimum=0) for s in seeds]
-    if "methods" in fixed and fixed["methods"] is not None:
-        fixed = {**fixed, "methods": list(fixed["methods"])}
+    if fixed.get("methods") is not None:
+        fixed = {**fixed, "methods": ",".join(_method_list(fixed["methods"]))}
     return [{"dataset": dataset, "seed": seed, **fixed} for seed in seeds for dataset in datasets]
 
 
