@@ -13,6 +13,7 @@ from calibtut.experiments.venn_admit import (
     METHODS,
     run_va_config,
     table2_model_approximation,
+    table2_vs_paper,
     table3_by_q_and_distance,
     table5_singletons,
     table5_vs_paper,
@@ -191,6 +192,15 @@ def test_table5_vs_paper_lists_every_sentiment_cell():
     cell = t.query("dataset == 'Sentiment' and method == 'ADMIT' and `class` == '0' and metric == 'accuracy'")
     assert cell["ours (ci)"].item() == pytest.approx(0.9) and cell["paper"].item() == 0.95
     assert t.query("method == 'APS'")["ours (ci)"].isna().all()
+
+
+def test_table2_vs_paper_maps_splits_and_skips_the_undefined_localizer_cells():
+    t = table2_vs_paper(_rows())
+    # Sentiment and SentimentOOD: 2 splits x 2 models + the localizer on D_te = 5 printed cells each
+    assert len(t) == 10 and set(t["split"]) == {"D_ca", "D_te"}
+    knn = t.query("dataset == 'Sentiment' and split == 'D_te' and method == 'KNN'")
+    assert knn["ours (ci)"].item() == pytest.approx(0.9) and knn["paper"].item() == 0.93
+    assert t.query("dataset == 'SentimentOOD'")["ours (ci)"].isna().all()
 
 
 @needs_mirror

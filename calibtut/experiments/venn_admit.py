@@ -54,6 +54,7 @@ __all__ = [
     "PAPER_DATASETS",
     "run_va_config",
     "table2_model_approximation",
+    "table2_vs_paper",
     "table3_by_q_and_distance",
     "table5_singletons",
     "table5_vs_paper",
@@ -640,6 +641,50 @@ def table5_vs_paper(ours, *, full=None):
         long = chosen.melt(id_vars=["dataset", "method", "class"], value_vars=["accuracy", "share"],
                            var_name="metric")
         return long.assign(dataset=long["dataset"].map(PAPER_DATASETS))
+
+    return paper_vs_ours(paper[[*key, "value"]], relabel(ours, "ours"), on=key,
+                         full=None if full is None else relabel(full, "full"), decimals=2)
+
+
+def table2_vs_paper(ours, *, full=None):
+    """The Sentiment and SentimentOOD accuracies of the paper's Table 2 beside ours, long.
+
+    Parameters
+    ----------
+    ours : pandas.DataFrame
+        Rows of :func:`run_va_config` from the live run (splits averaged).
+    full : pandas.DataFrame, optional
+        The full run's rows.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``dataset``, ``split`` (the paper's ``D_ca`` or ``D_te``),
+        ``method`` (:data:`MODELS`), ``paper``, ``ours (ci)``, ``ours (full)``
+        (with ``full``) and ``difference``, rounded to 2 decimals.
+
+    Examples
+    --------
+    >>> rows = pd.DataFrame({"table": "model", "dataset": "sentiment", "split": ["test"],
+    ...                      "method": "KNN", "seed": 0, "accuracy": 0.85, "agreement": 1.0})
+    >>> t = table2_vs_paper(rows)
+    >>> t.query("dataset == 'Sentiment' and split == 'D_te' and method == 'KNN'")[
+    ...     ["paper", "ours (ci)"]].values.tolist()
+    [[0.93, 0.85]]
+    """
+    from calibtut.papers import paper_table
+    from calibtut.run import paper_vs_ours
+
+    paper = paper_table("venn_admit", "table2")
+    paper = paper[paper["dataset"].isin(PAPER_DATASETS.values())].dropna(subset=["value"])
+    key = ["dataset", "split", "method"]
+    splits = {"calibration": "D_ca", "test": "D_te"}
+
+    def relabel(rows, name):
+        _check_rows(rows, ["table", "dataset", "split", "method", "accuracy"], name)
+        chosen = rows[rows["table"] == "model"]
+        return pd.DataFrame({"dataset": chosen["dataset"].map(PAPER_DATASETS), "split": chosen["split"].map(splits),
+                             "method": chosen["method"], "value": chosen["accuracy"]})
 
     return paper_vs_ours(paper[[*key, "value"]], relabel(ours, "ours"), on=key,
                          full=None if full is None else relabel(full, "full"), decimals=2)
