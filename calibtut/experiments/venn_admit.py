@@ -5,7 +5,8 @@ test reviews; ``"sentiment_ood"``: the 4,750 balanced SemEval-2017 tweets)
 and a calibration-split seed, through the whole pipeline of the paper:
 
 1. **network**: a :class:`~calibtut.models.memory_head.MemoryHead` on TF-IDF
-   vectors (word 1-2-grams, fitted on the training reviews only), trained on
+   vectors (word 1-2-grams, fitted on the training reviews only; or, with
+   ``features="minilm"``, on cached MiniLM sentence embeddings), trained on
    the 3,414 CAD reviews; its hidden layer gives the exemplar vectors ``r``.
    It depends on ``model_seed`` and its settings only, never on ``seed``, so
    every calibration split of a sweep sees the same network (the paper has
@@ -49,6 +50,7 @@ from calibtut._validation import check_alpha, check_int
 
 __all__ = [
     "DATASETS",
+    "FEATURES",
     "METHODS",
     "MODELS",
     "PAPER_DATASETS",
@@ -64,6 +66,10 @@ __all__ = [
 
 #: Our test sets (the paper's Sentiment and SentimentOOD).
 DATASETS = ("sentiment", "sentiment_ood")
+
+#: Input features of the stand-in network: TF-IDF vectors, or all-MiniLM-L6-v2 sentence embeddings
+#: (cached by content hash, :mod:`calibtut.models.sentence_embeddings`; needs sentence-transformers).
+FEATURES = ("tfidf", "minilm")
 
 #: Our dataset name -> the paper's.
 PAPER_DATASETS = {"sentiment": "Sentiment", "sentiment_ood": "SentimentOOD"}
@@ -91,20 +97,35 @@ def _check_settings(seed, model_seed, n_calibration, hidden, epochs, max_feature
 
 
 @functools.lru_cache(maxsize=2)
-def _network(model_seed, hidden, epochs, max_features):
-    """TF-IDF vectoriser and memory head trained on the CAD reviews, with the training outputs."""
-    from sklearn.feature_extraction.text import TfidfVectorizer
+def _network(features, model_seed, hidden, epochs, max_features):
+    """Feature map and memory head trained on the CAD reviews, with the training outputs.
 
+    The feature map is a TF-IDF vectoriser fitted on the training reviews, or
+    the MiniLM encoder behind the embedding cache (encoded once per text set).
+    """
     from calibtut.data.sentiment import load_sentiment
     from calibtut.models.memory_head import MemoryHead, fit_memory_head, memory_head_outputs
 
     texts, labels = load_sentiment("train")
-    vectorizer = TfidfVectorizer(ngram_range=(1, 2), min_df=2, sublinear_tf=True, max_features=max_features)
-    X = vectorizer.fit_transform(texts)
+    if features == "tfidf":
+        from sklearn.feature_extraction.text import TfidfVectorizer
+
+        vectorizer = TfidfVectorizer(ngram_range=(1, 2), min_df=2, sublinear_tf=True, max_features=max_features)
+        vectorizer.fit(texts)
+        transform = vectorizer.transform
+    else:
+        from calibtut.models.sentence_embeddings import cached_embeddings, minilm_encoder
+
+        encode, model_id = minilm_encoder()
+
+        def transform(batch):
+            return cached_embeddings(batch, encode, model_id)
+
+    X = transform(texts)
     head = MemoryHead(X.shape[1], 2, hidden=hidden, seed=model_seed)
     fit_memory_head(head, X, labels, epochs=epochs, batch_size=256, lr=3e-3, seed=model_seed)
     r, logits = memory_head_outputs(head, X)
-    return vectorizer, head, r, logits, labels
+    return transform, head, r, logits, labels
 
 
 @functools.lru_cache(maxsize=4)
@@ -113,9 +134,9 @@ def _encoded(part, seed, n_calibration, network_key):
     from calibtut.data.sentiment import load_sentiment
     from calibtut.models.memory_head import memory_head_outputs
 
-    vectorizer, head, _, _, _ = _network(*network_key)
+    transform, head, _, _, _ = _network(*network_key)
     texts, labels = load_sentiment(part, seed=seed, n_calibration=n_calibration)
-    r, logits = memory_head_outputs(head, vectorizer.transform(texts))
+    r, logits = memory_head_outputs(head, transform(texts))
     return r, logits, labels
 
 
@@ -266,11 +287,14 @@ def _method_sets(p, alpha, kappa, seed, methods):
 # ------------------------------------------------------------------------------------------ runner
 
 
-def _arguments(dataset, seed, n_calibration, model_seed, hidden, epochs, max_features):
+def _arguments(dataset, seed, n_calibration, model_seed, hidden, epochs, max_features, features):
     if dataset not in DATASETS:
         raise ValueError(f"dataset must be one of {DATASETS}, got {dataset!r}")
+    if features not in FEATURES:
+        raise ValueError(f"features must be one of {FEATURES}, got {features!r}")
     _check_settings(seed, model_seed, n_calibration, hidden, epochs, max_features)
-    return dataset, int(seed), int(n_calibration), (int(model_seed), int(hidden), int(epochs), int(max_features))
+    key = (features, int(model_seed), int(hidden), int(epochs), int(max_features))
+    return dataset, int(seed), int(n_calibration), key
 
 
 def _method_list(methods):
@@ -302,7 +326,7 @@ def _accuracy_rows(p):
 
 
 def run_va_config(dataset="sentiment", seed=0, *, n_calibration=16000, alpha=0.1, kappa=1000, methods=None,
-                  model_seed=0, hidden=128, epochs=10, max_features=20000):
+                  model_seed=0, hidden=128, epochs=10, max_features=20000, features="tfidf"):
     """One test set and one calibration split through the whole pipeline: every method's singletons by class.
 
     Parameters
@@ -330,6 +354,9 @@ def run_va_config(dataset="sentiment", seed=0, *, n_calibration=16000, alpha=0.1
         Training epochs of the network (Adam, learning rate 0.003, batches of 256).
     max_features : int, default 20000
         Largest TF-IDF vocabulary.
+    features : {"tfidf", "minilm"}, default "tfidf"
+        The network's input (:data:`FEATURES`); ``"minilm"`` needs
+        sentence-transformers and encodes each text set once into the cache.
 
     Returns
     -------
@@ -352,7 +379,7 @@ def run_va_config(dataset="sentiment", seed=0, *, n_calibration=16000, alpha=0.1
     from calibtut.admit import admitted_accuracy_by_class
 
     dataset, seed, n_calibration, network_key = _arguments(dataset, seed, n_calibration, model_seed, hidden, epochs,
-                                                           max_features)
+                                                           max_features, features)
     alpha = check_alpha(alpha)
     kappa = check_int(kappa, "kappa", minimum=1)
     methods = _method_list(methods)
@@ -373,7 +400,7 @@ def run_va_config(dataset="sentiment", seed=0, *, n_calibration=16000, alpha=0.1
 
 
 def va_points(dataset="sentiment", seed=0, *, n_calibration=16000, model_seed=0, hidden=128, epochs=10,
-              max_features=20000):
+              max_features=20000, features="tfidf"):
     """The per-point features behind Tables 2-3: labels, predictions, KNN probabilities, ``q`` and ``d``.
 
     Parameters are those of :func:`run_va_config` (the calls share one cache,
@@ -388,6 +415,7 @@ def va_points(dataset="sentiment", seed=0, *, n_calibration=16000, model_seed=0,
     hidden : int, default 128
     epochs : int, default 10
     max_features : int, default 20000
+    features : {"tfidf", "minilm"}, default "tfidf"
 
     Returns
     -------
@@ -403,7 +431,7 @@ def va_points(dataset="sentiment", seed=0, *, n_calibration=16000, model_seed=0,
     ['knn', 'mc', 'test', 'vp']
     """
     dataset, seed, n_calibration, network_key = _arguments(dataset, seed, n_calibration, model_seed, hidden, epochs,
-                                                           max_features)
+                                                           max_features, features)
     p = _pipeline(dataset, seed, n_calibration, network_key)
     frames = []
     for name, s in p["split"].items():
