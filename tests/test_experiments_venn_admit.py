@@ -298,3 +298,19 @@ def test_minilm_encoder_says_what_to_install_or_checks_its_weights():
 def test_runner_refuses_unknown_features():
     with pytest.raises(ValueError, match="features"):
         run_va_config("sentiment", features="bert")
+
+
+@needs_mirror
+def test_protein_sets_have_the_papers_residue_counts():
+    from calibtut.data.protein import load_protein_ss
+
+    ts_seqs, ts_labels = load_protein_ss("ts115")
+    cb_seqs, cb_labels = load_protein_ss("cb513")
+    # TS115: the paper's N = 29,704 residues; CB513: its 144k development residues
+    assert (len(ts_seqs), sum(map(len, ts_seqs))) == (115, 29704)
+    assert (len(cb_seqs), sum(map(len, cb_seqs))) == (511, 144011)
+    assert all(len(s) == len(y) for s, y in zip(ts_seqs + cb_seqs, ts_labels + cb_labels))
+    counts = np.bincount(np.concatenate(ts_labels), minlength=3)
+    assert counts.sum() == 29704 and (counts > 0.15 * 29704).all()  # three states, none rare
+    with pytest.raises(ValueError, match="name must be one of"):
+        load_protein_ss("casp12")
