@@ -314,3 +314,19 @@ def test_protein_sets_have_the_papers_residue_counts():
     assert counts.sum() == 29704 and (counts > 0.15 * 29704).all()  # three states, none rare
     with pytest.raises(ValueError, match="name must be one of"):
         load_protein_ss("casp12")
+
+
+@needs_mirror
+def test_fce_splits_have_the_documented_sizes():
+    from calibtut.data.grammar import load_fce
+
+    test_s, test_y = load_fce("test")
+    train_s, train_y = load_fce("train")
+    # the reading notes' counts: test 2,720 sentences / 41,477 tokens (15.2 % errors),
+    # train 28,731 sentences / 452,833 tokens (13.0 % errors)
+    assert (len(test_s), sum(map(len, test_s))) == (2720, 41477)
+    assert (len(train_s), sum(map(len, train_s))) == (28731, 452833)
+    assert round(float(np.concatenate(test_y).mean()), 3) == 0.152
+    assert round(float(np.concatenate(train_y).mean()), 3) == 0.130
+    with pytest.raises(ValueError, match="split must be one of"):
+        load_fce("dev")
