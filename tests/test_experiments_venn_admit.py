@@ -207,7 +207,7 @@ def test_table2_vs_paper_maps_splits_and_skips_the_undefined_localizer_cells():
 def test_one_small_run_satisfies_the_propositions_exactly():
     small = {"n_calibration": 600, "kappa": 20, "hidden": 8, "epochs": 2, "max_features": 2000}
     methods = ["KNN", "Conf_base", "LAC-class", "ADMIT", "Venn-ADMIT-w", "Venn-ADMIT", "Venn-ADMIT_qK",
-               "Venn-ADMIT_qK-w"]
+               "Venn-ADMIT_qK-w", "Venn-ABERS"]
     rows = run_va_config("sentiment", 0, methods=methods, **small)
     single = rows[rows["table"] == "singletons"].set_index(["method", "class"])
     n = single["n"]

@@ -179,7 +179,11 @@ def _pipeline(dataset, seed, n_calibration, network_key):
     knn = KNNApproximation(2)
     rows = torch.as_tensor(parts["knn"])
     cal = split["cal"]
-    neighbor = lambda s, i: (torch.as_tensor(train_logits[s["idx"][i]]), torch.as_tensor(train_y[s["idx"][i]]))
+
+    def neighbor(s, i):
+        """The network's logits and the labels at the training neighbours of rows ``i`` of split ``s``."""
+        return torch.as_tensor(train_logits[s["idx"][i]]), torch.as_tensor(train_y[s["idx"][i]])
+
     nb_logits, nb_labels = neighbor(cal, parts["knn"])
     fit_knn_approximation(knn, cal["dist"][rows], nb_logits, nb_labels, torch.as_tensor(cal["logits"][parts["knn"]]),
                           epochs=30, seed=seed)
