@@ -356,6 +356,17 @@ VALID_FOR = {
     },
     "calibtut.admit.admitted_accuracy_by_class": {"admitted": np.arange(N) % 2 == 0, "predictions": np.arange(N) % 3,
                                                   "labels": np.arange(N) % 3, "n_classes": 3},
+    "calibtut.models.memory_head": {
+        "n_features": 4, "n_classes": 2, "model": lambda: calibtut.models.memory_head.MemoryHead(4, 2, hidden=3),
+        "features": np.ones((N, 4)), "labels": np.arange(N) % 2, "epochs": 1,
+    },
+    "calibtut.models.sentence_embeddings": {
+        "texts": ["a", "b"], "model_id": "toy", "encode": lambda: (lambda batch: np.ones((len(batch), 2))),
+        "cache_dir": lambda: __import__("tempfile").mkdtemp(),
+    },
+    "calibtut.experiments.venn_admit.table3_by_q_and_distance": {"points": lambda: __import__("pandas").DataFrame(
+        {"split": "mc", "label": np.arange(N) % 2, "knn_pred": np.arange(N) % 2, "p0": 0.7, "p1": 0.3,
+         "q": np.arange(N) % 26, "d": _rng.uniform(size=N)})},
 }
 
 #: Public names that are result records (returned by the library, never

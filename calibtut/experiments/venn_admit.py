@@ -1,0 +1,722 @@
+"""Tables 2, 3 and 5 of paper 001 (Schmaltz & Rasooly) on the Sentiment tasks, one run per call.
+
+:func:`run_va_config` runs one task, a test set (``"sentiment"``: the 488 CAD
+test reviews; ``"sentiment_ood"``: the 4,750 balanced SemEval-2017 tweets)
+and a calibration-split seed, through the whole pipeline of the paper:
+
+1. **network**: a :class:`~calibtut.models.memory_head.MemoryHead` on TF-IDF
+   vectors (word 1-2-grams, fitted on the training reviews only; or, with
+   ``features="minilm"``, on cached MiniLM sentence embeddings), trained on
+   the 3,414 CAD reviews; its hidden layer gives the exemplar vectors ``r``.
+   It depends on ``model_seed`` and its settings only, never on ``seed``, so
+   every calibration split of a sweep sees the same network (the paper has
+   one network and one split);
+2. **calibration data** ``D_valid``: ``n_calibration`` Maas et al. reviews
+   disjoint from CAD (:func:`calibtut.data.sentiment.load_sentiment`), drawn
+   with ``seed`` and split with it into ``D_knn`` (10 %), ``D_ca^mc`` (45 %)
+   and ``D_ca^vp`` (45 %) as in the paper's Section 5;
+3. **KNN approximation** (:mod:`calibtut.knn_approximation`): the 25 nearest
+   training exemplars of every point, the ``2C + 1``-parameter KNN fitted on
+   ``D_knn``, the features ``q`` and ``d`` and the band half-width ``omega``
+   (on ``D_ca^mc``); the one-parameter localizer fitted on ``D_knn`` with
+   ``D_ca^vp`` as support;
+4. **methods** (:data:`METHODS`) on the test set, every set method with the
+   point prediction added (the paper's convention): the baselines calibrated on
+   all of ``D_valid`` (Conf_base, APS and RAPS on the temperature-scaled
+   memory layer, Local_conf with the localizer's kernel, and our ablation
+   LAC-class, label-conditional LAC without bands), ADMIT on ``D_ca^mc``
+   (sliding band; ``ADMIT-fixed`` on fixed ``2 omega`` bins), the four
+   Venn-ADMIT variants on ``D_ca^mc`` and ``D_ca^vp``, and Venn-ABERS on the
+   KNN's probability (admit when the lower probability of the predicted class
+   is at least ``1 - alpha``; not in the paper).
+
+Rows are stratified by the **true** class (the paper's Tables 4-5): for each
+class, the number ``n`` of admitted points (singletons), the accuracy among
+them and their share of the test set. The network, the KNN and the localizer
+also get their accuracy on the calibration points (``D_ca^mc`` and
+``D_ca^vp``) and the test set (Table 2). :func:`va_points` returns the
+per-point features behind Table 3.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+import pandas as pd
+import torch
+
+from calibtut._validation import check_alpha, check_int
+
+__all__ = [
+    "DATASETS",
+    "FEATURES",
+    "METHODS",
+    "MODELS",
+    "PAPER_DATASETS",
+    "run_va_config",
+    "table2_model_approximation",
+    "table2_vs_paper",
+    "table3_by_q_and_distance",
+    "table5_singletons",
+    "table5_vs_paper",
+    "va_points",
+    "va_tasks",
+]
+
+#: Our test sets (the paper's Sentiment and SentimentOOD).
+DATASETS = ("sentiment", "sentiment_ood")
+
+#: Input features of the stand-in network: TF-IDF vectors, or all-MiniLM-L6-v2 sentence embeddings
+#: (cached by content hash, :mod:`calibtut.models.sentence_embeddings`; needs sentence-transformers).
+FEATURES = ("tfidf", "minilm")
+
+#: Our dataset name -> the paper's.
+PAPER_DATASETS = {"sentiment": "Sentiment", "sentiment_ood": "SentimentOOD"}
+
+#: Every method, in the order of the paper's Table 5, then our ablations and extra calibrator.
+METHODS = ("KNN", "Conf_base", "RAPS_adapt", "RAPS_size", "APS", "Local_conf", "ADMIT", "Venn-ADMIT-w",
+           "Venn-ADMIT_qK-w", "Venn-ADMIT", "Venn-ADMIT_qK", "LAC-class", "ADMIT-fixed", "Venn-ABERS")
+
+#: The models of Table 2: the network's memory layer, its KNN approximation and the localizer.
+MODELS = ("memory layer", "KNN", "localizer")
+
+_K = 25
+
+
+def _check_settings(seed, model_seed, n_calibration, hidden, epochs, max_features):
+    check_int(seed, "seed", minimum=0)
+    check_int(model_seed, "model_seed", minimum=0)
+    check_int(n_calibration, "n_calibration", minimum=200)
+    check_int(hidden, "hidden", minimum=2)
+    check_int(epochs, "epochs", minimum=1)
+    check_int(max_features, "max_features", minimum=10)
+
+
+# ------------------------------------------------------------------------------------------ pipeline
+
+
+@functools.lru_cache(maxsize=2)
+def _network(features, model_seed, hidden, epochs, max_features):
+    """Feature map and memory head trained on the CAD reviews, with the training outputs.
+
+    The feature map is a TF-IDF vectoriser fitted on the training reviews, or
+    the MiniLM encoder behind the embedding cache (encoded once per text set).
+    """
+    from calibtut.data.sentiment import load_sentiment
+    from calibtut.models.memory_head import MemoryHead, fit_memory_head, memory_head_outputs
+
+    texts, labels = load_sentiment("train")
+    if features == "tfidf":
+        from sklearn.feature_extraction.text import TfidfVectorizer
+
+        vectorizer = TfidfVectorizer(ngram_range=(1, 2), min_df=2, sublinear_tf=True, max_features=max_features)
+        vectorizer.fit(texts)
+        transform = vectorizer.transform
+    else:
+        from calibtut.models.sentence_embeddings import cached_embeddings, minilm_encoder
+
+        encode, model_id = minilm_encoder()
+
+        def transform(batch):
+            return cached_embeddings(batch, encode, model_id)
+
+    X = transform(texts)
+    head = MemoryHead(X.shape[1], 2, hidden=hidden, seed=model_seed)
+    fit_memory_head(head, X, labels, epochs=epochs, batch_size=256, lr=3e-3, seed=model_seed)
+    r, logits = memory_head_outputs(head, X)
+    return transform, head, r, logits, labels
+
+
+@functools.lru_cache(maxsize=4)
+def _encoded(part, seed, n_calibration, network_key):
+    """Exemplars, memory-layer logits and labels of one data part."""
+    from calibtut.data.sentiment import load_sentiment
+    from calibtut.models.memory_head import memory_head_outputs
+
+    transform, head, _, _, _ = _network(*network_key)
+    texts, labels = load_sentiment(part, seed=seed, n_calibration=n_calibration)
+    r, logits = memory_head_outputs(head, transform(texts))
+    return r, logits, labels
+
+
+def _softmax(logits):
+    z = logits - logits.max(axis=1, keepdims=True)
+    e = np.exp(z)
+    return e / e.sum(axis=1, keepdims=True)
+
+
+def _distances(a, b):
+    return torch.cdist(torch.as_tensor(a, dtype=torch.float64), torch.as_tensor(b, dtype=torch.float64))
+
+
+@functools.lru_cache(maxsize=4)
+def _pipeline(dataset, seed, n_calibration, network_key):
+    """Every per-point quantity of one task: a dict of splits, each a dict of arrays."""
+    from calibtut.knn_approximation import (
+        KNNApproximation,
+        Localizer,
+        band_width,
+        consecutive_agreement,
+        fit_knn_approximation,
+        fit_localizer,
+    )
+    from calibtut.neighbors import nearest_neighbors
+
+    _, _, train_r, train_logits, train_y = _network(*network_key)
+    train_pred = train_logits.argmax(axis=1)
+    cal_r, cal_logits, cal_y = _encoded("calibration", seed, n_calibration, network_key)
+    test_part = "test" if dataset == "sentiment" else "ood"
+    test_r, test_logits, test_y = _encoded(test_part, seed, n_calibration, network_key)
+    order = np.random.default_rng([seed, 1]).permutation(len(cal_y))
+    n_knn, n_mc = len(order) // 10, (len(order) - len(order) // 10) // 2
+    parts = {"knn": order[:n_knn], "mc": order[n_knn:n_knn + n_mc], "vp": order[n_knn + n_mc:]}
+    reference = torch.as_tensor(train_r)
+    split = {}
+    for name, (r, logits, y) in {"cal": (cal_r, cal_logits, cal_y), "test": (test_r, test_logits, test_y)}.items():
+        dist, idx = nearest_neighbors(torch.as_tensor(r), reference, _K)
+        split[name] = {"r": r, "logits": logits, "y": y, "dist": dist.double(), "idx": idx.numpy()}
+    knn = KNNApproximation(2)
+    rows = torch.as_tensor(parts["knn"])
+    cal = split["cal"]
+
+    def neighbor(s, i):
+        """The network's logits and the labels at the training neighbours of rows ``i`` of split ``s``."""
+        return torch.as_tensor(train_logits[s["idx"][i]]), torch.as_tensor(train_y[s["idx"][i]])
+
+    nb_logits, nb_labels = neighbor(cal, parts["knn"])
+    fit_knn_approximation(knn, cal["dist"][rows], nb_logits, nb_labels, torch.as_tensor(cal["logits"][parts["knn"]]),
+                          epochs=30, seed=seed)
+    for s in split.values():
+        nb_logits, nb_labels = neighbor(s, slice(None))
+        with torch.no_grad():
+            s["knn_logits"] = knn(s["dist"], nb_logits, nb_labels).numpy()
+        s["knn_probs"] = _softmax(s["knn_logits"])
+        s["knn_pred"] = s["knn_probs"].argmax(axis=1)
+        s["q"] = consecutive_agreement(s["knn_pred"], train_pred[s["idx"]], train_y[s["idx"]], cap=_K)
+        s["d"] = s["dist"][:, 0].numpy()
+    mc = parts["mc"]
+    omega = band_width(cal["d"][mc], cal["q"][mc], cal["knn_pred"][mc] == cal["y"][mc])
+    vp = parts["vp"]
+    localizer = Localizer(eta=float(np.median(cal["d"])) or 1.0)
+    fit_localizer(localizer, _distances(cal["r"][parts["knn"]], cal["r"][vp]),
+                  torch.as_tensor(cal["knn_logits"][vp]), torch.as_tensor(cal["knn_logits"][parts["knn"]]),
+                  epochs=30, seed=seed)
+    with torch.no_grad():
+        psi = localizer.weights(_distances(split["test"]["r"], cal["r"][vp])).numpy()
+    split["test"]["psi"] = psi
+    split["test"]["localizer_pred"] = (psi @ cal["knn_logits"][vp]).argmax(axis=1)
+    return {"split": split, "parts": parts, "omega": omega, "eta": localizer.eta, "train_pred": train_pred}
+
+
+# ------------------------------------------------------------------------------------------ methods
+
+
+def _with_prediction(sets, probs):
+    sets = sets.copy()
+    sets[np.arange(len(sets)), probs.argmax(axis=1)] = True
+    return sets
+
+
+def _local_kernel(test_r, cal_r, eta):
+    return np.exp(-_distances(test_r, cal_r).numpy() / eta)
+
+
+def _method_sets(p, alpha, kappa, seed, methods):
+    """``{method: (admitted, prediction, sets or None)}`` on the test set."""
+    from calibtut.admit import admit_sets, venn_admit
+    from calibtut.conformal_classification import (
+        label_conditional_sets,
+        localized_conformal_sets,
+        raps_sets,
+        split_conformal_sets,
+    )
+    from calibtut.recalibration import TemperatureScaling
+    from calibtut.venn import venn_abers
+
+    cal, test, parts = p["split"]["cal"], p["split"]["test"], p["parts"]
+    valid = np.concatenate([parts["knn"], parts["mc"], parts["vp"]])
+    out = {}
+
+    def sets_method(name, sets, probs):
+        sets = _with_prediction(sets, probs)
+        out[name] = (sets.sum(axis=1) == 1, probs.argmax(axis=1), sets)
+
+    def split_args(name):
+        idx = parts[name]
+        return cal["knn_probs"][idx], cal["y"][idx], cal["q"][idx], cal["d"][idx]
+
+    want = set(methods)
+    knn_cal, y_cal, knn_test = cal["knn_probs"][valid], cal["y"][valid], test["knn_probs"]
+    if "KNN" in want:
+        out["KNN"] = (np.ones(len(knn_test), bool), test["knn_pred"], None)
+    if "Conf_base" in want:
+        sets_method("Conf_base", split_conformal_sets(knn_cal, y_cal, knn_test, alpha), knn_test)
+    if want & {"APS", "RAPS_size", "RAPS_adapt"}:
+        ts = TemperatureScaling(loss="nll").fit(cal["logits"][valid], y_cal)
+        mem_cal, mem_test = ts.predict_proba(cal["logits"][valid]), ts.predict_proba(test["logits"])
+        rng = np.random.default_rng([seed, 2])
+        if "APS" in want:
+            sets_method("APS", split_conformal_sets(mem_cal, y_cal, mem_test, alpha, score="aps", randomized=True,
+                                                    allow_empty=False, seed=rng), mem_test)
+        for name, criterion in (("RAPS_size", "size"), ("RAPS_adapt", "adaptiveness")):
+            if name in want:
+                sets_method(name, raps_sets(mem_cal, y_cal, mem_test, alpha, criterion=criterion, seed=rng)[0],
+                            mem_test)
+    if "Local_conf" in want:
+        blocks = [localized_conformal_sets(knn_cal, y_cal, knn_test[i:i + 1000],
+                                           _local_kernel(test["r"][i:i + 1000], cal["r"][valid], p["eta"]), alpha)
+                  for i in range(0, len(knn_test), 1000)]
+        sets_method("Local_conf", np.concatenate(blocks), knn_test)
+    if "LAC-class" in want:
+        sets_method("LAC-class", label_conditional_sets(knn_cal, y_cal, knn_test, alpha), knn_test)
+    query = (knn_test, test["q"], test["d"])
+    for name, partition in (("ADMIT", "band"), ("ADMIT-fixed", "fixed")):
+        if name in want:
+            sets_method(name, admit_sets(*split_args("mc"), *query, alpha, omega=p["omega"], kappa=kappa,
+                                         partition=partition), knn_test)
+    for name in ("Venn-ADMIT-w", "Venn-ADMIT_qK-w", "Venn-ADMIT", "Venn-ADMIT_qK"):
+        if name in want:
+            admitted, _ = venn_admit(*split_args("mc"), *split_args("vp"), *query, alpha, omega=p["omega"],
+                                     kappa=kappa, localizer_psi=None if name.endswith("-w") else test["psi"],
+                                     require_q=_K if "_qK" in name else None)
+            out[name] = (admitted, test["knn_pred"], None)
+    if "Venn-ABERS" in want:
+        p0, p1 = venn_abers(knn_cal[:, 1], y_cal, knn_test[:, 1])
+        lower = np.where(test["knn_pred"] == 1, p0, 1 - p1)
+        out["Venn-ABERS"] = (lower >= 1 - alpha, test["knn_pred"], None)
+    return out
+
+
+# ------------------------------------------------------------------------------------------ runner
+
+
+def _arguments(dataset, seed, n_calibration, model_seed, hidden, epochs, max_features, features):
+    if dataset not in DATASETS:
+        raise ValueError(f"dataset must be one of {DATASETS}, got {dataset!r}")
+    if features not in FEATURES:
+        raise ValueError(f"features must be one of {FEATURES}, got {features!r}")
+    _check_settings(seed, model_seed, n_calibration, hidden, epochs, max_features)
+    key = (features, int(model_seed), int(hidden), int(epochs), int(max_features))
+    return dataset, int(seed), int(n_calibration), key
+
+
+def _method_list(methods):
+    """Names of :data:`METHODS` from None (all), a sequence or a comma-separated str (the form tasks hold)."""
+    if methods is None:
+        return METHODS
+    names = tuple(m.strip() for m in methods.split(",")) if isinstance(methods, str) else tuple(methods)
+    unknown = [m for m in names if m not in METHODS]
+    if unknown or not names:
+        raise ValueError(f"methods must name methods from {METHODS}, got {methods!r}")
+    return names
+
+
+def _accuracy_rows(p):
+    cal, test, parts = p["split"]["cal"], p["split"]["test"], p["parts"]
+    held = np.concatenate([parts["mc"], parts["vp"]])
+    rows = []
+    for split, y, preds in (
+        ("calibration", cal["y"][held], {"memory layer": cal["logits"][held].argmax(axis=1),
+                                         "KNN": cal["knn_pred"][held]}),
+        ("test", test["y"], {"memory layer": test["logits"].argmax(axis=1), "KNN": test["knn_pred"],
+                             "localizer": test["localizer_pred"]}),
+    ):
+        for model, pred in preds.items():
+            rows.append({"table": "model", "split": split, "method": model, "class": "all", "n": int(y.size),
+                         "accuracy": float(np.mean(pred == y)), "share": 1.0,
+                         "agreement": float(np.mean(pred == preds["memory layer"]))})
+    return rows
+
+
+def run_va_config(dataset="sentiment", seed=0, *, n_calibration=16000, alpha=0.1, kappa=1000, methods=None,
+                  model_seed=0, hidden=128, epochs=10, max_features=20000, features="tfidf"):
+    """One test set and one calibration split through the whole pipeline: every method's singletons by class.
+
+    Parameters
+    ----------
+    dataset : {"sentiment", "sentiment_ood"}, default "sentiment"
+        The test set (:data:`DATASETS`).
+    seed : int, default 0
+        Draws the calibration reviews (and the negative tweets of the OOD test
+        set) and splits them into ``D_knn``, ``D_ca^mc`` and ``D_ca^vp``; also
+        seeds the KNN and localizer fits and the randomised APS/RAPS scores.
+    n_calibration : int, default 16000
+        Size of ``D_valid`` (at least 200; the paper: 16,000).
+    alpha : float, default 0.1
+        Miscoverage level in (0, 1) (the paper: 0.1).
+    kappa : int, default 1000
+        ADMIT's smallest band count per class (the paper: 1000).
+    methods : sequence of str or str, optional
+        A subset of :data:`METHODS` (default: all), as a list or one
+        comma-separated str (the form a task of :func:`va_tasks` holds).
+    model_seed : int, default 0
+        Seed of the network (fixed across calibration splits).
+    hidden : int, default 128
+        Width of the memory layer.
+    epochs : int, default 10
+        Training epochs of the network (Adam, learning rate 0.003, batches of 256).
+    max_features : int, default 20000
+        Largest TF-IDF vocabulary.
+    features : {"tfidf", "minilm"}, default "tfidf"
+        The network's input (:data:`FEATURES`); ``"minilm"`` needs
+        sentence-transformers and encodes each text set once into the cache.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``table`` (``"model"``: Table 2 rows; ``"singletons"``: Table
+        5 rows), ``split`` (``"calibration"`` or ``"test"``), ``method``,
+        ``class`` (``"0"``, ``"1"`` or ``"all"``), ``n``, ``accuracy``,
+        ``share``, ``agreement`` (model rows: agreement of the argmax with the
+        memory layer's), ``coverage`` and ``mean_size`` (set methods), and
+        ``omega``, ``eta``, ``n_test``; :func:`calibtut.run.sweep` adds the
+        task's ``dataset`` and ``seed``.
+
+    Examples
+    --------
+    >>> rows = run_va_config("sentiment", n_calibration=2000, kappa=50,
+    ...                      methods=["ADMIT"], epochs=2)  # doctest: +SKIP
+    >>> sorted(rows["method"].unique())  # doctest: +SKIP
+    ['ADMIT', 'KNN', 'localizer', 'memory layer']
+    """
+    from calibtut.admit import admitted_accuracy_by_class
+
+    dataset, seed, n_calibration, network_key = _arguments(dataset, seed, n_calibration, model_seed, hidden, epochs,
+                                                           max_features, features)
+    alpha = check_alpha(alpha)
+    kappa = check_int(kappa, "kappa", minimum=1)
+    methods = _method_list(methods)
+    p = _pipeline(dataset, seed, n_calibration, network_key)
+    y = p["split"]["test"]["y"]
+    rows = _accuracy_rows(p)
+    for method, (admitted, pred, sets) in _method_sets(p, alpha, kappa, seed, methods).items():
+        table = admitted_accuracy_by_class(admitted, pred, y, 2)
+        extra = {}
+        if sets is not None:
+            extra = {"coverage": float(sets[np.arange(len(y)), y].mean()), "mean_size": float(sets.sum(axis=1).mean())}
+        for rec in table.to_dict("records"):
+            rows.append({"table": "singletons", "split": "test", "method": method, "class": str(rec["class"]),
+                         "n": int(rec["n"]), "accuracy": float(rec["accuracy"]), "share": float(rec["share"]),
+                         **extra})
+    out = pd.DataFrame(rows)
+    return out.assign(omega=p["omega"], eta=p["eta"], n_test=int(y.size))
+
+
+def va_points(dataset="sentiment", seed=0, *, n_calibration=16000, model_seed=0, hidden=128, epochs=10,
+              max_features=20000, features="tfidf"):
+    """The per-point features behind Tables 2-3: labels, predictions, KNN probabilities, ``q`` and ``d``.
+
+    Parameters are those of :func:`run_va_config` (the calls share one cache,
+    so this costs nothing after a run with the same arguments).
+
+    Parameters
+    ----------
+    dataset : {"sentiment", "sentiment_ood"}, default "sentiment"
+    seed : int, default 0
+    n_calibration : int, default 16000
+    model_seed : int, default 0
+    hidden : int, default 128
+    epochs : int, default 10
+    max_features : int, default 20000
+    features : {"tfidf", "minilm"}, default "tfidf"
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per calibration point (``split`` is ``"knn"``, ``"mc"`` or
+        ``"vp"``) and test point (``"test"``): ``label``, ``network_pred``,
+        ``knn_pred``, ``p0``, ``p1`` (the KNN's probabilities), ``q``, ``d``.
+
+    Examples
+    --------
+    >>> pts = va_points("sentiment", n_calibration=2000, epochs=2)  # doctest: +SKIP
+    >>> sorted(pts["split"].unique())  # doctest: +SKIP
+    ['knn', 'mc', 'test', 'vp']
+    """
+    dataset, seed, n_calibration, network_key = _arguments(dataset, seed, n_calibration, model_seed, hidden, epochs,
+                                                           max_features, features)
+    p = _pipeline(dataset, seed, n_calibration, network_key)
+    frames = []
+    for name, s in p["split"].items():
+        frame = pd.DataFrame({"label": s["y"], "network_pred": s["logits"].argmax(axis=1), "knn_pred": s["knn_pred"],
+                              "p0": s["knn_probs"][:, 0], "p1": s["knn_probs"][:, 1], "q": s["q"], "d": s["d"]})
+        if name == "cal":
+            labels = np.empty(len(frame), dtype=object)
+            for part, idx in p["parts"].items():
+                labels[idx] = part
+            frame.insert(0, "split", labels)
+        else:
+            frame.insert(0, "split", "test")
+        frames.append(frame)
+    return pd.concat(frames, ignore_index=True)
+
+
+# ------------------------------------------------------------------------------------------ tasks and tables
+
+
+def va_tasks(datasets=DATASETS, seeds=(0, 1, 2), **fixed):
+    """The task list for :func:`calibtut.run.sweep`: one task per test set and calibration-split seed.
+
+    Every method runs inside one task (they share the pipeline's network, KNN
+    and features); ``methods=[...]`` in ``fixed`` restricts them (stored as
+    one comma-separated str, since task values are scalars).
+
+    Parameters
+    ----------
+    datasets : sequence of str, default :data:`DATASETS`
+    seeds : sequence of int, default (0, 1, 2)
+        Calibration-split seeds (the paper: one split).
+    **fixed
+        Further keyword arguments of :func:`run_va_config`, the same for every task.
+
+    Returns
+    -------
+    list of dict
+        Seeds vary slowest, so a partial sweep covers every test set.
+
+    Examples
+    --------
+    >>> [(t["dataset"], t["seed"]) for t in va_tasks(seeds=[0, 1], kappa=100)][:3]
+    [('sentiment', 0), ('sentiment_ood', 0), ('sentiment', 1)]
+    """
+    if isinstance(datasets, str):
+        raise TypeError("datasets must be a sequence of dataset names, not one str")
+    bad = [d for d in datasets if d not in DATASETS]
+    if bad:
+        raise ValueError(f"datasets must be names from {DATASETS}, got {bad}")
+    seeds = [check_int(s, "seeds", minimum=0) for s in seeds]
+    if fixed.get("methods") is not None:
+        fixed = {**fixed, "methods": ",".join(_method_list(fixed["methods"]))}
+    return [{"dataset": dataset, "seed": seed, **fixed} for seed in seeds for dataset in datasets]
+
+
+def _check_rows(rows, columns, name="rows"):
+    if not isinstance(rows, pd.DataFrame):
+        raise TypeError(f"{name} must be a pandas DataFrame, got {type(rows).__name__}")
+    missing = [c for c in columns if c not in rows.columns]
+    if missing:
+        raise ValueError(f"{name} lacks column(s) {missing}; it has {list(rows.columns)}")
+
+
+def _summary(rows, keys, metrics):
+    long = rows.melt(id_vars=keys, value_vars=metrics, var_name="metric")
+    out = long.groupby([*keys, "metric"], sort=False)["value"].agg(["mean", "std", "count"])
+    return out.rename(columns={"count": "runs"}).reset_index()
+
+
+def table5_singletons(rows):
+    """Our Table 5: per test set, method and true class, accuracy among singletons and their share.
+
+    Mean, standard deviation (ddof 1) and number of calibration splits.
+
+    Parameters
+    ----------
+    rows : pandas.DataFrame
+        Rows of :func:`run_va_config` (a sweep over :func:`va_tasks`).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Long: ``dataset``, ``method``, ``class``, ``metric`` (``accuracy``,
+        ``share``), ``mean``, ``std``, ``runs``; methods in :data:`METHODS` order.
+
+    Examples
+    --------
+    >>> rows = pd.DataFrame({"table": "singletons", "dataset": "sentiment", "method": "ADMIT",
+    ...                      "class": "all", "seed": [0, 1], "accuracy": [0.9, 0.8], "share": 0.5})
+    >>> table5_singletons(rows)[["metric", "mean", "runs"]].round(3).values.tolist()
+    [['accuracy', 0.85, 2], ['share', 0.5, 2]]
+    """
+    _check_rows(rows, ["table", "dataset", "method", "class", "accuracy", "share"])
+    chosen = rows[rows["table"] == "singletons"]
+    out = _summary(chosen, ["dataset", "method", "class"], ["accuracy", "share"])
+    rank = {m: i for i, m in enumerate(METHODS)}
+    key = out["dataset"].map({d: i for i, d in enumerate(DATASETS)}) * 1000 + out["method"].map(rank) * 10
+    key = key + out["metric"].map({"accuracy": 0, "share": 5}) + out["class"].map({"0": 0, "1": 1, "all": 2})
+    return out.assign(_k=key).sort_values("_k", kind="stable").drop(columns="_k").reset_index(drop=True)
+
+
+def table2_model_approximation(rows):
+    """Our Table 2: accuracy of the memory layer, its KNN approximation and the localizer, and their agreement.
+
+    Parameters
+    ----------
+    rows : pandas.DataFrame
+        Rows of :func:`run_va_config`.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Long: ``dataset``, ``split``, ``method`` (:data:`MODELS`), ``metric``
+        (``accuracy``; ``agreement``: share of points where the argmax equals
+        the memory layer's), ``mean``, ``std``, ``runs``. The calibration rows
+        of the two test sets are the same points, listed under both.
+
+    Examples
+    --------
+    >>> rows = pd.DataFrame({"table": "model", "dataset": "sentiment", "split": "test",
+    ...                      "method": "KNN", "seed": [0, 1], "accuracy": [0.8, 0.9],
+    ...                      "agreement": [0.9, 1.0]})
+    >>> table2_model_approximation(rows)[["metric", "mean"]].round(2).values.tolist()
+    [['accuracy', 0.85], ['agreement', 0.95]]
+    """
+    _check_rows(rows, ["table", "dataset", "split", "method", "accuracy", "agreement"])
+    chosen = rows[rows["table"] == "model"]
+    return _summary(chosen, ["dataset", "split", "method"], ["accuracy", "agreement"])
+
+
+def table3_by_q_and_distance(points, alpha=0.1, *, cap=25):
+    """Our Table 3: calibration points by ``q`` and distance, per true class: threshold, KNN accuracy, share.
+
+    Subsets: ``q = 0``, ``q = cap`` and all ``q``, each over all distances and
+    below / at or above the median distance. The median is that of ``d`` over
+    the calibration points the KNN classifies correctly (the paper's shares
+    show that its median is not that of all points; this is our reading). For
+    each true class ``c``: ``tau`` = 1 minus the conformal ``1 - alpha``
+    quantile of the LAC scores ``1 - pi^c`` of the subset's class-``c`` points
+    (about the ``alpha`` quantile of ``pi^c``; NaN below ``ceil(1/alpha) - 1``
+    points), the KNN's accuracy on them and their share of all calibration
+    points; class ``"all"`` uses the marginal score.
+
+    Parameters
+    ----------
+    points : pandas.DataFrame
+        :func:`va_points`; the rows whose ``split`` is ``"mc"`` or ``"vp"`` are used.
+    alpha : float, default 0.1
+    cap : int, default 25
+        The ``q`` of the most reliable partition (``K``).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``q`` (``"0"``, ``"K"``, ``"all"``), ``distance`` (``"all"``,
+        ``"below median"``, ``"above median"``), ``class``, ``tau``,
+        ``accuracy``, ``share``, ``n``.
+
+    Examples
+    --------
+    >>> pts = pd.DataFrame({"split": "mc", "label": [0, 0, 1, 1], "knn_pred": [0, 1, 1, 1],
+    ...                     "p0": [0.9, 0.4, 0.2, 0.1], "p1": [0.1, 0.6, 0.8, 0.9],
+    ...                     "q": [25, 0, 25, 25], "d": [1.0, 2.0, 1.0, 3.0]})
+    >>> t = table3_by_q_and_distance(pts, 0.5)
+    >>> t.query("q == 'K' and distance == 'all'")[["class", "accuracy", "share"]].values.tolist()
+    [['0', 1.0, 0.25], ['1', 1.0, 0.5], ['all', 1.0, 0.75]]
+    """
+    from calibtut.conformal import conformal_quantile
+
+    _check_rows(points, ["split", "label", "knn_pred", "p0", "p1", "q", "d"], "points")
+    alpha = check_alpha(alpha)
+    cap = check_int(cap, "cap", minimum=1)
+    cal = points[points["split"].isin(["mc", "vp"])]
+    if cal.empty:
+        raise ValueError("points has no calibration rows (split 'mc' or 'vp')")
+    probs = cal[["p0", "p1"]].to_numpy()
+    y = cal["label"].to_numpy(int)
+    correct = cal["knn_pred"].to_numpy(int) == y
+    median = float(np.median(cal["d"][correct])) if correct.any() else float(np.median(cal["d"]))
+    q, d = cal["q"].to_numpy(), cal["d"].to_numpy()
+    own = probs[np.arange(len(y)), y]
+    rows = []
+    for q_name, q_mask in (("0", q == 0), ("K", q == cap), ("all", np.ones(len(q), bool))):
+        for d_name, d_mask in (("all", np.ones(len(d), bool)), ("below median", d < median),
+                               ("above median", d >= median)):
+            for c in ("0", "1", "all"):
+                chosen = q_mask & d_mask & ((y == int(c)) if c != "all" else True)
+                n = int(chosen.sum())
+                tau = np.nan
+                if n >= np.ceil(1 / alpha) - 1:
+                    tau = 1 - float(conformal_quantile(1 - own[chosen], alpha))
+                rows.append({"q": q_name, "distance": d_name, "class": c, "tau": tau,
+                             "accuracy": float(correct[chosen].mean()) if n else np.nan,
+                             "share": n / len(y), "n": n})
+    return pd.DataFrame(rows)
+
+
+def table5_vs_paper(ours, *, full=None):
+    """Every Sentiment and SentimentOOD cell of the paper's Table 5 beside ours, long.
+
+    Parameters
+    ----------
+    ours : pandas.DataFrame
+        Rows of :func:`run_va_config` from the live run (splits averaged).
+    full : pandas.DataFrame, optional
+        The full run's rows.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``dataset`` (the paper's name), ``method``, ``class``,
+        ``metric``, ``paper``, ``ours (ci)``, ``ours (full)`` (with ``full``)
+        and ``difference``, rounded to 2 decimals. Our ablations are not in
+        the paper and do not appear.
+
+    Examples
+    --------
+    >>> rows = pd.DataFrame({"table": ["singletons"], "dataset": "sentiment", "method": "ADMIT",
+    ...                      "class": "all", "seed": 0, "accuracy": 0.9, "share": 0.5})
+    >>> t = table5_vs_paper(rows)
+    >>> cells = t.query("dataset == 'Sentiment' and method == 'ADMIT' and `class` == 'all'")
+    >>> cells[["metric", "paper", "ours (ci)"]].values.tolist()
+    [['accuracy', 0.94, 0.9], ['share', 0.82, 0.5]]
+    """
+    from calibtut.papers import paper_table
+    from calibtut.run import paper_vs_ours
+
+    paper = paper_table("venn_admit", "table5")
+    paper = paper[paper["dataset"].isin(PAPER_DATASETS.values())]
+    key = ["dataset", "method", "class", "metric"]
+
+    def relabel(rows, name):
+        _check_rows(rows, ["table", "dataset", "method", "class", "accuracy", "share"], name)
+        chosen = rows[rows["table"] == "singletons"]
+        long = chosen.melt(id_vars=["dataset", "method", "class"], value_vars=["accuracy", "share"],
+                           var_name="metric")
+        return long.assign(dataset=long["dataset"].map(PAPER_DATASETS))
+
+    return paper_vs_ours(paper[[*key, "value"]], relabel(ours, "ours"), on=key,
+                         full=None if full is None else relabel(full, "full"), decimals=2)
+
+
+def table2_vs_paper(ours, *, full=None):
+    """The Sentiment and SentimentOOD accuracies of the paper's Table 2 beside ours, long.
+
+    Parameters
+    ----------
+    ours : pandas.DataFrame
+        Rows of :func:`run_va_config` from the live run (splits averaged).
+    full : pandas.DataFrame, optional
+        The full run's rows.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``dataset``, ``split`` (the paper's ``D_ca`` or ``D_te``),
+        ``method`` (:data:`MODELS`), ``paper``, ``ours (ci)``, ``ours (full)``
+        (with ``full``) and ``difference``, rounded to 2 decimals.
+
+    Examples
+    --------
+    >>> rows = pd.DataFrame({"table": "model", "dataset": "sentiment", "split": ["test"],
+    ...                      "method": "KNN", "seed": 0, "accuracy": 0.85, "agreement": 1.0})
+    >>> t = table2_vs_paper(rows)
+    >>> t.query("dataset == 'Sentiment' and split == 'D_te' and method == 'KNN'")[
+    ...     ["paper", "ours (ci)"]].values.tolist()
+    [[0.93, 0.85]]
+    """
+    from calibtut.papers import paper_table
+    from calibtut.run import paper_vs_ours
+
+    paper = paper_table("venn_admit", "table2")
+    paper = paper[paper["dataset"].isin(PAPER_DATASETS.values())].dropna(subset=["value"])
+    key = ["dataset", "split", "method"]
+    splits = {"calibration": "D_ca", "test": "D_te"}
+
+    def relabel(rows, name):
+        _check_rows(rows, ["table", "dataset", "split", "method", "accuracy"], name)
+        chosen = rows[rows["table"] == "model"]
+        return pd.DataFrame({"dataset": chosen["dataset"].map(PAPER_DATASETS), "split": chosen["split"].map(splits),
+                             "method": chosen["method"], "value": chosen["accuracy"]})
+
+    return paper_vs_ours(paper[[*key, "value"]], relabel(ours, "ours"), on=key,
+                         full=None if full is None else relabel(full, "full"), decimals=2)

