@@ -14,7 +14,8 @@ and returns one row per (method, lambda, post-hoc map):
   stopping, equal to training them one at a time (``batched=False``) up to
   the rounding of batched against single matrix products. Over a hundred
   epochs that rounding moves early-stopping decisions (measured on Concrete,
-  run 0, the full grid: 4 of the 16 mixture models and 7 of the 11 affine-SQR
+  run 0, the full grid, when early stopping still monitored the regularized
+  loss: 4 of the 16 mixture models and 7 of the 11 affine-SQR
   models stopped at the same epoch batched and alone), so long trainings
   agree in distribution, not bit for bit; short ones agree to 1e-4 (tested).
   Grouping by (dataset, run,
