@@ -120,7 +120,7 @@ def _family(base):
     return "mixture" if BASE_MODEL_NAMES[base][0] == "mixture" else "sqr"
 
 
-def method_label(base, regularizer="none", posthoc="none"):
+def method_label(base, regularizer="none", posthoc="none", map_split="calibration"):
     """The figure label of a method, e.g. ``"MIX-NLL + PCE-KDE"``.
 
     Parameters
@@ -128,6 +128,9 @@ def method_label(base, regularizer="none", posthoc="none"):
     base : {"mix-nll", "mix-crps", "sqr", "sqr-affine"}
     regularizer : {"none", "pce-kde", "pce-sort", "qr", "trunc"}, default "none"
     posthoc : {"none", "emp", "lin", "kde", "cqr", "cqr-paper"}, default "none"
+    map_split : {"calibration", "train"}, default "calibration"
+        Where the post-hoc map was fitted; ``"train"`` (Figure 10) adds
+        ``" (train)"`` to the label.
 
     Returns
     -------
@@ -137,25 +140,27 @@ def method_label(base, regularizer="none", posthoc="none"):
     --------
     >>> method_label("mix-nll", posthoc="kde"), method_label("sqr", "trunc")
     ('MIX-NLL + Rec-KDE', 'SQR-CRPS + Trunc')
-    >>> method_label("mix-nll", "qr", "kde")
+    >>> method_label("mix-nll", "qr", "kde"), method_label("mix-nll", posthoc="lin", map_split="train")
+    ('MIX-NLL + QR + Rec-KDE', 'MIX-NLL + Rec-LIN (train)')
+    >>> method_label("mix-nll", map_split="train")
     Traceback (most recent call last):
     ...
-    ValueError: a method has a regularizer or a post-hoc map here, not both (got 'qr' and 'kde')
+    ValueError: map_split 'train' needs a post-hoc map
     """
     label = BASE_LABELS[_check_base(base)]
     if regularizer != "none" and regularizer not in REGULARIZER_LABELS:
         raise ValueError(f"regularizer must be 'none' or one of {tuple(REGULARIZER_LABELS)}, got {regularizer!r}")
     if posthoc != "none" and posthoc not in POSTHOC_LABELS:
         raise ValueError(f"posthoc must be 'none' or one of {tuple(POSTHOC_LABELS)}, got {posthoc!r}")
-    if regularizer != "none" and posthoc != "none":
-        raise ValueError(
-            f"a method has a regularizer or a post-hoc map here, not both (got {regularizer!r} and {posthoc!r})"
-        )
+    if map_split not in ("calibration", "train"):
+        raise ValueError(f"map_split must be 'calibration' or 'train', got {map_split!r}")
+    if map_split == "train" and posthoc == "none":
+        raise ValueError("map_split 'train' needs a post-hoc map")
     if regularizer != "none":
-        return f"{label} + {REGULARIZER_LABELS[regularizer]}"
+        label = f"{label} + {REGULARIZER_LABELS[regularizer]}"
     if posthoc != "none":
-        return f"{label} + {POSTHOC_LABELS[posthoc]}"
-    return label
+        label = f"{label} + {POSTHOC_LABELS[posthoc]}"
+    return label + (" (train)" if map_split == "train" else "")
 
 
 def format_grid(values):
@@ -378,6 +383,8 @@ def run_study_task(
     batched=True,
     device="cpu",
     num_threads=1,
+    combine=False,
+    map_on_train=False,
 ):
     """Train and evaluate every model of one (dataset, run, base model) of paper 002.
 
@@ -418,12 +425,20 @@ def run_study_task(
     num_threads : int or None, default 1
         Torch CPU threads while this call runs (restored afterwards); None
         leaves torch's setting alone.
+    combine : bool, default False
+        Appendix B.2 (Figure 9): also train every regularized model on the
+        65% split (batched with the post-hoc base) and apply the post-hoc
+        maps to it; needs ``fit_posthoc``.
+    map_on_train : bool, default False
+        Appendix B.3 (Figure 10): also fit the post-hoc maps of the vanilla
+        80% model on its own 65% training part (``map_split="train"``).
 
     Returns
     -------
     pandas.DataFrame
         One row per model and map: ``method`` (figure label), ``regularizer``,
-        ``lam``, ``posthoc``, ``train_fraction`` (0.8 or 0.65), ``n_train``,
+        ``lam``, ``posthoc``, ``map_split`` (``"none"``, ``"calibration"``
+        or ``"train"``), ``train_fraction`` (0.8 or 0.65), ``n_train``,
         ``n_val``, ``n_test``, ``epochs_run``, ``best_epoch``, ``val_*`` and
         ``test_*`` metrics (see the module docstring) and
         :data:`FREQ_COLUMNS`.
@@ -446,15 +461,19 @@ def run_study_task(
     base = _check_base(base)
     lams = _parse_lambdas(lambdas)
     regs = _parse_regularizers(regularizers, base)
-    for name, flag in (("fit_posthoc", fit_posthoc), ("batched", batched)):
+    flags = (("fit_posthoc", fit_posthoc), ("batched", batched), ("combine", combine), ("map_on_train", map_on_train))
+    for name, flag in flags:
         if not isinstance(flag, bool):
             raise TypeError(f"{name} must be a bool, got {flag!r}")
+    if combine and not fit_posthoc:
+        raise ValueError("combine=True needs fit_posthoc=True (the maps are fitted on the calibration split)")
     epochs = check_int(epochs, "epochs", minimum=1)
     patience = check_int(patience, "patience", minimum=1)
     batch_size = check_int(batch_size, "batch_size", minimum=1)
     if crime not in ("code", "table1"):
         raise ValueError(f"crime must be 'code' or 'table1', got {crime!r}")
-    args = (dataset, run, base, lams, regs, fit_posthoc, epochs, patience, batch_size, crime, batched, device)
+    args = (dataset, run, base, lams, regs, fit_posthoc, epochs, patience, batch_size, crime, batched, device,
+            combine, map_on_train)
     if num_threads is None:
         return _run(*args)
     num_threads = check_int(num_threads, "num_threads", minimum=1)
@@ -466,7 +485,8 @@ def run_study_task(
         torch.set_num_threads(previous)
 
 
-def _run(dataset, run, base, lams, regs, fit_posthoc, epochs, patience, batch_size, crime, batched, device):
+def _run(dataset, run, base, lams, regs, fit_posthoc, epochs, patience, batch_size, crime, batched, device,
+         combine, map_on_train):
     X_all, y_all = _load(dataset, crime)
     keep = study_subsample(len(y_all), run)
     train, val, cal, test = (keep[i] for i in train_val_cal_test_split(len(keep), seed=_SPLIT_SEED + run))
@@ -474,45 +494,60 @@ def _run(dataset, run, base, lams, regs, fit_posthoc, epochs, patience, batch_si
     schedule = (seed, epochs, patience, batch_size, device, batched)
     family = _family(base)
     sizes = {"n_val": len(val), "n_test": len(test)}
-
-    def evaluate(fitted, hist, fraction, n_train, **labels):
-        (val_m, _), (test_m, freq) = fitted.metrics(X_all[val], y_all[val]), fitted.metrics(X_all[test], y_all[test])
-        return _row(val_m, test_m, freq, **labels, train_fraction=fraction, n_train=n_train, **sizes,
-                    epochs_run=len(hist.val_loss), best_epoch=hist.best_epoch)
+    data = (X_all, y_all, val, test)
 
     rows = []
     full = np.sort(np.concatenate([train, cal]))
     configs = [("none", 0.0)] + [(r, lam) for r in regs for lam in lams]
     trained = _train(base, configs, X_all[full], y_all[full], X_all[val], y_all[val], *schedule)
     for (reg, lam), (fitted, hist) in zip(configs, trained):
-        rows.append(evaluate(fitted, hist, 0.8, len(full), method=method_label(base, reg), regularizer=reg,
-                             lam=lam, posthoc="none"))
+        info = {"train_fraction": 0.8, "n_train": len(full), **sizes, **_epochs(hist)}
+        rows.append(_evaluate(fitted, data, info, method=method_label(base, reg), regularizer=reg, lam=lam,
+                              posthoc="none", map_split="none"))
+    if map_on_train:
+        fitted, hist = trained[0]
+        info = {"train_fraction": 0.8, "n_train": len(full), **sizes, **_epochs(hist)}
+        rows += _posthoc_rows(fitted, base, family, data, train, run, info, "none", 0.0, "train")
     if fit_posthoc:
-        [(fitted, hist)] = _train(base, [("none", 0.0)], X_all[train], y_all[train], X_all[val], y_all[val],
-                                  *schedule)
-        rows.append(evaluate(fitted, hist, 0.65, len(train), method=method_label(base), regularizer="none",
-                             lam=0.0, posthoc="none"))
-        rows += _posthoc_rows(fitted, hist, base, family, X_all, y_all, cal, val, test, len(train), sizes, run)
+        chosen = configs if combine else configs[:1]
+        trained = _train(base, chosen, X_all[train], y_all[train], X_all[val], y_all[val], *schedule)
+        for (reg, lam), (fitted, hist) in zip(chosen, trained):
+            info = {"train_fraction": 0.65, "n_train": len(train), **sizes, **_epochs(hist)}
+            if reg == "none":
+                rows.append(_evaluate(fitted, data, info, method=method_label(base), regularizer="none", lam=0.0,
+                                      posthoc="none", map_split="none"))
+            rows += _posthoc_rows(fitted, base, family, data, cal, run, info, reg, lam, "calibration")
     return pd.DataFrame(rows)
 
 
-def _posthoc_rows(fitted, hist, base, family, X_all, y_all, cal, val, test, n_train, sizes, run):
-    info = {"train_fraction": 0.65, "n_train": n_train, **sizes, "epochs_run": len(hist.val_loss),
-            "best_epoch": hist.best_epoch}
+def _epochs(hist):
+    return {"epochs_run": len(hist.val_loss), "best_epoch": hist.best_epoch}
+
+
+def _evaluate(fitted, data, info, **labels):
+    X_all, y_all, val, test = data
+    (val_m, _), (test_m, freq) = fitted.metrics(X_all[val], y_all[val]), fitted.metrics(X_all[test], y_all[test])
+    return _row(val_m, test_m, freq, **labels, **info)
+
+
+def _posthoc_rows(fitted, base, family, data, fit_on, run, info, reg, lam, split):
+    """Rows of the post-hoc maps fitted on the rows ``fit_on`` (calibration or training split)."""
+    X_all, y_all, val, test = data
+    labels = {"regularizer": reg, "lam": lam, "map_split": split}
     rows = []
     if family == "mixture":
-        cal_pit = pit_mixture(y_all[cal], *fitted.mixture(X_all[cal]))
+        fit_pit = pit_mixture(y_all[fit_on], *fitted.mixture(X_all[fit_on]))
         for name in ("emp", "lin", "kde"):
-            rec = QuantileRecalibrator(name, max_kde_points=2048, seed=run).fit(cal_pit)
+            rec = QuantileRecalibrator(name, max_kde_points=2048, seed=run).fit(fit_pit)
             parts = [_mixture_metrics(y_all[idx], fitted.mixture(X_all[idx]), rec) for idx in (val, test)]
-            rows.append(_row(parts[0][0], parts[1][0], parts[1][1], method=method_label(base, posthoc=name),
-                             regularizer="none", lam=0.0, posthoc=name, **info))
+            rows.append(_row(parts[0][0], parts[1][0], parts[1][1], method=method_label(base, reg, name, split),
+                             posthoc=name, **labels, **info))
         return rows
     for name, clip in (("cqr", True), ("cqr-paper", False)):
-        cqr = OneSidedCQR(EVAL_LEVELS, clip_rank=clip).fit(fitted.quantiles(X_all[cal]), y_all[cal])
+        cqr = OneSidedCQR(EVAL_LEVELS, clip_rank=clip).fit(fitted.quantiles(X_all[fit_on]), y_all[fit_on])
         parts = [_quantile_metrics(y_all[idx], cqr.predict(fitted.quantiles(X_all[idx]))) for idx in (val, test)]
-        rows.append(_row(parts[0][0], parts[1][0], parts[1][1], method=method_label(base, posthoc=name),
-                         regularizer="none", lam=0.0, posthoc=name, **info))
+        rows.append(_row(parts[0][0], parts[1][0], parts[1][1], method=method_label(base, reg, name, split),
+                         posthoc=name, **labels, **info))
     return rows
 
 
