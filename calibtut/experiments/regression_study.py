@@ -54,6 +54,7 @@ import math
 import numpy as np
 import pandas as pd
 import torch
+from scipy.stats import wilcoxon as sps_wilcoxon
 
 from calibtut._validation import check_int, check_real
 from calibtut.calibration_penalties import REGULARIZERS
@@ -83,8 +84,13 @@ __all__ = [
     "FREQ_COLUMNS",
     "POSTHOC_LABELS",
     "REGULARIZER_LABELS",
+    "VERDICTS",
     "calibration_test_table",
+    "claim_verdicts",
     "cohens_d_table",
+    "combination_effects",
+    "combined_results",
+    "figure_methods",
     "format_grid",
     "method_label",
     "method_means",
@@ -918,3 +924,421 @@ def cohens_d_table(results, metric, baseline="MIX-NLL", form="authors"):
     table = pd.DataFrame.from_dict(out, orient="index")
     table.index.name = "dataset"
     return table
+
+
+# ----------------------------------------------------------------------------- figures and claims
+
+_FIGURE_BASES = {"6": "mix-nll", "7": "mix-crps", "8": "sqr"}
+
+
+def figure_methods(figure, sqr="sqr-affine"):
+    """The methods a figure of paper 002 compares, as :func:`method_label` labels.
+
+    Parameters
+    ----------
+    figure : {"3", "5", "6", "7", "8", "9", "10"}
+        Figures 3-4 (PCE, CRPS: 16 methods), 5 (NLL: the 12 mixture
+        methods), 6-8 (one base against its vanilla model), 9 (regularization
+        + post-hoc) and 10 (maps fitted on the calibration or training split).
+    sqr : {"sqr", "sqr-affine"}, default "sqr-affine"
+        Which SQR stands for SQR-CRPS (the authors' code is affine in the level).
+
+    Returns
+    -------
+    list of str
+        The baseline first (MIX-NLL, or the vanilla base in Figures 6-8; in
+        Figure 9 each combination follows the post-hoc method it extends).
+
+    Examples
+    --------
+    >>> figure_methods("8")
+    ['SQR-CRPS (affine)', 'SQR-CRPS (affine) + CQR', 'SQR-CRPS (affine) + PCE-KDE', 'SQR-CRPS (affine) + Trunc']
+    >>> len(figure_methods("3")), len(figure_methods("5"))
+    (16, 12)
+    """
+    if sqr not in ("sqr", "sqr-affine"):
+        raise ValueError(f"sqr must be 'sqr' or 'sqr-affine', got {sqr!r}")
+    figure = str(figure)
+    mixtures = ("mix-nll", "mix-crps")
+    if figure in ("3", "4", "5"):
+        labels = [method_label(b) for b in (*mixtures, sqr)]
+        labels += [method_label(b, posthoc=p) for b in mixtures for p in ("emp", "lin", "kde")]
+        labels += [method_label(sqr, posthoc="cqr")]
+        labels += [method_label(b, r) for b in mixtures for r in ("pce-kde", "qr")]
+        labels += [method_label(sqr, r) for r in ("pce-kde", "trunc")]
+        return [m for m in labels if figure != "5" or not m.startswith("SQR")]
+    if figure in _FIGURE_BASES:
+        base = sqr if figure == "8" else _FIGURE_BASES[figure]
+        if base in mixtures:
+            return [method_label(base)] + [method_label(base, posthoc=p) for p in ("emp", "lin", "kde")] + [
+                method_label(base, r) for r in ("pce-kde", "pce-sort", "qr")]
+        return [method_label(base), method_label(base, posthoc="cqr")] + [
+            method_label(base, r) for r in ("pce-kde", "trunc")]
+    if figure == "9":
+        pairs = [(b, r, p) for b in mixtures for r, p in (("pce-kde", "kde"), ("qr", "kde"), ("pce-kde", "lin"))]
+        pairs.append((sqr, "trunc", "cqr"))
+        return [label for b, r, p in pairs for label in (method_label(b, posthoc=p), method_label(b, r, p))]
+    if figure == "10":
+        return [method_label("mix-nll"), method_label(sqr)] + [
+            method_label("mix-nll", posthoc=p, map_split=s) for p in ("lin", "kde") for s in ("calibration", "train")
+        ] + [method_label(sqr, posthoc="cqr", map_split=s) for s in ("calibration", "train")] + [
+            method_label("mix-nll", "pce-kde"), method_label(sqr, "pce-kde")]
+    raise ValueError(f"figure must be one of '3', '4', '5', '6', '7', '8', '9', '10', got {figure!r}")
+
+
+def combined_results(rows, tolerance=0.1, score="val_wis"):
+    """Regularization + post-hoc (Figure 9): each combination at its selected lambda.
+
+    For each (dataset, base, regularizer, post-hoc map), lambda = 0 is the
+    post-hoc method alone (the same network trained on 65%) and the others
+    are the regularized networks of ``run_study_task(..., combine=True)``
+    with the same map; the rule of :func:`selected_lambdas` picks one.
+
+    Parameters
+    ----------
+    rows : pandas.DataFrame
+        Rows of :func:`run_study_task` with ``dataset`` and ``run``.
+    tolerance : float, default 0.1
+        >= 0.
+    score : {"val_wis", "val_crps"}, default "val_wis"
+
+    Returns
+    -------
+    pandas.DataFrame
+        The post-hoc rows alone and the selected combined rows, labelled
+        ``"<base> + <regularizer> + <map>"``, with ``selected_lam``.
+
+    Examples
+    --------
+    >>> rows = pd.DataFrame({"dataset": "a", "run": 0, "base": "mix-nll", "train_fraction": 0.65,
+    ...     "map_split": "calibration", "posthoc": "kde", "regularizer": ["none", "qr", "qr"],
+    ...     "lam": [0.0, 1.0, 5.0], "val_wis": [1.0, 1.05, 1.5], "val_pce": [0.1, 0.05, 0.01],
+    ...     "method": ["MIX-NLL + Rec-KDE", "MIX-NLL + QR + Rec-KDE", "MIX-NLL + QR + Rec-KDE"]})
+    >>> combined_results(rows)[["method", "lam"]].values.tolist()
+    [['MIX-NLL + Rec-KDE', 0.0], ['MIX-NLL + QR + Rec-KDE', 1.0]]
+    """
+    _check_rows(rows, ["dataset", "run", "base", "train_fraction", "map_split", "posthoc", "regularizer", "lam",
+                       "val_pce", "method"])
+    if score not in ("val_wis", "val_crps"):
+        raise ValueError(f"score must be 'val_wis' or 'val_crps', got {score!r}")
+    _check_rows(rows, [score])
+    tolerance = check_real(tolerance, "tolerance", low=0)
+    mapped = rows[(rows["train_fraction"] == 0.65) & (rows["posthoc"] != "none") & (rows["map_split"] == "calibration")]
+    alone = mapped[mapped["regularizer"] == "none"]
+    parts = [alone.assign(selected_lam=math.nan)]
+    for (dataset, base, posthoc), group in mapped.groupby(["dataset", "base", "posthoc"], sort=True):
+        ref = group[group["regularizer"] == "none"]
+        for reg, sub in group[group["regularizer"] != "none"].groupby("regularizer", sort=True):
+            means = pd.concat([ref, sub]).groupby("lam")[[score, "val_pce"]].mean()
+            lam = select_lambda(means.index.to_numpy(), means[score].to_numpy(), means["val_pce"].to_numpy(),
+                                tolerance)
+            pick = ref if lam == 0 else sub[sub["lam"] == lam]
+            parts.append(pick.assign(method=method_label(base, reg, posthoc), regularizer=reg, selected_lam=lam))
+    return pd.concat(parts, ignore_index=True)
+
+
+def combination_effects(results, metric, form="authors"):
+    """Cohen's d of each regularization + post-hoc method against the post-hoc method alone (Figure 9a).
+
+    Parameters
+    ----------
+    results : pandas.DataFrame
+        From :func:`combined_results`.
+    metric : str
+        E.g. ``"pce"``.
+    form : {"authors", "textbook"}, default "authors"
+
+    Returns
+    -------
+    pandas.DataFrame
+        Datasets x combined methods.
+
+    Examples
+    --------
+    >>> r = pd.DataFrame({"dataset": "a", "run": [0, 1, 0, 1], "train_fraction": 0.65, "posthoc": "kde",
+    ...     "method": ["M + Rec-KDE"] * 2 + ["M + QR + Rec-KDE"] * 2, "regularizer": ["none"] * 2 + ["qr"] * 2,
+    ...     "test_pce": [0.1, 0.2, 0.2, 0.3]})
+    >>> combination_effects(r, "pce", form="textbook").round(3).values.tolist()
+    [[1.414]]
+    """
+    _check_rows(results, ["dataset", "method", "regularizer", "posthoc", f"test_{metric}"])
+    tables = []
+    for method, sub in results[results["regularizer"] != "none"].groupby("method", sort=True):
+        reg_label = " + " + REGULARIZER_LABELS[sub["regularizer"].iloc[0]]
+        baseline = method.replace(reg_label, "", 1)
+        pair = results[results["method"].isin([method, baseline])]
+        tables.append(cohens_d_table(pair, metric, baseline, form)[[method]])
+    if not tables:
+        raise ValueError("results holds no regularization + post-hoc method")
+    return pd.concat(tables, axis=1)
+
+
+#: Verdicts of :func:`claim_verdicts`.
+VERDICTS = ("holds", "does not hold", "not testable at this size", "not run")
+
+
+class _Checks:
+    """Directional and significance checks on run means per dataset (lower is better)."""
+
+    def __init__(self, results, alpha, min_datasets):
+        self.results, self.alpha, self.min_datasets = results, alpha, min_datasets
+        self.tables = {}
+
+    def means(self, metric):
+        if metric not in self.tables:
+            self.tables[metric] = run_mean_table(self.results, metric)
+        return self.tables[metric]
+
+    def missing(self, *methods):
+        have = set(self.results["method"])
+        return [m for m in methods if m not in have]
+
+    def compare(self, a, b, metric):
+        """``(share of datasets where a < b, n, two-sided Wilcoxon p)`` of run means; a, b labels or Series."""
+        table = self.means(metric)
+        left = table[a] if isinstance(a, str) else a
+        right = table[b] if isinstance(b, str) else b
+        pair = pd.concat([left, right], axis=1, keys=["a", "b"]).dropna()
+        pair = pair[np.isfinite(pair).all(axis=1)]
+        diff = (pair["a"] - pair["b"]).to_numpy()
+        n = len(diff)
+        if n == 0:
+            return math.nan, 0, math.nan
+        p = math.nan if np.all(diff == 0) else float(sps_wilcoxon(diff, zero_method="pratt").pvalue)
+        return float(np.mean(diff < 0)), n, p
+
+    def lower(self, a, b, metric, significant=False, name=None):
+        share, n, p = self.compare(a, b, metric)
+        text = f"{name or f'{a} < {b}'} on {metric}: {share * n:.0f}/{n} datasets, p = {p:.3g}"
+        if n == 0:
+            return "not run", text
+        if share <= 0.5:
+            return "does not hold", text
+        if not significant:
+            return "holds", text
+        if n < self.min_datasets:
+            return "not testable at this size", text
+        return ("holds" if p < self.alpha else "does not hold"), text
+
+    def not_worse(self, a, b, metric):
+        share, n, p = self.compare(b, a, metric)
+        text = f"{a} not significantly above {b} on {metric}: lower on {(1 - share) * n:.0f}/{n}, p = {p:.3g}"
+        if n < self.min_datasets:
+            return "not testable at this size", text
+        worse = share > 0.5 and p < self.alpha
+        return ("does not hold" if worse else "holds"), text
+
+    def same(self, a, b, metric):
+        share, n, p = self.compare(a, b, metric)
+        text = f"{a} vs {b} on {metric}: lower on {share * n:.0f}/{n}, p = {p:.3g}"
+        if n < self.min_datasets:
+            return "not testable at this size", text
+        return ("holds" if not p < self.alpha else "does not hold"), text
+
+    def small_effect(self, a, b, metric, threshold=0.8):
+        d = cohens_d_table(self.results[self.results["method"].isin([a, b])], metric, b)[a]
+        median = float(d.replace([np.inf, -np.inf], np.nan).median())
+        text = f"median Cohen's d of {a} against {b} on {metric}: {median:.2f} (|d| < {threshold} is small)"
+        return ("holds" if abs(median) < threshold else "does not hold"), text
+
+
+def _combine(checks):
+    verdicts = [v for v, _ in checks]
+    evidence = "; ".join(t for _, t in checks)
+    for verdict in ("does not hold", "not run", "not testable at this size"):
+        if verdict in verdicts:
+            return verdict, evidence
+    return "holds", evidence
+
+
+def claim_verdicts(rows, *, sqr="sqr-affine", alpha=0.05, min_datasets=6, n_sim=10_000, seed=0):
+    """Each of paper 002's 17 directional claims checked on our rows, with a verdict and its evidence.
+
+    Methods are compared on their run means per dataset (lower is better),
+    regularized methods at the lambda of the paper's rule
+    (:func:`study_results`, :func:`combined_results`). "Significantly" is
+    the two-sided Wilcoxon signed-rank test (``zero_method="pratt"``) over
+    datasets at ``alpha``, as in the paper's CD diagrams but per pair, without
+    Holm's correction across the figure; a direction alone needs a majority of
+    datasets. A claim holds when every part of it does.
+
+    Parameters
+    ----------
+    rows : pandas.DataFrame
+        Rows of :func:`run_study_task` with ``dataset`` and ``run`` (several
+        datasets; Figures 9-10 need ``combine=True`` and ``map_on_train=True``).
+    sqr : {"sqr", "sqr-affine"}, default "sqr-affine"
+        Which SQR stands for SQR-CRPS.
+    alpha : float, default 0.05
+        Level of the Wilcoxon tests, in (0, 1).
+    min_datasets : int, default 6
+        Fewest datasets on which a significance claim is tested (with fewer,
+        no two-sided Wilcoxon p-value can fall below 0.05), >= 1.
+    n_sim : int, default 10000
+        Null draws of the per-dataset PCE test (claim C1), >= 1.
+    seed : int, default 0
+        Seed of the PCE test, >= 0.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per claim of ``paper_table("regression_study", "claims")``:
+        ``claim``, ``statement``, ``verdict`` (one of :data:`VERDICTS`),
+        ``evidence``, ``datasets``.
+
+    Examples
+    --------
+    >>> rows = pd.DataFrame({"dataset": ["a", "a", "b", "b"], "run": [0, 1, 0, 1], "base": "mix-nll",
+    ...     "method": "MIX-NLL", "regularizer": "none", "lam": 0.0, "posthoc": "none", "map_split": "none",
+    ...     "train_fraction": 0.8, "n_test": 100, "val_wis": 1.0, "val_pce": 0.1,
+    ...     **{f"test_{m}": 0.1 for m in ("pce", "wis", "nll", "std")}})
+    >>> claim_verdicts(rows, n_sim=100)["verdict"].value_counts().to_dict()
+    {'not run': 16, 'does not hold': 1}
+    """
+    from calibtut.papers import paper_table
+
+    _check_rows(rows, ["dataset", "run", "base", "method", "regularizer", "posthoc", "train_fraction", "map_split"])
+    if sqr not in ("sqr", "sqr-affine"):
+        raise ValueError(f"sqr must be 'sqr' or 'sqr-affine', got {sqr!r}")
+    alpha = check_real(alpha, "alpha", low=0, high=1, low_open=True, high_open=True)
+    min_datasets = check_int(min_datasets, "min_datasets", minimum=1)
+    n_sim, seed = check_int(n_sim, "n_sim", minimum=1), check_int(seed, "seed", minimum=0)
+    results = study_results(rows)
+    checks = _Checks(results, alpha, min_datasets)
+    nll, crps, sq = (method_label(b) for b in ("mix-nll", "mix-crps", sqr))
+    lab = method_label
+    verdicts = {}
+
+    def need(*methods):
+        missing = checks.missing(*methods)
+        return ("not run", f"no rows of {', '.join(missing)}") if missing else None
+
+    # C1: the per-dataset PCE test
+    table = calibration_test_table(rows, n_sim=n_sim, seed=seed)
+    k, n = int(table["reject_paper"].sum()), len(table)
+    verdicts["C1"] = ("holds" if k / n >= 11 / 57 else "does not hold",
+                      f"rejected at 0.01 with Holm for {k} of {n} datasets (paper: 11 or 46 of 57)")
+    verdicts["C2"] = need(nll, sq) or checks.lower(nll, sq, "pce")
+    parts = []
+    for base, posthocs, regs in (("mix-nll", ("emp", "lin", "kde"), ("pce-kde", "qr")),
+                                 ("mix-crps", ("emp", "lin", "kde"), ("pce-kde", "qr")),
+                                 (sqr, ("cqr",), ("pce-kde", "trunc"))):
+        for p in posthocs:
+            for r in regs:
+                parts.append(need(lab(base, posthoc=p), lab(base, r))
+                             or checks.lower(lab(base, posthoc=p), lab(base, r), "pce", significant=True))
+    verdicts["C3"] = _combine(parts)
+    c4 = need(lab("mix-crps", "pce-kde"), lab("mix-crps", "qr"), lab("mix-nll", "pce-kde"), lab("mix-nll", "qr"))
+    if c4 is None:
+        pce_means = checks.means("pce")
+        gain_crps = pce_means[lab("mix-crps", "pce-kde")] - pce_means[lab("mix-crps", "qr")]
+        gain_nll = pce_means[lab("mix-nll", "pce-kde")] - pce_means[lab("mix-nll", "qr")]
+        c4 = checks.lower(gain_crps, gain_nll, "pce", significant=True,
+                          name="PCE(PCE-KDE) - PCE(QR), MIX-CRPS against MIX-NLL,")
+    verdicts["C4"] = c4
+    kde_sq, trunc_sq = lab(sqr, "pce-kde"), lab(sqr, "trunc")
+    verdicts["C5"] = need(sq, kde_sq, trunc_sq) or _combine(
+        [checks.lower(kde_sq, sq, "pce"), checks.lower(trunc_sq, sq, "pce"), checks.same(kde_sq, trunc_sq, "pce")])
+    parts = []
+    for base in ("mix-nll", "mix-crps"):
+        for p in ("emp", "lin", "kde"):
+            for r in ("pce-kde", "qr"):
+                parts.append(need(lab(base, posthoc=p), lab(base, r))
+                             or checks.lower(lab(base, r), lab(base, posthoc=p), "wis"))
+    for r in ("pce-kde", "trunc"):
+        parts.append(need(lab(sqr, posthoc="cqr"), lab(sqr, r)) or checks.lower(lab(sqr, posthoc="cqr"), lab(sqr, r),
+                                                                                "wis"))
+    verdicts["C6"] = _combine(parts)
+    parts = []
+    for base in ("mix-nll", "mix-crps"):
+        emp, lin, kde = (lab(base, posthoc=p) for p in ("emp", "lin", "kde"))
+        vanilla = lab(base)
+        missing = need(emp, lin, kde, vanilla)
+        if missing:
+            parts.append(missing)
+            continue
+        emp_nll = results.loc[results["method"] == emp, "test_nll"]
+        parts.append(("holds" if np.isposinf(emp_nll).all() else "does not hold",
+                      f"{emp} NLL infinite in {int(np.isposinf(emp_nll).sum())} of {len(emp_nll)} runs"))
+        parts += [checks.lower(vanilla, lin, "nll", significant=True), checks.lower(kde, vanilla, "pce"),
+                  checks.small_effect(kde, vanilla, "nll")]
+    verdicts["C7"] = _combine(parts)
+    parts = []
+    for r in ("pce-kde", "pce-sort", "qr"):
+        reg = lab("mix-nll", r)
+        missing = need(reg, nll)
+        parts += [missing] if missing else [checks.lower(reg, nll, "pce", significant=True)] + [
+            checks.not_worse(reg, nll, m) for m in ("wis", "nll", "std")]
+    verdicts["C8"] = _combine(parts)
+    qr_crps = lab("mix-crps", "qr")
+    verdicts["C9"] = need(qr_crps, crps) or _combine(
+        [checks.lower(qr_crps, crps, "pce"), checks.small_effect(qr_crps, crps, "wis"),
+         checks.small_effect(qr_crps, crps, "nll")])
+    cqr_sq = lab(sqr, posthoc="cqr")
+    verdicts["C10"] = need(cqr_sq, kde_sq, trunc_sq) or _combine(
+        [checks.lower(cqr_sq, other, m) for other in (kde_sq, trunc_sq) for m in ("pce", "wis")])
+    kde_crps = lab("mix-crps", posthoc="kde")
+    verdicts["C11"] = need(kde_crps, lab("mix-crps", posthoc="emp"), lab("mix-crps", posthoc="lin")) or _combine(
+        [checks.lower(lab("mix-crps", posthoc=p), kde_crps, "wis", significant=True) for p in ("emp", "lin")])
+    parts = []
+    for r in ("pce-kde", "pce-sort"):
+        for p in ("emp", "lin", "kde"):
+            a, b = lab("mix-crps", posthoc=p), lab("mix-crps", r)
+            parts.append(need(a, b) or checks.lower(a, b, "std"))
+    parts += [need(cqr_sq, other) or checks.lower(other, cqr_sq, "std") for other in (kde_sq, trunc_sq)]
+    verdicts["C12"] = _combine(parts)
+    combined = combined_results(rows)
+    combos = [m for m in figure_methods("9", sqr)[1::2]]
+    if not set(combos) & set(combined["method"]):
+        verdicts["C13"] = ("not run", "no regularization + post-hoc rows (run_study_task(..., combine=True))")
+    else:
+        combo_checks = _Checks(combined, alpha, min_datasets)
+        parts = []
+        for alone, combo in zip(figure_methods("9", sqr)[::2], combos):
+            missing = combo_checks.missing(alone, combo)
+            if missing:
+                continue
+            not_better = combo_checks.lower(combo, alone, "pce", significant=True)
+            parts.append(("does not hold" if not_better[0] == "holds" else "holds", "not: " + not_better[1]))
+            parts += [combo_checks.lower(alone, combo, m) for m in ("wis", "nll", "std")
+                      if not (m == "nll" and combo.startswith("SQR"))]
+        verdicts["C13"] = _combine(parts)
+    trained = [lab("mix-nll", posthoc=p, map_split="train") for p in ("lin", "kde")]
+    if checks.missing(*trained):
+        verdicts["C14"] = ("not run", "no maps fitted on the training split (run_study_task(..., map_on_train=True))")
+    else:
+        parts = []
+        for p in ("lin", "kde"):
+            cal, train = lab("mix-nll", posthoc=p), lab("mix-nll", posthoc=p, map_split="train")
+            parts += [checks.lower(cal, train, "pce", significant=True), checks.lower(train, cal, "wis"),
+                      checks.lower(train, cal, "nll"), checks.lower(train, cal, "std", significant=True)]
+        verdicts["C14"] = _combine(parts)
+    present = [m for m in figure_methods("3", sqr) if not checks.missing(m)]
+    emp_nll = lab("mix-nll", posthoc="emp")
+    if emp_nll in present and len(present) > 1:
+        ranks = checks.means("pce")[present].dropna().rank(axis=1).mean()
+        best = ranks.idxmin()
+        verdicts["C15"] = ("holds" if best == emp_nll else "does not hold",
+                           f"lowest mean PCE rank: {best} ({ranks.min():.2f}); {emp_nll}: {ranks[emp_nll]:.2f}, "
+                           f"over {len(present)} methods")
+    else:
+        verdicts["C15"] = ("not run", f"no rows of {emp_nll} or of the other methods")
+    verdicts["C16"] = ("not run", "the appendix ablations (mixture size, quantiles per step, depth) are not trained")
+    parts = []
+    for method, vanilla in ((lab("mix-nll", "pce-kde"), nll), (qr_crps, crps), (cqr_sq, sq)):
+        missing = need(method, vanilla)
+        if missing:
+            parts.append(missing)
+            continue
+        wis = checks.means("wis")[[method, vanilla]].dropna()
+        within = float(np.mean(wis[method] <= 1.1 * wis[vanilla]))
+        parts += [checks.lower(method, vanilla, "pce"),
+                  ("holds" if within > 0.5 else "does not hold",
+                   f"{method} WIS within 10% of {vanilla} on {within * len(wis):.0f}/{len(wis)} datasets")]
+    verdicts["C17"] = _combine(parts)
+    claims = paper_table("regression_study", "claims")
+    out = claims[["claim", "statement"]].copy()
+    out["verdict"] = [verdicts[c][0] for c in out["claim"]]
+    out["evidence"] = [verdicts[c][1] for c in out["claim"]]
+    out["datasets"] = rows["dataset"].nunique()
+    return out
