@@ -1017,12 +1017,11 @@ def combined_results(rows, tolerance=0.1, score="val_wis"):
     >>> combined_results(rows)[["method", "lam"]].values.tolist()
     [['MIX-NLL + Rec-KDE', 0.0], ['MIX-NLL + QR + Rec-KDE', 1.0]]
     """
-    _check_rows(rows, ["dataset", "run", "base", "train_fraction", "map_split", "posthoc", "regularizer", "lam",
-                       "val_pce", "method"])
+    tolerance = check_real(tolerance, "tolerance", low=0)
     if score not in ("val_wis", "val_crps"):
         raise ValueError(f"score must be 'val_wis' or 'val_crps', got {score!r}")
-    _check_rows(rows, [score])
-    tolerance = check_real(tolerance, "tolerance", low=0)
+    _check_rows(rows, ["dataset", "run", "base", "train_fraction", "map_split", "posthoc", "regularizer", "lam",
+                       "val_pce", "method", score])
     mapped = rows[(rows["train_fraction"] == 0.65) & (rows["posthoc"] != "none") & (rows["map_split"] == "calibration")]
     alone = mapped[mapped["regularizer"] == "none"]
     parts = [alone.assign(selected_lam=math.nan)]
@@ -1193,16 +1192,16 @@ def claim_verdicts(rows, *, sqr="sqr-affine", alpha=0.05, min_datasets=6, n_sim=
     ...     "train_fraction": 0.8, "n_test": 100, "val_wis": 1.0, "val_pce": 0.1,
     ...     **{f"test_{m}": 0.1 for m in ("pce", "wis", "nll", "std")}})
     >>> claim_verdicts(rows, n_sim=100)["verdict"].value_counts().to_dict()
-    {'not run': 16, 'does not hold': 1}
+    {'not run': 16, 'holds': 1}
     """
     from calibtut.papers import paper_table
 
-    _check_rows(rows, ["dataset", "run", "base", "method", "regularizer", "posthoc", "train_fraction", "map_split"])
-    if sqr not in ("sqr", "sqr-affine"):
-        raise ValueError(f"sqr must be 'sqr' or 'sqr-affine', got {sqr!r}")
     alpha = check_real(alpha, "alpha", low=0, high=1, low_open=True, high_open=True)
     min_datasets = check_int(min_datasets, "min_datasets", minimum=1)
     n_sim, seed = check_int(n_sim, "n_sim", minimum=1), check_int(seed, "seed", minimum=0)
+    if sqr not in ("sqr", "sqr-affine"):
+        raise ValueError(f"sqr must be 'sqr' or 'sqr-affine', got {sqr!r}")
+    _check_rows(rows, ["dataset", "run", "base", "method", "regularizer", "posthoc", "train_fraction", "map_split"])
     results = study_results(rows)
     checks = _Checks(results, alpha, min_datasets)
     nll, crps, sq = (method_label(b) for b in ("mix-nll", "mix-crps", sqr))
