@@ -415,3 +415,32 @@ def test_claim_verdicts_follow_the_rows():
     assert few.loc["C3", "verdict"] == "not testable at this size"
     with pytest.raises(ValueError, match="min_datasets"):
         rs.claim_verdicts(_claim_rows(posthoc_best), min_datasets=0)
+
+
+def test_figure_effects_use_the_figure_baseline_and_methods():
+    rows = _claim_rows({"MIX-CRPS + QR": -0.05, "MIX-CRPS": 0.02}, n_datasets=3)
+    results = rs.study_results(rows)
+    fig7 = rs.figure_effects(results, "7", "pce", form="textbook")
+    assert "MIX-CRPS" not in fig7.columns and "MIX-NLL + QR" not in fig7.columns
+    # against MIX-CRPS: QR is 0.07 lower, about 70 run standard deviations (noise sd 0.001)
+    assert (fig7["MIX-CRPS + QR"] < -20).all()
+    authors = rs.figure_effects(results, "7", "pce")
+    np.testing.assert_allclose(authors.to_numpy(), np.sqrt(2) * fig7.to_numpy())
+    with pytest.raises(ValueError, match="combination_effects"):
+        rs.figure_effects(results, "9", "pce")
+    summary = rs.median_effects({"pce": fig7})
+    row = summary.set_index("method").loc["MIX-CRPS + QR"]
+    assert row["share_negative"] == 1.0 and row["datasets"] == 3
+    with pytest.raises(TypeError, match="effects"):
+        rs.median_effects([fig7])
+
+
+def test_claims_table_puts_verdicts_side_by_side():
+    ci = rs.claim_verdicts(_claim_rows({}, n_datasets=3), n_sim=100)
+    table = rs.claims_table(ci)
+    assert list(table.columns) == ["claim", "paper", "ours (ci)", "evidence"] and len(table) == 17
+    full = ci.assign(verdict="holds")
+    both = rs.claims_table(ci, full)
+    assert both["difference"].tolist() == (ci["verdict"] != "holds").tolist()
+    with pytest.raises(ValueError, match="verdict"):
+        rs.claims_table(ci.drop(columns="verdict"))

