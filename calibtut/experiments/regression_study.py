@@ -1304,8 +1304,9 @@ def claim_verdicts(rows, *, sqr="sqr-affine", alpha=0.05, min_datasets=6, n_sim=
             missing = combo_checks.missing(alone, combo)
             if missing:
                 continue
-            not_better = combo_checks.lower(combo, alone, "pce", significant=True)
-            parts.append(("does not hold" if not_better[0] == "holds" else "holds", "not: " + not_better[1]))
+            better, text = combo_checks.lower(combo, alone, "pce", significant=True)
+            # "does not improve the PCE": the negation of a significant improvement
+            parts.append(({"holds": "does not hold", "does not hold": "holds"}.get(better, better), "not: " + text))
             parts += [combo_checks.lower(alone, combo, m) for m in ("wis", "nll", "std")
                       if not (m == "nll" and combo.startswith("SQR"))]
         verdicts["C13"] = _combine(parts)
