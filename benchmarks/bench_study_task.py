@@ -10,7 +10,8 @@ A task is what the ``full`` profile of
 one run and one base model, with the whole lambda grid, the post-hoc base and
 the Appendix B.2/B.3 extras (:func:`calibtut.experiments.regression_study.run_study_task`
 with its defaults and ``combine=True, map_on_train=True``). Each is timed once
-(CPU seconds of this process and wall seconds), run 0. The estimate of the
+(CPU seconds of this process and wall seconds), run 0, and the tables are
+rewritten after every task. The estimate of the
 whole run scales each measured base model's CPU seconds linearly in the
 number of training rows between the measured datasets (the cost per epoch is
 proportional to the steps, and the epochs to early stopping vary by dataset,
@@ -85,26 +86,28 @@ def main(argv=None):
     torch.set_num_threads(args.threads)
     load_before = os.getloadavg()
     rows = []
+    args.out.mkdir(parents=True, exist_ok=True)
     for dataset in args.datasets:
         for base in args.bases:
             rows.append(measure(dataset, base))
             print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
-    tasks = pd.DataFrame(rows)
-    total = estimate(tasks, 5, args.workers)
-    args.out.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(args.out / "tasks.csv", tasks.to_csv(index=False))
-    atomic_write_text(args.out / "estimate.csv", total.to_csv(index=False))
-    provenance = {
-        "script": "benchmarks/bench_study_task.py",
-        "arguments": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
-        "finished": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "torch_threads": torch.get_num_threads(),
-        "load_average_1_5_15min": {"before": load_before, "after": os.getloadavg()},
-        "versions": package_versions(),
-        "machine": machine(),
-        "git": git_state(ROOT),
-    }
-    atomic_write_text(args.out / "provenance.json", json.dumps(provenance, indent=2) + "\n")
+            # written after every task, so an interrupted benchmark keeps what it measured
+            tasks = pd.DataFrame(rows)
+            total = estimate(tasks, 5, args.workers)
+            atomic_write_text(args.out / "tasks.csv", tasks.to_csv(index=False))
+            atomic_write_text(args.out / "estimate.csv", total.to_csv(index=False))
+            provenance = {
+                "script": "benchmarks/bench_study_task.py",
+                "arguments": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
+                "finished": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                "tasks_done": len(rows),
+                "torch_threads": torch.get_num_threads(),
+                "load_average_1_5_15min": {"before": load_before, "after": os.getloadavg()},
+                "versions": package_versions(),
+                "machine": machine(),
+                "git": git_state(ROOT),
+            }
+            atomic_write_text(args.out / "provenance.json", json.dumps(provenance, indent=2) + "\n")
     print(tasks.to_string(index=False))
     print(total.to_string(index=False))
     return tasks, total
