@@ -2,6 +2,7 @@
 
 import math
 import os
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -220,6 +221,12 @@ def test_cohens_d_of_an_infinite_metric_is_signed_infinity():
     rows.loc[rows["posthoc"] == "emp", "test_nll"] = math.inf
     table = rs.cohens_d_table(rs.study_results(rows), "nll")
     assert table.loc["d0", "MIX-NLL + Rec-EMP"] == math.inf
+    # infinite on both sides: undefined (NaN), and no 'inf - inf' warning
+    rows.loc[(rows["method"] == "MIX-NLL") & (rows["train_fraction"] == 0.8), "test_nll"] = math.inf
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        both = rs.cohens_d_table(rs.study_results(rows), "nll", baseline="MIX-NLL + Rec-EMP")
+    assert math.isnan(both.loc["d0", "MIX-NLL"]) and both.loc["d0", "MIX-NLL + PCE-KDE"] == -math.inf
 
 
 def test_run_mean_table_feeds_the_cd_diagram():

@@ -923,6 +923,8 @@ def cohens_d_table(results, metric, baseline="MIX-NLL", form="authors"):
             values = sub[column].to_numpy(dtype=float)
             if len(ref) == 0 or np.isnan(values).any() or np.isnan(ref).any() or len(ref) + len(values) < 3:
                 row[method] = math.nan
+            elif np.isinf(values).any() and np.isinf(ref).any():
+                row[method] = math.nan  # both infinite (e.g. Rec-EMP's NLL with and without a penalty)
             elif np.isinf(values).any() or np.isinf(ref).any():
                 row[method] = float(np.sign(values.mean() - ref.mean())) * math.inf
             else:
