@@ -1402,14 +1402,15 @@ def median_effects(effects):
     -------
     pandas.DataFrame
         ``method``, ``metric``, ``median_d``, ``share_negative`` (datasets
-        where the method improves on the baseline), ``datasets``; infinite d
-        count in the share, not in the median.
+        where the method improves on the baseline), ``datasets``; an infinite
+        d counts as the largest (or smallest) value, so the median of
+        Rec-EMP's NLL is infinite.
 
     Examples
     --------
-    >>> d = pd.DataFrame({"M": [-1.0, -3.0, 2.0]})
-    >>> median_effects({"pce": d}).round(3).values.tolist()
-    [['M', 'pce', -1.0, 0.667, 3]]
+    >>> d = pd.DataFrame({"M": [-1.0, -3.0, 2.0], "EMP": [np.inf, np.inf, 1.0]})
+    >>> median_effects({"nll": d}).round(3).values.tolist()
+    [['M', 'nll', -1.0, 0.667, 3], ['EMP', 'nll', inf, 0.0, 3]]
     """
     if not isinstance(effects, dict) or not effects:
         raise TypeError("effects must be a non-empty dict {metric: DataFrame}")
@@ -1419,9 +1420,9 @@ def median_effects(effects):
             raise TypeError(f"effects[{metric!r}] must be a DataFrame, got {type(table).__name__}")
         for method in table.columns:
             values = table[method].dropna().to_numpy(dtype=float)
-            finite = values[np.isfinite(values)]
-            out.append({"method": method, "metric": metric,
-                        "median_d": float(np.median(finite)) if finite.size else math.nan,
+            with np.errstate(invalid="ignore"):  # -inf and +inf in the middle: NaN
+                median = float(np.median(values)) if values.size else math.nan
+            out.append({"method": method, "metric": metric, "median_d": median,
                         "share_negative": float(np.mean(values < 0)) if values.size else math.nan,
                         "datasets": int(values.size)})
     return pd.DataFrame(out, columns=["method", "metric", "median_d", "share_negative", "datasets"])
