@@ -11,7 +11,7 @@ one run and one base model, with the whole lambda grid, the post-hoc base and
 the Appendix B.2/B.3 extras (:func:`calibtut.experiments.regression_study.run_study_task`
 with its defaults and ``combine=True, map_on_train=True``). Each is timed once
 (CPU seconds of this process and wall seconds), run 0, and the tables are
-rewritten after every task. The estimate of the
+rewritten after every task (``--resume`` keeps the tasks already measured). The estimate of the
 whole run scales each measured base model's CPU seconds linearly in the
 number of training rows between the measured datasets (the cost per epoch is
 proportional to the steps, and the epochs to early stopping vary by dataset,
@@ -82,13 +82,20 @@ def main(argv=None):
     parser.add_argument("--bases", nargs="+", default=["mix-nll", "mix-crps", "sqr-affine"])
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--out", type=Path, default=OUT)
+    parser.add_argument("--resume", action="store_true",
+                        help="keep the tasks already in <out>/tasks.csv and measure only the others")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     load_before = os.getloadavg()
     rows = []
     args.out.mkdir(parents=True, exist_ok=True)
+    if args.resume and (args.out / "tasks.csv").is_file():
+        rows = pd.read_csv(args.out / "tasks.csv").to_dict("records")
+    done = {(r["dataset"], r["base"]) for r in rows}
     for dataset in args.datasets:
         for base in args.bases:
+            if (dataset, base) in done:
+                continue
             rows.append(measure(dataset, base))
             print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
             # written after every task, so an interrupted benchmark keeps what it measured
