@@ -43,7 +43,13 @@ The summary functions turn those rows into what the chapters show:
 :func:`calibration_test_table` (Figure 2 and the per-dataset test of
 Section 4), :func:`reliability_table`, :func:`selected_lambdas` and
 :func:`study_results` (the lambda rule), :func:`cohens_d_table` and
-:func:`run_mean_table` (the letter-value plots and the CD diagrams).
+:func:`run_mean_table` (the letter-value plots and the CD diagrams),
+:func:`figure_methods`, :func:`figure_effects` and :func:`median_effects`
+(Figures 3-8 and 10), :func:`combined_results` and
+:func:`combination_effects` (Figure 9: rows of ``run_study_task(...,
+combine=True)``; Figure 10 needs ``map_on_train=True``), and
+:func:`claim_verdicts` with :func:`claims_table` (the paper's 17 claims
+checked on our rows).
 """
 
 from __future__ import annotations
