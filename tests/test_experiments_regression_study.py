@@ -328,7 +328,8 @@ def test_combined_and_train_split_rows():
     # maps on the training split belong to the 80% vanilla network, fitted on its 65% part
     trained = by_method.loc[["MIX-NLL + Rec-LIN (train)", "MIX-NLL + Rec-KDE (train)"]]
     assert (trained["train_fraction"] == 0.8).all() and (trained["map_split"] == "train").all()
-    assert (trained["epochs_run"] == by_method.loc["MIX-NLL"].query("train_fraction == 0.8")["epochs_run"].iloc[0]).all()
+    vanilla = by_method.loc["MIX-NLL"].query("train_fraction == 0.8")
+    assert (trained["epochs_run"] == vanilla["epochs_run"].iloc[0]).all()
     combo = rows[(rows["regularizer"] == "qr") & (rows["train_fraction"] == 0.65)]
     assert sorted(combo["method"]) == ["MIX-NLL + QR + Rec-EMP", "MIX-NLL + QR + Rec-KDE", "MIX-NLL + QR + Rec-LIN"]
     assert (combo["lam"] == 1.0).all() and (combo["map_split"] == "calibration").all()
