@@ -452,3 +452,40 @@ def test_claims_table_puts_verdicts_side_by_side():
     assert both["difference"].tolist() == (ci["verdict"] != "holds").tolist()
     with pytest.raises(ValueError, match="verdict"):
         rs.claims_table(ci.drop(columns="verdict"))
+
+
+@needs_mirror
+def test_ablation_tasks_run_and_label_their_factor():
+    tasks = rs.ablation_tasks(["Yacht"], [0], {"n_components": (1, 3), "n_levels": (4, 64)}, epochs=20)
+    assert len(tasks) == 4 and all(t["lambdas"] == "" and t["fit_posthoc"] is False for t in tasks)
+    rows = pd.concat([rs.run_study_task(**t).assign(run=t["run"], dataset=t["dataset"], base=t["base"])
+                      for t in tasks], ignore_index=True)
+    assert set(rows["n_components"].dropna()) == {1} and set(rows["n_levels"].dropna()) == {4}
+    assert len(rows) == 4 and (rows["train_fraction"] == 0.8).all()
+    d = rs.ablation_effects(rows, "n_components", "nll")
+    assert list(d.columns) == ["n_components = 1"]
+    with pytest.raises(ValueError, match="n_levels applies"):
+        rs.run_study_task("Yacht", 0, "mix-nll", n_levels=4, epochs=1)
+    with pytest.raises(ValueError, match="n_components applies"):
+        rs.run_study_task("Yacht", 0, "sqr-affine", n_components=1, epochs=1)
+    with pytest.raises(ValueError, match="default"):
+        rs.ablation_tasks(["Yacht"], [0], {"n_hidden": (1, 2)})
+
+
+def test_ablation_verdict_reads_the_effects():
+    rng = np.random.default_rng(0)
+    rows = []
+    for d in range(3):
+        for run in range(3):
+            for factor, value, nll, wis in (("n_components", None, 1.0, 1.0), ("n_components", 1, 2.0, 1.0),
+                                            ("n_components", 5, 1.0, 1.0), ("n_hidden", 2, 1.0, 0.9),
+                                            ("n_hidden", 20, 1.0, 1.5)):
+                rows.append({"dataset": f"d{d}", "run": run, "base": "mix-nll", "method": "MIX-NLL",
+                             "train_fraction": 0.8, "posthoc": "none", factor: value,
+                             "test_nll": nll + 0.01 * rng.normal(), "test_wis": wis + 0.01 * rng.normal()})
+    ablations = pd.DataFrame(rows)
+    verdict, evidence = rs._ablation_verdict(ablations)
+    # no n_levels ablation: the claim cannot be fully checked
+    assert verdict == "not run" and "best: 2 layers" in evidence and "n_components" in evidence
+    d = rs.ablation_effects(ablations, "n_components", "nll", form="textbook")
+    assert (d["n_components = 1"] > 20).all() and (d["n_components = 5"].abs() < 5).all()

@@ -86,12 +86,15 @@ from calibtut.recalibration import OneSidedCQR, QuantileRecalibrator, mixture_qu
 from calibtut.stats import cohens_d, holm, select_lambda
 
 __all__ = [
+    "ABLATIONS",
     "BASE_LABELS",
     "FREQ_COLUMNS",
     "OFFLINE_DATASETS",
     "POSTHOC_LABELS",
     "REGULARIZER_LABELS",
     "VERDICTS",
+    "ablation_effects",
+    "ablation_tasks",
     "calibration_test_table",
     "claim_verdicts",
     "claims_table",
@@ -371,12 +374,12 @@ class _Fitted:
         return _quantile_metrics(y, self.quantiles(X), self.quantiles(X, _CRPS_LEVELS))
 
 
-def _train(base, configs, X, y, X_val, y_val, seed, epochs, patience, batch_size, device, batched):
-    """Train one network per ``(regularizer, lam)`` on ``(X, y)``; all share ``seed``."""
+def _train(base, configs, X, y, X_val, y_val, seed, epochs, patience, batch_size, device, batched, arch):
+    """Train one network per ``(regularizer, lam)`` on ``(X, y)``; all share ``seed`` and ``arch``."""
     scaler = Standardizer().fit(X, y)
     Xs, ys = scaler.transform(X), scaler.transform_y(y)
     val = (scaler.transform(X_val), scaler.transform_y(y_val))
-    pairs = [make_study_model(base, X.shape[1], regularizer=r, lam=lam, seed=seed) for r, lam in configs]
+    pairs = [make_study_model(base, X.shape[1], regularizer=r, lam=lam, seed=seed, **arch) for r, lam in configs]
     models, losses = [m for m, _ in pairs], [loss for _, loss in pairs]
     common = {"val": val, "epochs": epochs, "patience": patience, "batch_size": batch_size, "device": device}
     if batched and len(models) > 1:
@@ -404,6 +407,9 @@ def run_study_task(
     num_threads=1,
     combine=False,
     map_on_train=False,
+    n_components=3,
+    n_hidden=3,
+    n_levels=64,
 ):
     """Train and evaluate every model of one (dataset, run, base model) of paper 002.
 
@@ -451,6 +457,9 @@ def run_study_task(
     map_on_train : bool, default False
         Appendix B.3 (Figure 10): also fit the post-hoc maps of the vanilla
         80% model on its own 65% training part (``map_split="train"``).
+    n_components, n_hidden, n_levels : int, default 3, 3, 64
+        Appendix C: mixture components (mixtures only), hidden layers, and
+        random levels per SQR step (SQR only); each >= 1.
 
     Returns
     -------
@@ -491,8 +500,17 @@ def run_study_task(
     batch_size = check_int(batch_size, "batch_size", minimum=1)
     if crime not in ("code", "table1"):
         raise ValueError(f"crime must be 'code' or 'table1', got {crime!r}")
+    arch = {"n_components": check_int(n_components, "n_components", minimum=1),
+            "n_hidden": check_int(n_hidden, "n_hidden", minimum=1)}
+    n_levels = check_int(n_levels, "n_levels", minimum=1)
+    if _family(base) == "sqr":
+        if arch["n_components"] != 3:
+            raise ValueError(f"n_components applies to mixture models, not to base {base!r}")
+        arch["n_levels"] = n_levels
+    elif n_levels != 64:
+        raise ValueError(f"n_levels applies to SQR models, not to base {base!r}")
     args = (dataset, run, base, lams, regs, fit_posthoc, epochs, patience, batch_size, crime, batched, device,
-            combine, map_on_train)
+            combine, map_on_train, arch)
     if num_threads is None:
         return _run(*args)
     num_threads = check_int(num_threads, "num_threads", minimum=1)
@@ -505,12 +523,12 @@ def run_study_task(
 
 
 def _run(dataset, run, base, lams, regs, fit_posthoc, epochs, patience, batch_size, crime, batched, device,
-         combine, map_on_train):
+         combine, map_on_train, arch):
     X_all, y_all = _load(dataset, crime)
     keep = study_subsample(len(y_all), run)
     train, val, cal, test = (keep[i] for i in train_val_cal_test_split(len(keep), seed=_SPLIT_SEED + run))
     seed = _MODEL_SEED + run
-    schedule = (seed, epochs, patience, batch_size, device, batched)
+    schedule = (seed, epochs, patience, batch_size, device, batched, arch)
     family = _family(base)
     sizes = {"n_val": len(val), "n_test": len(test)}
     data = (X_all, y_all, val, test)
@@ -536,7 +554,11 @@ def _run(dataset, run, base, lams, regs, fit_posthoc, epochs, patience, batch_si
                 rows.append(_evaluate(fitted, data, info, method=method_label(base), regularizer="none", lam=0.0,
                                       posthoc="none", map_split="none"))
             rows += _posthoc_rows(fitted, base, family, data, cal, run, info, reg, lam, "calibration")
-    return pd.DataFrame(rows)
+    table = pd.DataFrame(rows)
+    for name, default in (("n_components", 3), ("n_hidden", 3), ("n_levels", 64)):
+        if arch.get(name, default) != default:
+            table[name] = arch[name]
+    return table
 
 
 def _epochs(hist):
@@ -1165,7 +1187,7 @@ def _combine(checks):
     return "holds", evidence
 
 
-def claim_verdicts(rows, *, sqr="sqr-affine", alpha=0.05, min_datasets=6, n_sim=10_000, seed=0):
+def claim_verdicts(rows, *, ablations=None, sqr="sqr-affine", alpha=0.05, min_datasets=6, n_sim=10_000, seed=0):
     """Each of paper 002's 17 directional claims checked on our rows, with a verdict and its evidence.
 
     Methods are compared on their run means per dataset (lower is better),
@@ -1181,6 +1203,11 @@ def claim_verdicts(rows, *, sqr="sqr-affine", alpha=0.05, min_datasets=6, n_sim=
     rows : pandas.DataFrame
         Rows of :func:`run_study_task` with ``dataset`` and ``run`` (several
         datasets; Figures 9-10 need ``combine=True`` and ``map_on_train=True``).
+    ablations : pandas.DataFrame, optional
+        Rows of :func:`ablation_tasks` (claim C16, "not run" without them);
+        "much worse" and "small" are a median authors' d above 0.8 and below
+        0.8 in absolute value, on the NLL for mixture sizes and on the WIS
+        otherwise.
     sqr : {"sqr", "sqr-affine"}, default "sqr-affine"
         Which SQR stands for SQR-CRPS.
     alpha : float, default 0.05
@@ -1338,7 +1365,7 @@ def claim_verdicts(rows, *, sqr="sqr-affine", alpha=0.05, min_datasets=6, n_sim=
                            f"over {len(present)} methods")
     else:
         verdicts["C15"] = ("not run", f"no rows of {emp_nll} or of the other methods")
-    verdicts["C16"] = ("not run", "the appendix ablations (mixture size, quantiles per step, depth) are not trained")
+    verdicts["C16"] = _ablation_verdict(ablations)
     parts = []
     for method, vanilla in ((lab("mix-nll", "pce-kde"), nll), (qr_crps, crps), (cqr_sq, sq)):
         missing = need(method, vanilla)
@@ -1469,3 +1496,120 @@ def claims_table(ci, full=None):
     out["evidence"] = full["evidence"].to_numpy()
     out["difference"] = out["ours (ci)"] != out["ours (full)"]
     return out.reset_index(drop=True)
+
+
+#: The architecture factors of Appendix C: (task argument, default, base model, figure).
+ABLATIONS = {
+    "n_components": (3, "mix-nll", "17"),
+    "n_levels": (64, "sqr-affine", "18"),
+    "n_hidden": (3, "mix-nll", "19"),
+}
+
+
+def ablation_tasks(datasets, runs, values=None, **fixed):
+    """Tasks of the Appendix C ablations: one vanilla model per (dataset, run, factor value).
+
+    Parameters
+    ----------
+    datasets : sequence of str
+    runs : sequence of int
+    values : dict, optional
+        ``{factor: values}`` for the factors of :data:`ABLATIONS`; default the
+        paper's grids (components 1, 3, 5, 10, 20, 50; levels 1, 4, 16, 64;
+        hidden layers 1, 2, 3, 5, 10, 20). Each grid must hold the default.
+    **fixed
+        Further arguments of :func:`run_study_task` (e.g. ``epochs``).
+
+    Returns
+    -------
+    list of dict
+        The default model of each factor appears once per base model.
+
+    Examples
+    --------
+    >>> tasks = ablation_tasks(["Yacht"], [0], {"n_components": (1, 3), "n_hidden": (3, 5)}, epochs=5)
+    >>> [(t["base"], t.get("n_components"), t.get("n_hidden")) for t in tasks]
+    [('mix-nll', 1, None), ('mix-nll', None, None), ('mix-nll', None, 5)]
+    """
+    if values is None:
+        values = {"n_components": (1, 3, 5, 10, 20, 50), "n_levels": (1, 4, 16, 64),
+                  "n_hidden": (1, 2, 3, 5, 10, 20)}
+    if not isinstance(values, dict):
+        raise TypeError(f"values must be a dict {{factor: values}}, got {type(values).__name__}")
+    tasks, seen = [], set()
+    for factor, grid in values.items():
+        if factor not in ABLATIONS:
+            raise ValueError(f"values must name factors of {tuple(ABLATIONS)}, got {factor!r}")
+        default, base, _ = ABLATIONS[factor]
+        grid = [check_int(v, factor, minimum=1) for v in grid]
+        if default not in grid:
+            raise ValueError(f"values[{factor!r}] must hold the default {default}, got {grid}")
+        for value in grid:
+            extra = {} if value == default else {factor: value}
+            for task in study_tasks(datasets, runs, [base], lambdas=(), fit_posthoc=False, **fixed, **extra):
+                key = tuple(sorted(task.items()))
+                if key not in seen:
+                    seen.add(key)
+                    tasks.append(task)
+    return tasks
+
+
+def ablation_effects(rows, factor, metric, form="authors"):
+    """Cohen's d per dataset of each value of one Appendix C factor against its default (Figures 17-19).
+
+    Parameters
+    ----------
+    rows : pandas.DataFrame
+        Rows of :func:`run_study_task` for :func:`ablation_tasks`.
+    factor : {"n_components", "n_levels", "n_hidden"}
+    metric : str
+        E.g. ``"pce"``.
+    form : {"authors", "textbook"}, default "authors"
+
+    Returns
+    -------
+    pandas.DataFrame
+        Datasets x values (columns such as ``"n_components = 1"``).
+
+    Examples
+    --------
+    >>> rows = pd.DataFrame({"dataset": "a", "run": [0, 1, 0, 1], "base": "mix-nll", "method": "MIX-NLL",
+    ...                      "train_fraction": 0.8, "posthoc": "none", "n_components": [None, None, 1, 1],
+    ...                      "test_nll": [1.0, 1.2, 1.5, 1.7]})
+    >>> ablation_effects(rows, "n_components", "nll", form="textbook").round(3).values.tolist()
+    [[3.536]]
+    """
+    if factor not in ABLATIONS:
+        raise ValueError(f"factor must be one of {tuple(ABLATIONS)}, got {factor!r}")
+    default, base, _ = ABLATIONS[factor]
+    _check_rows(rows, ["dataset", "run", "base", "method", "train_fraction", "posthoc", f"test_{metric}"])
+    others = [f for f in ABLATIONS if f != factor and f in rows.columns]
+    chosen = rows[(rows["base"] == base) & rows[others].isna().all(axis=1)] if others else rows[rows["base"] == base]
+    values = chosen[factor].fillna(default) if factor in chosen.columns else pd.Series(default, index=chosen.index)
+    labelled = chosen.assign(method=[f"{factor} = {int(v)}" for v in values], train_fraction=0.8, posthoc="none")
+    return cohens_d_table(labelled, metric, f"{factor} = {default}", form)
+
+
+def _ablation_verdict(ablations):
+    """Claim C16 from the rows of :func:`ablation_tasks` (see :func:`claim_verdicts`)."""
+    if ablations is None:
+        return "not run", "the appendix ablations (mixture size, quantiles per step, depth) are not trained"
+    parts = []
+    for factor, metric in (("n_components", "nll"), ("n_levels", "wis"), ("n_hidden", "wis")):
+        d = ablation_effects(ablations, factor, metric) if factor in ablations.columns else pd.DataFrame()
+        if d.empty:
+            parts.append(("not run", f"no {factor} ablation"))
+            continue
+        median = d.replace([np.inf, -np.inf], np.nan).median()
+        values = {int(c.split(" = ")[1]): m for c, m in median.items()}
+        shown = ", ".join(f"{v}: {m:.2f}" for v, m in sorted(values.items()))
+        text = f"median d on {metric} against the default by {factor}: {shown}"
+        if factor == "n_components":
+            ok = values.get(1, math.inf) > 0.8 and all(abs(m) < 0.8 for v, m in values.items() if v > 3)
+            parts.append(("holds" if ok and 1 in values else "does not hold" if 1 in values else "not run", text))
+        elif factor == "n_levels":
+            parts.append(("holds" if all(m > 0 for m in values.values()) else "does not hold", text))
+        else:
+            best = min(values | {3: 0.0}, key=lambda v: (values | {3: 0.0})[v])
+            parts.append(("holds" if best in (2, 3, 5) else "does not hold", f"{text}; best: {best} layers"))
+    return _combine(parts)

@@ -39,7 +39,8 @@ BASE_MODEL_NAMES = {
 }
 
 
-def make_study_model(name, in_features, *, regularizer="none", lam=0.0, seed=None, **options):
+def make_study_model(name, in_features, *, regularizer="none", lam=0.0, seed=None, n_components=3, n_hidden=3,
+                     **options):
     """A base model of paper 002 and its (regularized) training loss.
 
     Parameters
@@ -54,6 +55,10 @@ def make_study_model(name, in_features, *, regularizer="none", lam=0.0, seed=Non
         Weight of the regularizer, >= 0.
     seed : int, optional
         Weight initialization.
+    n_components : int, default 3
+        Mixture components, >= 1 (mixtures only: the paper's Appendix C).
+    n_hidden : int, default 3
+        Hidden layers of 128 units, >= 1 (Appendix C).
     **options
         Passed to :class:`calibtut.calibration_penalties.StudyLoss` (e.g.
         ``n_levels``, ``sort``, ``strength``).
@@ -78,9 +83,14 @@ def make_study_model(name, in_features, *, regularizer="none", lam=0.0, seed=Non
     if name not in BASE_MODEL_NAMES:
         raise ValueError(f"name must be one of {tuple(BASE_MODEL_NAMES)}, got {name!r}")
     form, score = BASE_MODEL_NAMES[name]
+    n_components = check_int(n_components, "n_components", minimum=1)
+    hidden = (128,) * check_int(n_hidden, "n_hidden", minimum=1)
     if form == "mixture":
-        return MixtureMLP(in_features, seed=seed), StudyLoss("mixture", score, regularizer, lam, **options)
-    return SQRNet(in_features, form=form, seed=seed), StudyLoss("sqr", score, regularizer, lam, **options)
+        model = MixtureMLP(in_features, n_components, hidden, seed=seed)
+        return model, StudyLoss("mixture", score, regularizer, lam, **options)
+    if n_components != 3:
+        raise ValueError(f"n_components applies to mixture models, not {name!r}")
+    return SQRNet(in_features, form=form, hidden=hidden, seed=seed), StudyLoss("sqr", score, regularizer, lam, **options)
 
 
 def fit_study(model, X, y, *, loss, val, seed, epochs=5000, patience=30, batch_size=512, progress=False, **kwargs):
