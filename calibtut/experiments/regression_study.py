@@ -467,7 +467,8 @@ def run_study_task(
         One row per model and map: ``method`` (figure label), ``regularizer``,
         ``lam``, ``posthoc``, ``map_split`` (``"none"``, ``"calibration"``
         or ``"train"``), ``train_fraction`` (0.8 or 0.65), ``n_train``,
-        ``n_val``, ``n_test``, ``epochs_run``, ``best_epoch``, ``val_*`` and
+        ``n_val``, ``n_test``, ``epochs_run``, ``best_epoch``, ``diverged``
+        (training stopped on a non-finite parameter), ``val_*`` and
         ``test_*`` metrics (see the module docstring) and
         :data:`FREQ_COLUMNS`.
 
@@ -562,7 +563,7 @@ def _run(dataset, run, base, lams, regs, fit_posthoc, epochs, patience, batch_si
 
 
 def _epochs(hist):
-    return {"epochs_run": len(hist.val_loss), "best_epoch": hist.best_epoch}
+    return {"epochs_run": len(hist.val_loss), "best_epoch": hist.best_epoch, "diverged": hist.diverged}
 
 
 def _evaluate(fitted, data, info, **labels):

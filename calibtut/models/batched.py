@@ -257,8 +257,19 @@ def fit_study_batched(models, X, y, *, losses, val, seeds, epochs=5000, patience
             stack.optimizer.zero_grad(set_to_none=True)
             torch.stack(values).sum().backward()
             stack.optimizer.step()
+            finite = torch.stack([torch.isfinite(v.detach()).flatten(1).all(1) for v in stack.params.values()]).all(0)
             for pos, m in enumerate(stack.active):
                 running[m] += float(values[pos].detach()) * batch_size
+                if not finite[pos]:  # as fit: a diverged model stops, its best weights restored
+                    histories[m].diverged = histories[m].stopped_early = True
+            if not finite.all():
+                kept = [pos for pos in range(len(stack.active)) if finite[pos]]
+                if not kept:
+                    stack.active = []
+                    break
+                stack.keep(kept)
+        if not stack.active:
+            break
         val_total = [0.0] * len(models)
         with torch.no_grad():
             for xc, yc in zip(torch.tensor_split(Xv, n_chunks), torch.tensor_split(yv, n_chunks)):
