@@ -458,8 +458,9 @@ def test_claims_table_puts_verdicts_side_by_side():
 def test_ablation_tasks_run_and_label_their_factor():
     tasks = rs.ablation_tasks(["Yacht"], [0], {"n_components": (1, 3), "n_levels": (4, 64)}, epochs=20)
     assert len(tasks) == 4 and all(t["lambdas"] == "" and t["fit_posthoc"] is False for t in tasks)
-    rows = pd.concat([rs.run_study_task(**t).assign(run=t["run"], dataset=t["dataset"], base=t["base"])
-                      for t in tasks], ignore_index=True)
+    from calibtut.run import sweep
+
+    rows = sweep(tasks, rs.run_study_task, progress=False)
     assert set(rows["n_components"].dropna()) == {1} and set(rows["n_levels"].dropna()) == {4}
     assert len(rows) == 4 and (rows["train_fraction"] == 0.8).all()
     d = rs.ablation_effects(rows, "n_components", "nll")

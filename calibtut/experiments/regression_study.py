@@ -459,7 +459,9 @@ def run_study_task(
         80% model on its own 65% training part (``map_split="train"``).
     n_components, n_hidden, n_levels : int, default 3, 3, 64
         Appendix C: mixture components (mixtures only), hidden layers, and
-        random levels per SQR step (SQR only); each >= 1.
+        random levels per SQR step (SQR only); each >= 1. The rows do not
+        repeat them: a sweep of :func:`ablation_tasks` adds them as task
+        columns.
 
     Returns
     -------
@@ -555,11 +557,7 @@ def _run(dataset, run, base, lams, regs, fit_posthoc, epochs, patience, batch_si
                 rows.append(_evaluate(fitted, data, info, method=method_label(base), regularizer="none", lam=0.0,
                                       posthoc="none", map_split="none"))
             rows += _posthoc_rows(fitted, base, family, data, cal, run, info, reg, lam, "calibration")
-    table = pd.DataFrame(rows)
-    for name, default in (("n_components", 3), ("n_hidden", 3), ("n_levels", 64)):
-        if arch.get(name, default) != default:
-            table[name] = arch[name]
-    return table
+    return pd.DataFrame(rows)
 
 
 def _epochs(hist):
