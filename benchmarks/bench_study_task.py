@@ -54,24 +54,39 @@ def measure(dataset, base):
 
 
 def estimate(tasks, runs, workers):
-    """CPU hours of the offline study: per base, cpu_s interpolated in the training rows, summed."""
-    sizes = {name: int(0.8 * STUDY_DATASETS[name].train_rows / 0.65) for name in OFFLINE_DATASETS}
+    """CPU hours of the offline study: per base, cpu_s interpolated in the training rows, summed.
+
+    A base measured on one size only follows MIX-NLL's curve, scaled by their
+    ratio on the datasets both were measured on.
+    """
+    sizes = np.array([int(0.8 * STUDY_DATASETS[name].train_rows / 0.65) for name in OFFLINE_DATASETS])
+
+    def curve(group):
+        group = group.sort_values("n_train_80")
+        x, y = group["n_train_80"].to_numpy(float), group["cpu_s"].to_numpy(float)
+        per_task = np.interp(sizes, x, y)
+        if len(x) > 1:  # beyond the largest measured set, extrapolate linearly from the last two
+            big = sizes > x[-1]
+            per_task[big] = y[-1] + (y[-1] - y[-2]) / (x[-1] - x[-2]) * (sizes[big] - x[-1])
+        return per_task
+
+    reference = tasks[tasks["base"] == "mix-nll"]
     out = []
     for base, group in tasks.groupby("base"):
-        group = group.sort_values("n_train_80")
-        per_task = np.interp(list(sizes.values()), group["n_train_80"], group["cpu_s"])
-        if len(group) > 1:  # beyond the largest measured set, extrapolate linearly from the last two
-            x0, x1 = group["n_train_80"].iloc[-2:]
-            y0, y1 = group["cpu_s"].iloc[-2:]
-            big = np.array(list(sizes.values())) > x1
-            per_task[big] = y1 + (y1 - y0) / (x1 - x0) * (np.array(list(sizes.values()))[big] - x1)
+        if group["n_train_80"].nunique() > 1 or reference.empty:
+            per_task, how = curve(group), "measured sizes"
+        else:
+            common = group.merge(reference, on="dataset", suffixes=("", "_ref"))
+            ratio = float((common["cpu_s"] / common["cpu_s_ref"]).mean())
+            per_task, how = ratio * curve(reference), f"MIX-NLL x {ratio:.2f}"
         cpu_h = float(per_task.sum()) * runs / 3600
         out.append({"base": base, "datasets": len(sizes), "runs": runs, "cpu_hours": round(cpu_h, 1),
-                    "wall_hours_workers": round(cpu_h / workers, 1), "workers": workers})
+                    "wall_hours_workers": round(cpu_h / workers, 1), "workers": workers, "scaled_by": how})
     total = pd.DataFrame(out)
     total.loc[len(total)] = {"base": "all", "datasets": len(sizes), "runs": runs,
-                             "cpu_hours": total["cpu_hours"].sum(),
-                             "wall_hours_workers": total["wall_hours_workers"].sum(), "workers": workers}
+                             "cpu_hours": round(total["cpu_hours"].sum(), 1),
+                             "wall_hours_workers": round(total["wall_hours_workers"].sum(), 1), "workers": workers,
+                             "scaled_by": ""}
     return total
 
 
@@ -84,7 +99,14 @@ def main(argv=None):
     parser.add_argument("--out", type=Path, default=OUT)
     parser.add_argument("--resume", action="store_true",
                         help="keep the tasks already in <out>/tasks.csv and measure only the others")
+    parser.add_argument("--estimate-only", action="store_true",
+                        help="rewrite <out>/estimate.csv from <out>/tasks.csv without measuring")
     args = parser.parse_args(argv)
+    if args.estimate_only:
+        total = estimate(pd.read_csv(args.out / "tasks.csv"), 5, args.workers)
+        atomic_write_text(args.out / "estimate.csv", total.to_csv(index=False))
+        print(total.to_string(index=False))
+        return None, total
     torch.set_num_threads(args.threads)
     load_before = os.getloadavg()
     rows = []
