@@ -428,5 +428,26 @@ class StudyLoss:
     def __call__(self, output, y):
         return self._mixture(output, y) if self.model == "mixture" else self._sqr(output, y)
 
+    def base_loss(self):
+        """The same loss without the regularizer: the base score the study monitors.
+
+        The authors early-stop on and restore the checkpoint of the
+        validation *base* loss (``val/base_loss``: the NLL or CRPS of a
+        mixture, the pinball loss at fresh random levels for SQR), never on
+        ``base + lam * R``; :func:`calibtut.models.fit_study` monitors this.
+        An SQR base loss draws its levels exactly as the full loss does.
+
+        Returns
+        -------
+        StudyLoss
+
+        Examples
+        --------
+        >>> StudyLoss("mixture", "crps", "qr", lam=0.2).base_loss()
+        StudyLoss('mixture', 'crps', 'none', lam=0.0)
+        """
+        return StudyLoss(self.model, self.score, n_levels=self.n_levels, sort=self.sort, strength=self.strength,
+                         levels=None if self.levels is None else self.levels.numpy())
+
     def __repr__(self):
         return f"StudyLoss({self.model!r}, {self.score!r}, {self.regularizer!r}, lam={self.lam})"

@@ -287,10 +287,14 @@ def friedman_wilcoxon(values, alpha=0.05):
     statistic, pvalue = sps.friedmanchisquare(*(table[c].to_numpy() for c in table.columns))
     long = table.reset_index(drop=True).melt(var_name="method", value_name="value", ignore_index=False)
     long = long.reset_index(names="dataset").sort_values(["method", "dataset"], kind="stable")
-    pvalues = sp.posthoc_wilcoxon(
-        long, val_col="value", group_col="method", zero_method="pratt", p_adjust="holm", sort=False
-    )
-    pvalues = pvalues.loc[table.columns, table.columns]
+    # two identical columns (a regularized method whose selected lambda is 0 is the vanilla
+    # model itself) have no nonzero difference: scipy's statistic is 0/0, their p-value NaN,
+    # which here means no evidence of a difference (p = 1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        pvalues = sp.posthoc_wilcoxon(
+            long, val_col="value", group_col="method", zero_method="pratt", p_adjust="holm", sort=False
+        )
+    pvalues = pvalues.loc[table.columns, table.columns].fillna(1.0)
     ranks = table.rank(axis=1, method="average").mean(axis=0)
     return ComparisonResult(float(statistic), float(pvalue), pvalues, ranks, alpha)
 

@@ -2,6 +2,7 @@
 
 import math
 import os
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -220,6 +221,12 @@ def test_cohens_d_of_an_infinite_metric_is_signed_infinity():
     rows.loc[rows["posthoc"] == "emp", "test_nll"] = math.inf
     table = rs.cohens_d_table(rs.study_results(rows), "nll")
     assert table.loc["d0", "MIX-NLL + Rec-EMP"] == math.inf
+    # infinite on both sides: undefined (NaN), and no 'inf - inf' warning
+    rows.loc[(rows["method"] == "MIX-NLL") & (rows["train_fraction"] == 0.8), "test_nll"] = math.inf
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        both = rs.cohens_d_table(rs.study_results(rows), "nll", baseline="MIX-NLL + Rec-EMP")
+    assert math.isnan(both.loc["d0", "MIX-NLL"]) and both.loc["d0", "MIX-NLL + PCE-KDE"] == -math.inf
 
 
 def test_run_mean_table_feeds_the_cd_diagram():
@@ -308,3 +315,178 @@ def test_summaries_refuse_what_is_not_a_rows_table(fn, args):
         fn([1, 2], *args)
     with pytest.raises(ValueError, match="lacks"):
         fn(pd.DataFrame({"x": [1]}), *args)
+
+
+# ----------------------------------------------------------------------------- Figures 9-10 and the claims
+
+
+@needs_mirror
+def test_combined_and_train_split_rows():
+    rows = rs.run_study_task("Yacht", 0, "mix-nll", lambdas="1", regularizers="qr", epochs=2, combine=True,
+                             map_on_train=True)
+    by_method = rows.set_index("method")
+    # maps on the training split belong to the 80% vanilla network, fitted on its 65% part
+    trained = by_method.loc[["MIX-NLL + Rec-LIN (train)", "MIX-NLL + Rec-KDE (train)"]]
+    assert (trained["train_fraction"] == 0.8).all() and (trained["map_split"] == "train").all()
+    vanilla = by_method.loc["MIX-NLL"].query("train_fraction == 0.8")
+    assert (trained["epochs_run"] == vanilla["epochs_run"].iloc[0]).all()
+    combo = rows[(rows["regularizer"] == "qr") & (rows["train_fraction"] == 0.65)]
+    assert sorted(combo["method"]) == ["MIX-NLL + QR + Rec-EMP", "MIX-NLL + QR + Rec-KDE", "MIX-NLL + QR + Rec-LIN"]
+    assert (combo["lam"] == 1.0).all() and (combo["map_split"] == "calibration").all()
+    # the flags leave the default rows as they were
+    plain = rs.run_study_task("Yacht", 0, "mix-nll", lambdas="1", regularizers="qr", epochs=2)
+    assert set(plain["method"]) < set(rows["method"])
+    with pytest.raises(ValueError, match="combine"):
+        rs.run_study_task("Yacht", 0, "mix-nll", combine=True, fit_posthoc=False, epochs=1)
+    with pytest.raises(TypeError, match="map_on_train"):
+        rs.run_study_task("Yacht", 0, "mix-nll", map_on_train="yes", epochs=1)
+
+
+def test_figure_methods_follow_the_paper():
+    fig3 = rs.figure_methods("3")
+    assert fig3[0] == "MIX-NLL" and len(set(fig3)) == 16 and not any("PCE-Sort" in m for m in fig3)
+    assert rs.figure_methods("5") == [m for m in fig3 if not m.startswith("SQR")]
+    assert "MIX-CRPS + PCE-Sort" in rs.figure_methods("7") and len(rs.figure_methods("6")) == 7
+    fig9 = rs.figure_methods("9", sqr="sqr")
+    assert fig9[-2:] == ["SQR-CRPS + CQR", "SQR-CRPS + Trunc + CQR"] and len(fig9) == 14
+    assert "MIX-NLL + Rec-KDE (train)" in rs.figure_methods("10")
+    with pytest.raises(ValueError, match="figure"):
+        rs.figure_methods("2")
+    with pytest.raises(ValueError, match="sqr"):
+        rs.figure_methods("3", sqr="mix-nll")
+
+
+def _combo_rows(val_wis, val_pce, test_pce):
+    rows = []
+    for run in range(3):
+        for reg, lam in (("none", 0.0), ("qr", 1.0), ("qr", 5.0)):
+            method = "MIX-NLL + Rec-KDE" if reg == "none" else "MIX-NLL + QR + Rec-KDE"
+            rows.append({"dataset": "a", "run": run, "base": "mix-nll", "train_fraction": 0.65, "posthoc": "kde",
+                         "map_split": "calibration", "regularizer": reg, "lam": lam, "method": method,
+                         "val_wis": val_wis[lam], "val_pce": val_pce[lam], "test_pce": test_pce[lam] + 0.01 * run})
+    return pd.DataFrame(rows)
+
+
+def test_combined_results_apply_the_lambda_rule_against_the_map_alone():
+    rows = _combo_rows({0.0: 1.0, 1.0: 1.09, 5.0: 1.2}, {0.0: 0.1, 1.0: 0.05, 5.0: 0.01}, {0.0: 0.1, 1.0: 0.2, 5.0: 0})
+    out = rs.combined_results(rows)
+    combo = out[out["method"] == "MIX-NLL + QR + Rec-KDE"]
+    assert (combo["selected_lam"] == 1.0).all() and (combo["lam"] == 1.0).all() and len(combo) == 3
+    # too costly everywhere: the map alone under the combined label
+    rows = _combo_rows({0.0: 1.0, 1.0: 1.5, 5.0: 1.6}, {0.0: 0.1, 1.0: 0.05, 5.0: 0.01}, {0.0: 0.1, 1.0: 0.2, 5.0: 0})
+    combo = rs.combined_results(rows).query("method == 'MIX-NLL + QR + Rec-KDE'")
+    assert (combo["lam"] == 0.0).all()
+    # the effect is against the same map alone: hand-computed Cohen's d (textbook form)
+    rows = _combo_rows({0.0: 1.0, 1.0: 1.0, 5.0: 2.0}, {0.0: 0.1, 1.0: 0.05, 5.0: 0.2}, {0.0: 0.1, 1.0: 0.2, 5.0: 0})
+    d = rs.combination_effects(rs.combined_results(rows), "pce", form="textbook")
+    assert d.loc["a", "MIX-NLL + QR + Rec-KDE"] == pytest.approx((0.2 - 0.1) / 0.01)
+    with pytest.raises(ValueError, match="score"):
+        rs.combined_results(rows, score="val_nll")
+
+
+def _claim_rows(effects, n_datasets=8, seed=0):
+    """Synthetic rows of every Figure 3 method: PCE = 0.1 + effect + dataset level + noise."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for d in range(n_datasets):
+        level = rng.uniform(0, 0.05)
+        for method in rs.figure_methods("3"):
+            for run in range(2):
+                base = "sqr-affine" if method.startswith("SQR") else ("mix-crps" if "CRPS" in method else "mix-nll")
+                reg = next((k for k, v in rs.REGULARIZER_LABELS.items() if f"+ {v}" in method), "none")
+                post = next((k for k, v in rs.POSTHOC_LABELS.items() if method.endswith(v)), "none")
+                pce = 0.1 + effects.get(method, 0.0) + level + 0.001 * rng.normal()
+                rows.append({"dataset": f"d{d}", "run": run, "base": base, "method": method, "regularizer": reg,
+                             "lam": 1.0 if reg != "none" else 0.0, "posthoc": post, "map_split": "none",
+                             "train_fraction": 0.65 if post != "none" else 0.8, "n_test": 200, "val_wis": 1.0,
+                             "val_pce": 0.0 if reg != "none" else 0.1, "test_pce": pce, "test_wis": 1.0,
+                             "test_nll": math.inf if post == "emp" else 1.0, "test_std": 1.0})
+    return pd.DataFrame(rows)
+
+
+def test_claim_verdicts_follow_the_rows():
+    posthoc_best = {m: -0.05 for m in rs.figure_methods("3") if "Rec-" in m or "CQR" in m}
+    posthoc_best["MIX-NLL + Rec-EMP"] = -0.08
+    out = rs.claim_verdicts(_claim_rows(posthoc_best), n_sim=200).set_index("claim")
+    assert list(out.index) == [f"C{i}" for i in range(1, 18)]
+    assert set(out["verdict"]) <= set(rs.VERDICTS)
+    # post-hoc lower than regularization on 8 of 8 datasets: Wilcoxon p = 2/2^8 < 0.05
+    assert out.loc["C3", "verdict"] == "holds" and out.loc["C15", "verdict"] == "holds"
+    assert out.loc["C16", "verdict"] == "not run" and out.loc["C13", "verdict"] == "not run"
+    assert out.loc["C14", "verdict"] == "not run"
+    # the reverse: regularization better, Rec-EMP never the best
+    reversed_ = rs.claim_verdicts(_claim_rows({m: -v for m, v in posthoc_best.items()}), n_sim=200)
+    reversed_ = reversed_.set_index("claim")
+    assert reversed_.loc["C3", "verdict"] == "does not hold" and reversed_.loc["C15", "verdict"] == "does not hold"
+    # three datasets cannot show significance
+    few = rs.claim_verdicts(_claim_rows(posthoc_best, n_datasets=3), n_sim=200).set_index("claim")
+    assert few.loc["C3", "verdict"] == "not testable at this size"
+    with pytest.raises(ValueError, match="min_datasets"):
+        rs.claim_verdicts(_claim_rows(posthoc_best), min_datasets=0)
+
+
+def test_figure_effects_use_the_figure_baseline_and_methods():
+    rows = _claim_rows({"MIX-CRPS + QR": -0.05, "MIX-CRPS": 0.02}, n_datasets=3)
+    results = rs.study_results(rows)
+    fig7 = rs.figure_effects(results, "7", "pce", form="textbook")
+    assert "MIX-CRPS" not in fig7.columns and "MIX-NLL + QR" not in fig7.columns
+    # against MIX-CRPS: QR is 0.07 lower, about 70 run standard deviations (noise sd 0.001)
+    assert (fig7["MIX-CRPS + QR"] < -20).all()
+    authors = rs.figure_effects(results, "7", "pce")
+    np.testing.assert_allclose(authors.to_numpy(), np.sqrt(2) * fig7.to_numpy())
+    with pytest.raises(ValueError, match="combination_effects"):
+        rs.figure_effects(results, "9", "pce")
+    summary = rs.median_effects({"pce": fig7})
+    row = summary.set_index("method").loc["MIX-CRPS + QR"]
+    assert row["share_negative"] == 1.0 and row["datasets"] == 3
+    with pytest.raises(TypeError, match="effects"):
+        rs.median_effects([fig7])
+
+
+def test_claims_table_puts_verdicts_side_by_side():
+    ci = rs.claim_verdicts(_claim_rows({}, n_datasets=3), n_sim=100)
+    table = rs.claims_table(ci)
+    assert list(table.columns) == ["claim", "paper", "ours (ci)", "evidence"] and len(table) == 17
+    full = ci.assign(verdict="holds")
+    both = rs.claims_table(ci, full)
+    assert both["difference"].tolist() == (ci["verdict"] != "holds").tolist()
+    with pytest.raises(ValueError, match="verdict"):
+        rs.claims_table(ci.drop(columns="verdict"))
+
+
+@needs_mirror
+def test_ablation_tasks_run_and_label_their_factor():
+    tasks = rs.ablation_tasks(["Yacht"], [0], {"n_components": (1, 3), "n_levels": (4, 64)}, epochs=20)
+    assert len(tasks) == 4 and all(t["lambdas"] == "" and t["fit_posthoc"] is False for t in tasks)
+    from calibtut.run import sweep
+
+    rows = sweep(tasks, rs.run_study_task, progress=False)
+    assert set(rows["n_components"].dropna()) == {1} and set(rows["n_levels"].dropna()) == {4}
+    assert len(rows) == 4 and (rows["train_fraction"] == 0.8).all()
+    d = rs.ablation_effects(rows, "n_components", "nll")
+    assert list(d.columns) == ["n_components = 1"]
+    with pytest.raises(ValueError, match="n_levels applies"):
+        rs.run_study_task("Yacht", 0, "mix-nll", n_levels=4, epochs=1)
+    with pytest.raises(ValueError, match="n_components applies"):
+        rs.run_study_task("Yacht", 0, "sqr-affine", n_components=1, epochs=1)
+    with pytest.raises(ValueError, match="default"):
+        rs.ablation_tasks(["Yacht"], [0], {"n_hidden": (1, 2)})
+
+
+def test_ablation_verdict_reads_the_effects():
+    rng = np.random.default_rng(0)
+    rows = []
+    for d in range(3):
+        for run in range(3):
+            for factor, value, nll, wis in (("n_components", None, 1.0, 1.0), ("n_components", 1, 2.0, 1.0),
+                                            ("n_components", 5, 1.0, 1.0), ("n_hidden", 2, 1.0, 0.9),
+                                            ("n_hidden", 20, 1.0, 1.5)):
+                rows.append({"dataset": f"d{d}", "run": run, "base": "mix-nll", "method": "MIX-NLL",
+                             "train_fraction": 0.8, "posthoc": "none", factor: value,
+                             "test_nll": nll + 0.01 * rng.normal(), "test_wis": wis + 0.01 * rng.normal()})
+    ablations = pd.DataFrame(rows)
+    verdict, evidence = rs._ablation_verdict(ablations)
+    # no n_levels ablation: the claim cannot be fully checked
+    assert verdict == "not run" and "best: 2 layers" in evidence and "n_components" in evidence
+    d = rs.ablation_effects(ablations, "n_components", "nll", form="textbook")
+    assert (d["n_components = 1"] > 20).all() and (d["n_components = 5"].abs() < 5).all()

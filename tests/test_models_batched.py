@@ -1,5 +1,7 @@
 """Batched training of study models equals training them one at a time."""
 
+import copy
+
 import numpy as np
 import pytest
 import torch
@@ -67,3 +69,27 @@ def test_batched_errors():
         fit_study_batched([m1, m3], X, y, losses=[l1, l1], val=(X, y), seeds=[0, 0])
     with pytest.raises(ValueError, match="does not fit"):
         fit_study_batched([m2], X, y, losses=[l1], val=(X, y), seeds=[0])
+
+
+def test_a_diverging_model_stops_alone_and_keeps_its_best_weights():
+    # targets of 1e20 overflow the NLL in float32: the first step leaves NaN weights
+    X, y = _data(0)
+    Xv, yv = _data(1)
+    y_huge = np.full_like(y, 1e20)
+    settings = dict(val=(Xv, yv), epochs=6, patience=10, batch_size=128)
+    pairs = [make_study_model("mix-nll", 3, seed=i) for i in range(2)]
+    initial = [copy.deepcopy(m.state_dict()) for m, _ in pairs]
+    hist_alone = fit_study(pairs[0][0], X, y_huge, loss=pairs[0][1], seed=0, **settings)
+    assert hist_alone.diverged and hist_alone.stopped_early and hist_alone.val_loss == []
+    assert all(torch.equal(a, b) for a, b in zip(pairs[0][0].state_dict().values(), initial[0].values()))
+    # batched, as alone: every model of the stack diverges at its first step and is
+    # restored to its initial weights
+    fresh = [make_study_model("mix-nll", 3, seed=i) for i in range(2)]
+    models = [m for m, _ in fresh]
+    hists = fit_study_batched(models, X, y_huge, losses=[l for _, l in fresh], seeds=[0, 1], **settings)
+    assert all(h.diverged and h.stopped_early and h.val_loss == [] for h in hists)
+    for model, state in zip(models, initial):
+        assert all(torch.equal(a, b) for a, b in zip(model.state_dict().values(), state.values()))
+    # finite targets: nothing diverges
+    hists = fit_study_batched(models, X, y, losses=[l for _, l in fresh], seeds=[0, 1], **settings)
+    assert not any(h.diverged for h in hists)

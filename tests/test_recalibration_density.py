@@ -1,5 +1,7 @@
 """Tests of the densities of quantile-recalibration maps and the recalibrated NLL."""
 
+import warnings
+
 import numpy as np
 import pytest
 from scipy import integrate, stats
@@ -89,3 +91,13 @@ def test_errors():
         recalibrated_nll(rec, [0.5, 0.6], [0.1])
     with pytest.raises(ValueError, match="reduction"):
         recalibrated_nll(rec, [0.5], [0.1], reduction="sum")
+
+
+def test_lin_density_at_one_with_a_calibration_pit_of_one():
+    # knots (0,0) (.5,1/3) (1,2/3) (1,1): the zero-width segment at 1 is skipped, the
+    # density at 1 is the left slope (1/3)/(1/2), finite and without a warning
+    rec = QuantileRecalibrator("lin").fit([0.5, 1.0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        slopes = map_density(rec, [0.25, 1.0])
+    np.testing.assert_allclose(slopes, [2 / 3, 2 / 3])

@@ -140,3 +140,15 @@ def test_letter_value_plot_orders_by_median_and_uses_symlog():
         letter_value_plot(effects, linthresh=0)
     with pytest.raises(TypeError, match="DataFrame"):
         letter_value_plot(effects.to_numpy())
+
+
+def test_friedman_wilcoxon_identical_methods_are_not_different():
+    import warnings
+
+    rng = np.random.default_rng(3)
+    base = rng.normal(size=12)
+    table = pd.DataFrame({"a": base, "a copy": base, "b": base + 1 + 0.1 * rng.normal(size=12)})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        res = friedman_wilcoxon(table)
+    assert res.pvalues.loc["a", "a copy"] == 1.0 and res.pvalues.loc["a", "b"] < 0.05

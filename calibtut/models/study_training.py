@@ -6,6 +6,15 @@
 ``min(n, 512)`` with the last incomplete batch dropped, early stopping with a
 patience of 30 epochs and the best weights restored.
 
+Early stopping and the restored checkpoint follow the validation **base
+loss** alone, as the authors' code does (``EarlyStopping`` and
+``ModelCheckpoint`` both monitor ``val/base_loss``: the NLL or CRPS of a
+mixture, the pinball loss at fresh random levels for SQR; see
+``shared/notes/papers/002-regression-study.md``, Section 1.2, and the paper's
+Appendix C, "the lowest base loss on the validation dataset"), never the
+regularized objective ``base + lam * R`` that the training steps minimise
+(:meth:`calibtut.calibration_penalties.StudyLoss.base_loss`).
+
 One documented deviation: the authors validate every second epoch with a
 patience of 15 validations; :func:`calibtut.models.fit` validates after every
 epoch, so patience 30 here stops after the same 30 epochs without
@@ -30,7 +39,8 @@ BASE_MODEL_NAMES = {
 }
 
 
-def make_study_model(name, in_features, *, regularizer="none", lam=0.0, seed=None, **options):
+def make_study_model(name, in_features, *, regularizer="none", lam=0.0, seed=None, n_components=3, n_hidden=3,
+                     **options):
     """A base model of paper 002 and its (regularized) training loss.
 
     Parameters
@@ -45,6 +55,10 @@ def make_study_model(name, in_features, *, regularizer="none", lam=0.0, seed=Non
         Weight of the regularizer, >= 0.
     seed : int, optional
         Weight initialization.
+    n_components : int, default 3
+        Mixture components, >= 1 (mixtures only: the paper's Appendix C).
+    n_hidden : int, default 3
+        Hidden layers of 128 units, >= 1 (Appendix C).
     **options
         Passed to :class:`calibtut.calibration_penalties.StudyLoss` (e.g.
         ``n_levels``, ``sort``, ``strength``).
@@ -69,9 +83,14 @@ def make_study_model(name, in_features, *, regularizer="none", lam=0.0, seed=Non
     if name not in BASE_MODEL_NAMES:
         raise ValueError(f"name must be one of {tuple(BASE_MODEL_NAMES)}, got {name!r}")
     form, score = BASE_MODEL_NAMES[name]
+    n_components = check_int(n_components, "n_components", minimum=1)
+    hidden = (128,) * check_int(n_hidden, "n_hidden", minimum=1)
     if form == "mixture":
-        return MixtureMLP(in_features, seed=seed), StudyLoss("mixture", score, regularizer, lam, **options)
-    return SQRNet(in_features, form=form, seed=seed), StudyLoss("sqr", score, regularizer, lam, **options)
+        model = MixtureMLP(in_features, n_components, hidden, seed=seed)
+        return model, StudyLoss("mixture", score, regularizer, lam, **options)
+    if n_components != 3:
+        raise ValueError(f"n_components applies to mixture models, not {name!r}")
+    return SQRNet(in_features, form=form, hidden=hidden, seed=seed), StudyLoss("sqr", score, regularizer, lam, **options)
 
 
 def fit_study(model, X, y, *, loss, val, seed, epochs=5000, patience=30, batch_size=512, progress=False, **kwargs):
@@ -83,7 +102,10 @@ def fit_study(model, X, y, *, loss, val, seed, epochs=5000, patience=30, batch_s
     X, y : array_like
         Standardized training data.
     loss : callable
-        From :func:`make_study_model`; also monitored on ``val``.
+        From :func:`make_study_model`. A
+        :class:`~calibtut.calibration_penalties.StudyLoss` is monitored on
+        ``val`` without its regularizer (its :meth:`base_loss`, the authors'
+        rule); any other callable is monitored as it is.
     val : tuple (X_val, y_val)
     seed : int
     epochs : int, default 5000
@@ -93,7 +115,8 @@ def fit_study(model, X, y, *, loss, val, seed, epochs=5000, patience=30, batch_s
         Capped at the training size, so small sets still get one batch.
     progress : bool, default False
     **kwargs
-        Passed to :func:`calibtut.models.fit` (e.g. ``device``, ``val_loss``).
+        Passed to :func:`calibtut.models.fit` (e.g. ``device``; ``val_loss``
+        replaces the monitored loss).
 
     Returns
     -------
@@ -109,7 +132,11 @@ def fit_study(model, X, y, *, loss, val, seed, epochs=5000, patience=30, batch_s
     >>> len(hist.val_loss)
     3
     """
+    from calibtut.calibration_penalties import StudyLoss
+
     batch_size = min(check_int(batch_size, "batch_size", minimum=1), len(X))
+    if isinstance(loss, StudyLoss):
+        kwargs.setdefault("val_loss", loss.base_loss())
     return fit(
         model,
         X,

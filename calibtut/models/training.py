@@ -31,7 +31,12 @@ class FitHistory:
     best_loss : float
         The monitored loss at ``best_epoch``.
     stopped_early : bool
-        Whether patience ran out before ``epochs``.
+        Whether patience ran out before ``epochs`` (or training diverged).
+    diverged : bool
+        Whether an optimizer step left a non-finite parameter; training then
+        stops and the best weights so far (the initial ones before the first
+        validation) are restored, as an early stop on a non-finite monitor
+        would.
     """
 
     train_loss: list = field(default_factory=list)
@@ -39,6 +44,7 @@ class FitHistory:
     best_epoch: int = -1
     best_loss: float = float("inf")
     stopped_early: bool = False
+    diverged: bool = False
 
 
 def resolve_device(device):
@@ -278,8 +284,13 @@ def fit(
                 optimizer.zero_grad(set_to_none=True)
                 value.backward()
                 optimizer.step()
+                if not all(bool(torch.isfinite(p).all()) for p in params):
+                    history.diverged = history.stopped_early = True
+                    break
                 running += float(value.detach()) * len(idx)
                 seen += len(idx)
+            if history.diverged:
+                break
             history.train_loss.append(running / seen)
             if val is not None:
                 model.eval()

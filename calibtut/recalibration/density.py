@@ -63,7 +63,9 @@ def map_density(recalibrator, pit):
         return np.zeros(u.size)
     if rec._method == "lin":
         xs, ys = rec._lin_knots
-        j = np.minimum(np.searchsorted(xs, u, side="right") - 1, xs.size - 2)
+        # the last segment of positive width: a calibration PIT of exactly 1 repeats the knot at 1
+        last = np.flatnonzero(np.diff(xs) > 0)[-1]
+        j = np.minimum(np.searchsorted(xs, u, side="right") - 1, last)
         return (ys[j + 1] - ys[j]) / (xs[j + 1] - xs[j])
     z = rec.pit_[None, :]
     v = u[:, None]
