@@ -378,6 +378,8 @@ RESULT_RECORDS |= {"SelectionShift", "BoundTerms", "DANNHistory"}
 RESULT_RECORDS |= {"BenchmarkStream"}
 # Paper 001: what fit_knn_approximation did.
 RESULT_RECORDS |= {"KNNFitHistory"}
+# Paper 002: a row of Table 1 in the dataset registry.
+RESULT_RECORDS |= {"StudyDataset"}
 
 _NUMERIC_TYPE = re.compile(r"\b(float|int|integer)\b")
 _ARRAY_TYPE = re.compile(r"array|tensor|Tensor|sequence|tuple")
