@@ -1,4 +1,4 @@
-"""Tables 2, 3 and 5 of paper 001 (Schmaltz & Rasooly) on the Sentiment tasks, one run per call.
+"""Tables 2-5 of paper 001 (Schmaltz & Rasooly): the Sentiment tasks and the Protein task, one run per call.
 
 :func:`run_va_config` runs one task, a test set (``"sentiment"``: the 488 CAD
 test reviews; ``"sentiment_ood"``: the 4,750 balanced SemEval-2017 tweets)
@@ -36,6 +36,12 @@ them and their share of the test set. The network, the KNN and the localizer
 also get their accuracy on the calibration points (``D_ca^mc`` and
 ``D_ca^vp``) and the test set (Table 2). :func:`va_points` returns the
 per-point features behind Table 3.
+
+:func:`run_protein_config` runs the same steps 3-4 on the Protein task
+(Table 4), per residue: a :class:`~calibtut.models.protein_cnn.ProteinCNN`
+trained on 60 % of the CB513 proteins, the other 40 % as ``D_valid``, TS115
+as the test set; :func:`table4_singletons` and :func:`table4_vs_paper` build
+its tables.
 """
 
 from __future__ import annotations
@@ -173,7 +179,7 @@ def _pipeline(dataset, seed, n_calibration, network_key):
 
 
 def _training_neighbours(train_r, cal_r, test_r):
-    """The ``K`` nearest training exemplars (distances in float64, indices as numpy) of the calibration and test points."""
+    """The ``K`` nearest training exemplars of the calibration and test points: float64 distances, numpy indices."""
     from calibtut.neighbors import nearest_neighbors
 
     reference = torch.as_tensor(train_r)
