@@ -360,6 +360,10 @@ VALID_FOR = {
         "n_features": 4, "n_classes": 2, "model": lambda: calibtut.models.memory_head.MemoryHead(4, 2, hidden=3),
         "features": np.ones((N, 4)), "labels": np.arange(N) % 2, "epochs": 1,
     },
+    "calibtut.models.protein_cnn": {
+        "model": lambda: calibtut.models.protein_cnn.ProteinCNN(hidden=3, channels=4, width=3),
+        "sequences": ["ACDE", "FG"], "labels": [np.array([0, 1, 2, 0]), np.array([1, 1])], "epochs": 1,
+    },
     "calibtut.models.sentence_embeddings": {
         "texts": ["a", "b"], "model_id": "toy", "encode": lambda: (lambda batch: np.ones((len(batch), 2))),
         "cache_dir": lambda: __import__("tempfile").mkdtemp(),

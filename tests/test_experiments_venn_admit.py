@@ -11,10 +11,15 @@ import torch
 from calibtut.experiments.venn_admit import (
     DATASETS,
     METHODS,
+    PROTEIN_METHODS,
+    protein_tasks,
+    run_protein_config,
     run_va_config,
     table2_model_approximation,
     table2_vs_paper,
     table3_by_q_and_distance,
+    table4_singletons,
+    table4_vs_paper,
     table5_singletons,
     table5_vs_paper,
     va_points,
@@ -330,3 +335,95 @@ def test_fce_splits_have_the_documented_sizes():
     assert round(float(np.concatenate(train_y).mean()), 3) == 0.130
     with pytest.raises(ValueError, match="split must be one of"):
         load_fce("dev")
+
+
+# ------------------------------------------------------------------------------------------ protein
+
+
+def _protein_rows():
+    """Two calibration splits of one method: Strand (class "1") 0.5 and 0.7 accurate, "all" 0.8 and 0.9."""
+    rows = []
+    for seed, strand, pooled in ((0, 0.5, 0.8), (1, 0.7, 0.9)):
+        for c, acc, n in (("0", 1.0, 30), ("1", strand, 10), ("2", 0.8, 20), ("all", pooled, 60)):
+            rows.append({"table": "singletons", "split": "test", "dataset": "protein", "method": "APS",
+                         "class": c, "seed": seed, "n": n, "accuracy": acc, "share": n / 200})
+        rows.append({"table": "model", "split": "test", "dataset": "protein", "method": "KNN", "class": "all",
+                     "seed": seed, "n": 200, "accuracy": 0.6 + 0.1 * seed, "share": 1.0, "agreement": 1.0})
+    return pd.DataFrame(rows)
+
+
+def test_table4_names_the_classes_and_averages_over_splits():
+    t = table4_singletons(_protein_rows())
+    assert t["class"].tolist() == ["H", "S", "O", "all"] * 2 and (t["runs"] == 2).all()
+    cells = t.set_index(["class", "metric"])
+    assert cells.loc[("S", "accuracy"), "mean"] == pytest.approx(0.6)
+    assert cells.loc[("S", "accuracy"), "std"] == pytest.approx(np.sqrt(0.02))
+    assert cells.loc[("all", "share"), "mean"] == pytest.approx(0.3)
+    # Sentiment rows in the same frame are left out
+    mixed = pd.concat([_protein_rows(), _rows()])
+    pd.testing.assert_frame_equal(table4_singletons(mixed), t)
+
+
+def test_table4_vs_paper_lists_every_ts115_cell():
+    t = table4_vs_paper(_protein_rows())
+    paper = paper_table("venn_admit", "table4")
+    assert len(t) == int((paper["dataset"] == "ts115").sum()) == 72  # 9 methods x 4 classes x 2 metrics
+    strand = t.query("method == 'APS' and `class` == 'S' and metric == 'accuracy'")
+    assert strand["paper"].item() == 0.86 and strand["ours (ci)"].item() == pytest.approx(0.6)
+    assert strand["difference"].item() == pytest.approx(-0.26)
+    assert t.query("method == 'ADMIT'")["ours (ci)"].isna().all()
+
+
+def test_table2_vs_paper_protein_columns():
+    t = table2_vs_paper(_protein_rows(), datasets=["protein"])
+    # Protein: D_ca (memory layer, KNN) and ts115 (memory layer, KNN, localizer); casp12 is left out
+    assert len(t) == 5 and set(t["split"]) == {"D_ca", "ts115"} and set(t["dataset"]) == {"Protein"}
+    knn = t.query("split == 'ts115' and method == 'KNN'")
+    assert knn["paper"].item() == 0.77 and knn["ours (ci)"].item() == pytest.approx(0.65)
+    with pytest.raises(ValueError, match="datasets"):
+        table2_vs_paper(_protein_rows(), datasets=["casp12"])
+    with pytest.raises(TypeError, match="datasets"):
+        table2_vs_paper(_protein_rows(), datasets="protein")
+
+
+def test_protein_tasks_and_runner_refuse_bad_arguments():
+    tasks = protein_tasks([0, 1], kappa=50, methods=["ADMIT", "APS"])
+    assert [(t["dataset"], t["seed"], t["methods"]) for t in tasks] == [("protein", 0, "ADMIT,APS"),
+                                                                        ("protein", 1, "ADMIT,APS")]
+    assert "Venn-ABERS" in METHODS and "Venn-ABERS" not in PROTEIN_METHODS
+    with pytest.raises(ValueError, match="methods"):
+        protein_tasks(methods=["Venn-ABERS"])  # binary only
+    with pytest.raises(TypeError, match="seeds"):
+        protein_tasks(3)
+    for kwargs, match in (({"dataset": "sentiment"}, "dataset"), ({"n_proteins": 600}, "n_proteins"),
+                          ({"n_test_proteins": 0}, "n_test_proteins"), ({"lr": -1.0}, "lr"),
+                          ({"localizer_points": 1}, "localizer_points"), ({"device": "tpu"}, "device"),
+                          ({"kappa": 0}, "kappa"), ({"alpha": 1.0}, "alpha")):
+        with pytest.raises(ValueError, match=match):
+            run_protein_config(**kwargs)
+
+
+@needs_mirror
+def test_a_small_protein_run_counts_residues_and_nests_its_admissions():
+    from calibtut.data.protein import load_protein_ss
+
+    small = {"n_proteins": 30, "n_test_proteins": 4, "hidden": 8, "channels": 8, "epochs": 1, "kappa": 10,
+             "localizer_points": 50}
+    methods = ["KNN", "Conf_base", "LAC-class", "ADMIT", "Venn-ADMIT-w", "Venn-ADMIT", "Venn-ADMIT_qK",
+               "Venn-ADMIT_qK-w"]
+    rows = run_protein_config(seed=0, methods=methods, **small)
+    single = rows[rows["table"] == "singletons"].set_index(["method", "class"])
+    n = single["n"]
+    # the test set is 4 whole TS115 proteins, every residue once
+    lengths = sorted(map(len, load_protein_ss("ts115")[0]))
+    n_test = int(rows["n_test"].iloc[0])
+    assert n["KNN", "all"] == n_test and lengths[0] * 4 <= n_test <= lengths[-1] * 4
+    for method in methods:
+        assert n[method, "0"] + n[method, "1"] + n[method, "2"] == n[method, "all"]
+    assert n["Venn-ADMIT", "all"] <= n["Venn-ADMIT-w", "all"] <= n["ADMIT", "all"]
+    assert n["Venn-ADMIT_qK", "all"] <= n["Venn-ADMIT", "all"]
+    # another calibration split reuses the network: the memory layer's test accuracy is the same
+    other = run_protein_config(seed=1, methods=["KNN"], **small)
+    acc = [r.query("table == 'model' and split == 'test' and method == 'memory layer'")["accuracy"].item()
+           for r in (rows, other)]
+    assert acc[0] == acc[1]

@@ -1,4 +1,4 @@
-"""Tables 2, 3 and 5 of paper 001 (Schmaltz & Rasooly) on the Sentiment tasks, one run per call.
+"""Tables 2-5 of paper 001 (Schmaltz & Rasooly): the Sentiment tasks and the Protein task, one run per call.
 
 :func:`run_va_config` runs one task, a test set (``"sentiment"``: the 488 CAD
 test reviews; ``"sentiment_ood"``: the 4,750 balanced SemEval-2017 tweets)
@@ -36,6 +36,12 @@ them and their share of the test set. The network, the KNN and the localizer
 also get their accuracy on the calibration points (``D_ca^mc`` and
 ``D_ca^vp``) and the test set (Table 2). :func:`va_points` returns the
 per-point features behind Table 3.
+
+:func:`run_protein_config` runs the same steps 3-4 on the Protein task
+(Table 4), per residue: a :class:`~calibtut.models.protein_cnn.ProteinCNN`
+trained on 60 % of the CB513 proteins, the other 40 % as ``D_valid``, TS115
+as the test set; :func:`table4_singletons` and :func:`table4_vs_paper` build
+its tables.
 """
 
 from __future__ import annotations
@@ -46,7 +52,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from calibtut._validation import check_alpha, check_int
+from calibtut._validation import check_alpha, check_int, check_real
 
 __all__ = [
     "DATASETS",
@@ -54,10 +60,16 @@ __all__ = [
     "METHODS",
     "MODELS",
     "PAPER_DATASETS",
+    "PROTEIN_CLASSES",
+    "PROTEIN_METHODS",
+    "protein_tasks",
+    "run_protein_config",
     "run_va_config",
     "table2_model_approximation",
     "table2_vs_paper",
     "table3_by_q_and_distance",
+    "table4_singletons",
+    "table4_vs_paper",
     "table5_singletons",
     "table5_vs_paper",
     "va_points",
@@ -77,6 +89,12 @@ PAPER_DATASETS = {"sentiment": "Sentiment", "sentiment_ood": "SentimentOOD"}
 #: Every method, in the order of the paper's Table 5, then our ablations and extra calibrator.
 METHODS = ("KNN", "Conf_base", "RAPS_adapt", "RAPS_size", "APS", "Local_conf", "ADMIT", "Venn-ADMIT-w",
            "Venn-ADMIT_qK-w", "Venn-ADMIT", "Venn-ADMIT_qK", "LAC-class", "ADMIT-fixed", "Venn-ABERS")
+
+#: The methods of the three-class Protein task: all of :data:`METHODS` but the binary Venn-ABERS.
+PROTEIN_METHODS = tuple(m for m in METHODS if m != "Venn-ABERS")
+
+#: The three protein states, in label order, as the paper's Table 4 names them (Helix, Strand, Other).
+PROTEIN_CLASSES = ("H", "S", "O")
 
 #: The models of Table 2: the network's memory layer, its KNN approximation and the localizer.
 MODELS = ("memory layer", "KNN", "localizer")
@@ -152,7 +170,37 @@ def _distances(a, b):
 
 @functools.lru_cache(maxsize=4)
 def _pipeline(dataset, seed, n_calibration, network_key):
-    """Every per-point quantity of one task: a dict of splits, each a dict of arrays."""
+    """Every per-point quantity of one Sentiment task (:func:`_approximation` on its data)."""
+    _, _, train_r, train_logits, train_y = _network(*network_key)
+    cal = _encoded("calibration", seed, n_calibration, network_key)
+    test_part = "test" if dataset == "sentiment" else "ood"
+    test = _encoded(test_part, seed, n_calibration, network_key)
+    return _approximation((train_r, train_logits, train_y), cal, test, seed, 2)
+
+
+def _training_neighbours(train_r, cal_r, test_r):
+    """The ``K`` nearest training exemplars of the calibration and test points: float64 distances, numpy indices."""
+    from calibtut.neighbors import nearest_neighbors
+
+    reference = torch.as_tensor(train_r)
+    out = {}
+    for name, r in (("cal", cal_r), ("test", test_r)):
+        dist, idx = nearest_neighbors(torch.as_tensor(r), reference, _K)
+        out[name] = (dist.double(), idx.numpy())
+    return out
+
+
+def _approximation(train, cal, test, seed, n_classes, *, neighbours=None, localizer_points=None):
+    """Every per-point quantity of one task: a dict of splits, each a dict of arrays.
+
+    ``train``, ``cal`` and ``test`` are ``(exemplars, logits, labels)`` of the
+    network's training points, of ``D_valid`` and of the test set; ``seed``
+    splits ``D_valid`` into ``D_knn``, ``D_ca^mc`` and ``D_ca^vp`` and seeds the
+    KNN and localizer fits. ``neighbours`` (``{"cal": (dist, idx), "test":
+    ...}``, :func:`_training_neighbours`) saves the search when the same points
+    serve several splits; ``localizer_points`` caps the ``D_knn`` points the
+    localizer is fitted on (its cost is their number times ``|D_ca^vp|``).
+    """
     from calibtut.knn_approximation import (
         KNNApproximation,
         Localizer,
@@ -161,22 +209,18 @@ def _pipeline(dataset, seed, n_calibration, network_key):
         fit_knn_approximation,
         fit_localizer,
     )
-    from calibtut.neighbors import nearest_neighbors
-
-    _, _, train_r, train_logits, train_y = _network(*network_key)
+    (train_r, train_logits, train_y), (cal_r, cal_logits, cal_y), (test_r, test_logits, test_y) = train, cal, test
     train_pred = train_logits.argmax(axis=1)
-    cal_r, cal_logits, cal_y = _encoded("calibration", seed, n_calibration, network_key)
-    test_part = "test" if dataset == "sentiment" else "ood"
-    test_r, test_logits, test_y = _encoded(test_part, seed, n_calibration, network_key)
     order = np.random.default_rng([seed, 1]).permutation(len(cal_y))
     n_knn, n_mc = len(order) // 10, (len(order) - len(order) // 10) // 2
     parts = {"knn": order[:n_knn], "mc": order[n_knn:n_knn + n_mc], "vp": order[n_knn + n_mc:]}
-    reference = torch.as_tensor(train_r)
+    if neighbours is None:
+        neighbours = _training_neighbours(train_r, cal_r, test_r)
     split = {}
     for name, (r, logits, y) in {"cal": (cal_r, cal_logits, cal_y), "test": (test_r, test_logits, test_y)}.items():
-        dist, idx = nearest_neighbors(torch.as_tensor(r), reference, _K)
-        split[name] = {"r": r, "logits": logits, "y": y, "dist": dist.double(), "idx": idx.numpy()}
-    knn = KNNApproximation(2)
+        dist, idx = neighbours[name]
+        split[name] = {"r": r, "logits": logits, "y": y, "dist": dist, "idx": idx}
+    knn = KNNApproximation(n_classes)
     rows = torch.as_tensor(parts["knn"])
     cal = split["cal"]
 
@@ -199,14 +243,16 @@ def _pipeline(dataset, seed, n_calibration, network_key):
     omega = band_width(cal["d"][mc], cal["q"][mc], cal["knn_pred"][mc] == cal["y"][mc])
     vp = parts["vp"]
     localizer = Localizer(eta=float(np.median(cal["d"])) or 1.0)
-    fit_localizer(localizer, _distances(cal["r"][parts["knn"]], cal["r"][vp]),
-                  torch.as_tensor(cal["knn_logits"][vp]), torch.as_tensor(cal["knn_logits"][parts["knn"]]),
+    fitting = parts["knn"][:localizer_points]
+    fit_localizer(localizer, _distances(cal["r"][fitting], cal["r"][vp]),
+                  torch.as_tensor(cal["knn_logits"][vp]), torch.as_tensor(cal["knn_logits"][fitting]),
                   epochs=30, seed=seed)
     with torch.no_grad():
         psi = localizer.weights(_distances(split["test"]["r"], cal["r"][vp])).numpy()
     split["test"]["psi"] = psi
     split["test"]["localizer_pred"] = (psi @ cal["knn_logits"][vp]).argmax(axis=1)
-    return {"split": split, "parts": parts, "omega": omega, "eta": localizer.eta, "train_pred": train_pred}
+    return {"split": split, "parts": parts, "omega": omega, "eta": localizer.eta, "train_pred": train_pred,
+            "n_classes": n_classes}
 
 
 # ------------------------------------------------------------------------------------------ methods
@@ -301,14 +347,14 @@ def _arguments(dataset, seed, n_calibration, model_seed, hidden, epochs, max_fea
     return dataset, int(seed), int(n_calibration), key
 
 
-def _method_list(methods):
-    """Names of :data:`METHODS` from None (all), a sequence or a comma-separated str (the form tasks hold)."""
+def _method_list(methods, allowed=METHODS):
+    """Names of ``allowed`` from None (all), a sequence or a comma-separated str (the form tasks hold)."""
     if methods is None:
-        return METHODS
+        return allowed
     names = tuple(m.strip() for m in methods.split(",")) if isinstance(methods, str) else tuple(methods)
-    unknown = [m for m in names if m not in METHODS]
+    unknown = [m for m in names if m not in allowed]
     if unknown or not names:
-        raise ValueError(f"methods must name methods from {METHODS}, got {methods!r}")
+        raise ValueError(f"methods must name methods from {allowed}, got {methods!r}")
     return names
 
 
@@ -380,18 +426,22 @@ def run_va_config(dataset="sentiment", seed=0, *, n_calibration=16000, alpha=0.1
     >>> sorted(rows["method"].unique())  # doctest: +SKIP
     ['ADMIT', 'KNN', 'localizer', 'memory layer']
     """
-    from calibtut.admit import admitted_accuracy_by_class
-
     dataset, seed, n_calibration, network_key = _arguments(dataset, seed, n_calibration, model_seed, hidden, epochs,
                                                            max_features, features)
     alpha = check_alpha(alpha)
     kappa = check_int(kappa, "kappa", minimum=1)
     methods = _method_list(methods)
-    p = _pipeline(dataset, seed, n_calibration, network_key)
+    return _result_rows(_pipeline(dataset, seed, n_calibration, network_key), alpha, kappa, seed, methods)
+
+
+def _result_rows(p, alpha, kappa, seed, methods):
+    """Table 2 rows and every method's singletons by true class, on the test set of pipeline ``p``."""
+    from calibtut.admit import admitted_accuracy_by_class
+
     y = p["split"]["test"]["y"]
     rows = _accuracy_rows(p)
     for method, (admitted, pred, sets) in _method_sets(p, alpha, kappa, seed, methods).items():
-        table = admitted_accuracy_by_class(admitted, pred, y, 2)
+        table = admitted_accuracy_by_class(admitted, pred, y, p["n_classes"])
         extra = {}
         if sets is not None:
             extra = {"coverage": float(sets[np.arange(len(y)), y].mean()), "mean_size": float(sets.sum(axis=1).mean())}
@@ -450,6 +500,169 @@ def va_points(dataset="sentiment", seed=0, *, n_calibration=16000, model_seed=0,
             frame.insert(0, "split", "test")
         frames.append(frame)
     return pd.concat(frames, ignore_index=True)
+
+
+# ------------------------------------------------------------------------------------------ protein
+
+
+@functools.lru_cache(maxsize=2)
+def _protein_network(model_seed, n_proteins, hidden, channels, epochs, batch_size, lr, device):
+    """CB513 split by protein, the CNN trained on ``D_tr``: per-residue outputs of ``D_tr`` and ``D_valid``."""
+    from calibtut.data.protein import load_protein_ss
+    from calibtut.models.protein_cnn import ProteinCNN, fit_protein_cnn, protein_cnn_outputs
+
+    sequences, labels = load_protein_ss("cb513")
+    chosen = np.random.default_rng([model_seed, 3]).permutation(len(sequences))[:n_proteins]
+    n_train = int(round(0.6 * chosen.size))
+    net = ProteinCNN(3, hidden=hidden, channels=channels, seed=model_seed)
+    parts = []
+    for i, index in enumerate((chosen[:n_train], chosen[n_train:])):
+        seqs, ys = [sequences[j] for j in index], [labels[j] for j in index]
+        if i == 0:
+            fit_protein_cnn(net, seqs, ys, epochs=epochs, batch_size=batch_size, lr=lr, seed=model_seed,
+                            device=device)
+        parts.append((*protein_cnn_outputs(net, seqs, device=device), np.concatenate(ys)))
+    return net, parts[0], parts[1]
+
+
+@functools.lru_cache(maxsize=2)
+def _protein_data(n_test_proteins, network_key):
+    """Outputs of the CB513 network on ``D_tr``, ``D_valid`` and TS115, and their training neighbours."""
+    from calibtut.data.protein import load_protein_ss
+    from calibtut.models.protein_cnn import protein_cnn_outputs
+
+    net, train, cal = _protein_network(*network_key)
+    sequences, labels = load_protein_ss("ts115")
+    chosen = np.sort(np.random.default_rng([network_key[0], 4]).permutation(len(sequences))[:n_test_proteins])
+    r, logits = protein_cnn_outputs(net, [sequences[j] for j in chosen], device=network_key[-1])
+    test = (r, logits, np.concatenate([labels[j] for j in chosen]))
+    return train, cal, test, _training_neighbours(train[0], cal[0], test[0])
+
+
+@functools.lru_cache(maxsize=4)
+def _protein_pipeline(seed, n_test_proteins, localizer_points, network_key):
+    """Every per-point quantity of one Protein task (the network and neighbours are shared by every split)."""
+    train, cal, test, neighbours = _protein_data(n_test_proteins, network_key)
+    return _approximation(train, cal, test, seed, 3, neighbours=neighbours, localizer_points=localizer_points)
+
+
+def run_protein_config(dataset="protein", seed=0, *, n_proteins=None, n_test_proteins=None, alpha=0.1,
+                       kappa=1000, methods=None, model_seed=0, hidden=256, channels=128, epochs=6, batch_size=16,
+                       lr=1e-3, localizer_points=None, device="cpu"):
+    """The Protein task on one calibration split: CB513 for training and calibration, TS115 for testing.
+
+    The paper's Table 4 protocol at small scale (its TAPE data, casp12 and
+    the TAPE Transformer are not available offline):
+
+    1. **network**: ``n_proteins`` CB513 proteins, drawn with ``model_seed``,
+       are split by protein into ``D_tr`` (60 %) and ``D_valid`` (40 %); a
+       :class:`~calibtut.models.protein_cnn.ProteinCNN` is trained on
+       ``D_tr`` (once per ``model_seed`` and settings: every calibration split
+       sees the same network, as in the paper). Its memory layer gives every
+       residue an exemplar vector;
+    2. ``seed`` splits the residues of ``D_valid`` into ``D_knn`` (10 %),
+       ``D_ca^mc`` and ``D_ca^vp`` (45 % each), as :func:`run_va_config` does;
+    3. the KNN approximation, ``q``, ``d``, the localizer and every method of
+       :data:`PROTEIN_METHODS` (:data:`METHODS` less Venn-ABERS, which is
+       binary) on the residues of ``n_test_proteins`` TS115 proteins.
+
+    Parameters
+    ----------
+    dataset : {"protein"}, default "protein"
+        The task's name (so that :func:`protein_tasks` rows read like the others).
+    seed : int, default 0
+        The calibration split; also seeds the KNN and localizer fits and the
+        randomised APS/RAPS scores.
+    n_proteins : int, optional
+        CB513 proteins used (at least 20; default all 511).
+    n_test_proteins : int, optional
+        TS115 proteins tested, drawn with ``model_seed`` (at least 1; default
+        all 115, the paper's N = 29,704 residues).
+    alpha : float, default 0.1
+        Miscoverage level in (0, 1).
+    kappa : int, default 1000
+        ADMIT's smallest band count per class (the paper: 1000).
+    methods : sequence of str or str, optional
+        A subset of :data:`PROTEIN_METHODS` (default: all), a list or one comma-separated str.
+    model_seed : int, default 0
+        Seed of the CB513 subset and split, the network and the TS115 subset.
+    hidden : int, default 256
+        Width of the memory layer.
+    channels : int, default 128
+        Channels of the three width-11 convolutions.
+    epochs : int, default 6
+        Training epochs (Adam).
+    batch_size : int, default 16
+        Proteins per training batch.
+    lr : float, default 1e-3
+        Adam's learning rate (positive).
+    localizer_points : int, optional
+        Fit the localizer on the first ``localizer_points`` residues of
+        ``D_knn`` only (at least 2; default all): its cost is their number
+        times ``|D_ca^vp|``.
+    device : {"cpu", "cuda"}, default "cpu"
+        Where the network is trained and evaluated (the KNN search stays on the CPU).
+
+    Returns
+    -------
+    pandas.DataFrame
+        The columns of :func:`run_va_config`; ``class`` is ``"0"`` (Helix),
+        ``"1"`` (Strand), ``"2"`` (Other) or ``"all"``; ``n_test`` is the
+        number of test residues.
+
+    Examples
+    --------
+    >>> rows = run_protein_config(n_proteins=40, n_test_proteins=5, kappa=20,
+    ...                           methods=["ADMIT"], epochs=1)  # doctest: +SKIP
+    >>> sorted(rows["method"].unique())  # doctest: +SKIP
+    ['ADMIT', 'KNN', 'localizer', 'memory layer']
+    """
+    from calibtut.models.training import resolve_device
+
+    if dataset != "protein":
+        raise ValueError(f"dataset must be 'protein', got {dataset!r}")
+    seed = check_int(seed, "seed", minimum=0)
+    n_proteins = 511 if n_proteins is None else check_int(n_proteins, "n_proteins", minimum=20, maximum=511)
+    n_test_proteins = 115 if n_test_proteins is None else check_int(n_test_proteins, "n_test_proteins", minimum=1,
+                                                                    maximum=115)
+    alpha = check_alpha(alpha)
+    kappa = check_int(kappa, "kappa", minimum=1)
+    methods = _method_list(methods, PROTEIN_METHODS)
+    network_key = (check_int(model_seed, "model_seed", minimum=0), n_proteins, check_int(hidden, "hidden", minimum=2),
+                   check_int(channels, "channels", minimum=1), check_int(epochs, "epochs", minimum=1),
+                   check_int(batch_size, "batch_size", minimum=1), check_real(lr, "lr", low=0, low_open=True),
+                   str(resolve_device(device)))
+    if localizer_points is not None:
+        localizer_points = check_int(localizer_points, "localizer_points", minimum=2)
+    p = _protein_pipeline(seed, n_test_proteins, localizer_points, network_key)
+    return _result_rows(p, alpha, kappa, seed, methods)
+
+
+def protein_tasks(seeds=(0, 1, 2), **fixed):
+    """The task list of the Protein experiment for :func:`calibtut.run.sweep`: one task per calibration split.
+
+    Parameters
+    ----------
+    seeds : sequence of int, default (0, 1, 2)
+        Calibration-split seeds (the paper: one split).
+    **fixed
+        Further keyword arguments of :func:`run_protein_config`, the same for every task.
+
+    Returns
+    -------
+    list of dict
+
+    Examples
+    --------
+    >>> [(t["dataset"], t["seed"]) for t in protein_tasks([0, 1], kappa=100)]
+    [('protein', 0), ('protein', 1)]
+    """
+    if isinstance(seeds, (str, bytes)) or not hasattr(seeds, "__iter__"):
+        raise TypeError(f"seeds must be a sequence of int, got {seeds!r}")
+    seeds = [check_int(s, "seeds", minimum=0) for s in seeds]
+    if fixed.get("methods") is not None:
+        fixed = {**fixed, "methods": ",".join(_method_list(fixed["methods"], PROTEIN_METHODS))}
+    return [{"dataset": "protein", "seed": seed, **fixed} for seed in seeds]
 
 
 # ------------------------------------------------------------------------------------------ tasks and tables
@@ -535,6 +748,88 @@ def table5_singletons(rows):
     key = out["dataset"].map({d: i for i, d in enumerate(DATASETS)}) * 1000 + out["method"].map(rank) * 10
     key = key + out["metric"].map({"accuracy": 0, "share": 5}) + out["class"].map({"0": 0, "1": 1, "all": 2})
     return out.assign(_k=key).sort_values("_k", kind="stable").drop(columns="_k").reset_index(drop=True)
+
+
+def _protein_classes(frame):
+    """``class`` "0", "1", "2" renamed to the paper's "H", "S", "O" ("all" kept)."""
+    names = {str(i): c for i, c in enumerate(PROTEIN_CLASSES)}
+    return frame.assign(**{"class": frame["class"].astype(str).map(lambda c: names.get(c, c))})
+
+
+def table4_singletons(rows):
+    """Our Table 4: per method and true class (Helix, Strand, Other, all), accuracy among admitted and n/N.
+
+    Mean, standard deviation (ddof 1) and number of calibration splits.
+
+    Parameters
+    ----------
+    rows : pandas.DataFrame
+        Rows of :func:`run_protein_config` (a sweep over :func:`protein_tasks`).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Long: ``method``, ``class`` (``"H"``, ``"S"``, ``"O"``, ``"all"``),
+        ``metric`` (``accuracy``, ``share``), ``mean``, ``std``, ``runs``;
+        methods in :data:`METHODS` order.
+
+    Examples
+    --------
+    >>> rows = pd.DataFrame({"table": "singletons", "dataset": "protein", "method": "ADMIT",
+    ...                      "class": ["2", "2"], "seed": [0, 1], "accuracy": [0.7, 0.8],
+    ...                      "share": 0.1})
+    >>> table4_singletons(rows)[["class", "metric", "mean", "runs"]].round(3).values.tolist()
+    [['O', 'accuracy', 0.75, 2], ['O', 'share', 0.1, 2]]
+    """
+    _check_rows(rows, ["table", "dataset", "method", "class", "accuracy", "share"])
+    chosen = _protein_classes(rows[(rows["table"] == "singletons") & (rows["dataset"] == "protein")])
+    out = _summary(chosen, ["method", "class"], ["accuracy", "share"])
+    rank = {m: i for i, m in enumerate(METHODS)}
+    classes = {c: i for i, c in enumerate((*PROTEIN_CLASSES, "all"))}
+    key = out["method"].map(rank) * 100 + out["metric"].map({"accuracy": 0, "share": 10}) + out["class"].map(classes)
+    return out.assign(_k=key).sort_values("_k", kind="stable").drop(columns="_k").reset_index(drop=True)
+
+
+def table4_vs_paper(ours, *, full=None):
+    """Every ts115 cell of the paper's Table 4 beside ours, long (casp12 is not available offline).
+
+    Parameters
+    ----------
+    ours : pandas.DataFrame
+        Rows of :func:`run_protein_config` from the live run (splits averaged).
+    full : pandas.DataFrame, optional
+        The full run's rows.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``method``, ``class`` (``"H"``, ``"S"``, ``"O"``, ``"all"``),
+        ``metric``, ``paper``, ``ours (ci)``, ``ours (full)`` (with ``full``)
+        and ``difference``, rounded to 2 decimals; the paper's methods only
+        (it has no KNN or Conf_base rows in Table 4, nor our ablations).
+
+    Examples
+    --------
+    >>> rows = pd.DataFrame({"table": ["singletons"], "dataset": "protein", "method": "ADMIT",
+    ...                      "class": "2", "seed": 0, "accuracy": 0.7, "share": 0.1})
+    >>> t = table4_vs_paper(rows)
+    >>> t.query("method == 'ADMIT' and `class` == 'O'")[["metric", "paper", "ours (ci)"]].values.tolist()
+    [['accuracy', 0.76, 0.7], ['share', 0.14, 0.1]]
+    """
+    from calibtut.papers import paper_table
+    from calibtut.run import paper_vs_ours
+
+    paper = paper_table("venn_admit", "table4")
+    paper = paper[paper["dataset"] == "ts115"]
+    key = ["method", "class", "metric"]
+
+    def relabel(rows, name):
+        _check_rows(rows, ["table", "dataset", "method", "class", "accuracy", "share"], name)
+        chosen = _protein_classes(rows[(rows["table"] == "singletons") & (rows["dataset"] == "protein")])
+        return chosen.melt(id_vars=["method", "class"], value_vars=["accuracy", "share"], var_name="metric")
+
+    return paper_vs_ours(paper[[*key, "value"]], relabel(ours, "ours"), on=key,
+                         full=None if full is None else relabel(full, "full"), decimals=2)
 
 
 def table2_model_approximation(rows):
@@ -678,22 +973,27 @@ def table5_vs_paper(ours, *, full=None):
                          full=None if full is None else relabel(full, "full"), decimals=2)
 
 
-def table2_vs_paper(ours, *, full=None):
-    """The Sentiment and SentimentOOD accuracies of the paper's Table 2 beside ours, long.
+def table2_vs_paper(ours, *, full=None, datasets=DATASETS):
+    """The accuracies of the paper's Table 2 beside ours, long: Sentiment and SentimentOOD, or Protein.
 
     Parameters
     ----------
     ours : pandas.DataFrame
-        Rows of :func:`run_va_config` from the live run (splits averaged).
+        Rows of :func:`run_va_config` or :func:`run_protein_config` from the
+        live run (splits averaged).
     full : pandas.DataFrame, optional
         The full run's rows.
+    datasets : sequence of str, default :data:`DATASETS`
+        Our tasks whose columns are compared: names from :data:`DATASETS` and
+        ``"protein"`` (its test split is the paper's ts115; casp12 is not
+        available offline and is left out).
 
     Returns
     -------
     pandas.DataFrame
-        Columns ``dataset``, ``split`` (the paper's ``D_ca`` or ``D_te``),
-        ``method`` (:data:`MODELS`), ``paper``, ``ours (ci)``, ``ours (full)``
-        (with ``full``) and ``difference``, rounded to 2 decimals.
+        Columns ``dataset``, ``split`` (the paper's ``D_ca``, ``D_te`` or
+        ``ts115``), ``method`` (:data:`MODELS`), ``paper``, ``ours (ci)``,
+        ``ours (full)`` (with ``full``) and ``difference``, rounded to 2 decimals.
 
     Examples
     --------
@@ -707,16 +1007,25 @@ def table2_vs_paper(ours, *, full=None):
     from calibtut.papers import paper_table
     from calibtut.run import paper_vs_ours
 
+    if isinstance(datasets, str):
+        raise TypeError("datasets must be a sequence of dataset names, not one str")
+    names = {**PAPER_DATASETS, "protein": "Protein"}
+    bad = [d for d in datasets if d not in names]
+    if bad or not len(datasets):
+        raise ValueError(f"datasets must be names from {tuple(names)}, got {list(datasets)}")
     paper = paper_table("venn_admit", "table2")
-    paper = paper[paper["dataset"].isin(PAPER_DATASETS.values())].dropna(subset=["value"])
+    chosen_names = [names[d] for d in datasets]
+    paper = paper[paper["dataset"].isin(chosen_names) & (paper["split"] != "casp12")].dropna(subset=["value"])
     key = ["dataset", "split", "method"]
-    splits = {"calibration": "D_ca", "test": "D_te"}
 
     def relabel(rows, name):
         _check_rows(rows, ["table", "dataset", "split", "method", "accuracy"], name)
         chosen = rows[rows["table"] == "model"]
-        return pd.DataFrame({"dataset": chosen["dataset"].map(PAPER_DATASETS), "split": chosen["split"].map(splits),
-                             "method": chosen["method"], "value": chosen["accuracy"]})
+        dataset = chosen["dataset"].map(names)
+        test = np.where(dataset == "Protein", "ts115", "D_te")
+        split = np.where(chosen["split"] == "calibration", "D_ca", test)
+        return pd.DataFrame({"dataset": dataset, "split": split, "method": chosen["method"],
+                             "value": chosen["accuracy"]})
 
     return paper_vs_ours(paper[[*key, "value"]], relabel(ours, "ours"), on=key,
                          full=None if full is None else relabel(full, "full"), decimals=2)
