@@ -104,8 +104,9 @@ def fit_study(model, X, y, *, loss, val, seed, epochs=5000, patience=30, batch_s
     loss : callable
         From :func:`make_study_model`. A
         :class:`~calibtut.calibration_penalties.StudyLoss` is monitored on
-        ``val`` without its regularizer (its :meth:`base_loss`, the authors'
-        rule); any other callable is monitored as it is.
+        ``val`` without its regularizer (its
+        :meth:`~calibtut.calibration_penalties.StudyLoss.base_loss`, the
+        authors' rule); any other callable is monitored as it is.
     val : tuple (X_val, y_val)
     seed : int
     epochs : int, default 5000
