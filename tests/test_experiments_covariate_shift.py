@@ -145,6 +145,21 @@ def test_ece_vs_rotation_orders_angles_and_averages_repeats():
         cs.ece_vs_rotation(runs[runs["shift"] == "U->M"])
 
 
+def test_repeats_by_method_keeps_each_repeat_of_one_shift():
+    runs = _fake_runs(["U->M", "M->U"], repeats=3)
+    table = cs.repeats_by_method(runs, "U->M", metric="oce")
+    assert table.index.tolist() == [0, 1, 2]
+    assert table.columns.tolist() == list(cs.METHODS)
+    one = runs.query("shift == 'U->M' and method == 'IW+Temp' and repeat == 2")["oce"]
+    assert table.loc[2, "IW+Temp"] == one.item()
+    with pytest.raises(ValueError, match="no shift 'S->M'"):
+        cs.repeats_by_method(runs, "S->M")
+    with pytest.raises(ValueError, match="metric"):
+        cs.repeats_by_method(runs, "U->M", metric="nll")
+    with pytest.raises(ValueError, match="repeat"):
+        cs.repeats_by_method(runs.drop(columns="repeat"), "U->M")
+
+
 @pytest.mark.parametrize("shift", ["M->T", "T->M", "D8->U", "U->D8", "M->R45"])
 def test_every_stand_in_shift_runs(shift):
     rows = cs.run_cs_config(shift, seed=1, n_source=200, n_target=200, epochs=1, dann_epochs=1)

@@ -65,6 +65,7 @@ __all__ = [
     "cs_tasks",
     "ece_vs_rotation",
     "parse_shift",
+    "repeats_by_method",
     "run_cs_config",
     "shift_predictions",
     "table1_summary",
@@ -578,6 +579,46 @@ def ece_vs_rotation(runs, metric="ece"):
     if kept.empty:
         raise ValueError("runs has no M->M or M->R<angle> shift")
     table = kept.pivot_table(index="angle", columns="method", values=metric, aggfunc="mean").sort_index()
+    table = table[[m for m in METHODS if m in table.columns]]
+    table.columns.name = None
+    return table
+
+
+def repeats_by_method(runs, shift, metric="ece"):
+    """One shift's metric per calibrator repeat (rows) and method (columns).
+
+    The repeats of a shift share the source classifier and differ only in the
+    calibrators (their discriminator, DANN head and temperatures), so this
+    table shows whether a method's effect holds repeat by repeat or only on
+    average.
+
+    Parameters
+    ----------
+    runs : pandas.DataFrame
+        Rows of :func:`run_cs_config` with ``shift`` and ``repeat`` columns.
+    shift : str
+        The shift to show, e.g. ``"U->M"``; it must occur in ``runs``.
+    metric : {"ece", "oce", "cls_error"}, default "ece"
+
+    Returns
+    -------
+    pandas.DataFrame
+        Index ``repeat``, one column per method (:data:`METHODS` order).
+
+    Examples
+    --------
+    >>> runs = pd.DataFrame({"shift": "U->M", "repeat": [0, 0, 1, 1], "method": ["Temp", "IW+Temp"] * 2,
+    ...                      "ece": [34.0, 27.0, 34.0, 33.0]})
+    >>> repeats_by_method(runs, "U->M").values.tolist()
+    [[34.0, 27.0], [34.0, 33.0]]
+    """
+    if metric not in ("ece", "oce", "cls_error"):
+        raise ValueError(f"metric must be 'ece', 'oce' or 'cls_error', got {metric!r}")
+    _check_runs(runs, ["shift", "repeat", "method", metric])
+    chosen = runs[runs["shift"] == shift]
+    if chosen.empty:
+        raise ValueError(f"runs has no shift {shift!r}; it has {sorted(runs['shift'].unique())}")
+    table = chosen.pivot_table(index="repeat", columns="method", values=metric, aggfunc="mean")
     table = table[[m for m in METHODS if m in table.columns]]
     table.columns.name = None
     return table
