@@ -176,6 +176,18 @@ def test_publish_and_load_result_round_trip(tmp_path, monkeypatch, no_runner):
     assert prov["profile"] == "full"
 
 
+def test_load_result_keeps_labels_that_pandas_would_read_as_missing(tmp_path):
+    (tmp_path / "_toc.yml").write_text("")
+    dest = tmp_path / "results" / "p1" / "02_demo"
+    dest.mkdir(parents=True)
+    frame = pd.DataFrame({"method": ["None", "NA", "Temp"], "ece": [40.0, np.nan, 3.5]})
+    frame.to_csv(dest / "runs.csv", index=False)
+    (dest / "provenance.json").write_text(json.dumps({"profile": "full"}))
+    df, _ = load_result("p1", "02_demo", "runs", root=tmp_path)
+    assert df["method"].tolist() == ["None", "NA", "Temp"]
+    assert df["ece"].isna().tolist() == [False, True, False]
+
+
 def test_publish_refuses_ci_and_failed_runs(tmp_path, no_runner):
     (tmp_path / "_toc.yml").write_text("")
     with pytest.raises(ValueError, match="full"):

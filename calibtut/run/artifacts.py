@@ -249,4 +249,5 @@ def load_result(part, notebook, table, *, root=None):
         have = list_tables(folder) if folder.is_dir() else []
         hint = f" (this folder has: {', '.join(have)})" if have else ""
         raise FileNotFoundError(f"{path} not found{hint}; produce it with `{command}`")
-    return pd.read_csv(path), read_provenance(folder)
+    # Only an empty cell is missing: a label such as the method "None" stays a string.
+    return pd.read_csv(path, keep_default_na=False, na_values=[""]), read_provenance(folder)
