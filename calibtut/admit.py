@@ -218,6 +218,41 @@ def admit_sets(cal_probs, cal_labels, cal_q, cal_d, probs, q, d, alpha, *, omega
     return _admit(cal, query, alpha, omega, kappa, partition)
 
 
+def _psi_rows(localizer_psi, m, n_vp):
+    """A function from test indices to their validated rows of ``psi`` (a matrix is checked once, up front)."""
+    if not callable(localizer_psi):
+        psi = check_probabilities(localizer_psi, "localizer_psi", simplex_axis=1, ndim=2)
+        if psi.shape != (m, n_vp):
+            raise ValueError(f"localizer_psi must have shape ({m}, {n_vp}), got {psi.shape}")
+        return lambda index: psi[index]
+
+    def rows(index):
+        block = check_probabilities(localizer_psi(index), "localizer_psi(index)", simplex_axis=1, ndim=2)
+        if block.shape != (index.size, n_vp):
+            raise ValueError(f"localizer_psi(index) must return shape ({index.size}, {n_vp}) for "
+                             f"{index.size} indices, got {block.shape}")
+        return block
+
+    return rows
+
+
+def _category_weight(psi_rows, n_vp, queries, members, lo, hi):
+    """``1 / psi'`` of each query, ``psi'`` its ``psi`` mass on ``members[lo:hi]`` (``inf`` where it is 0).
+
+    The rows of ``psi`` (``n_vp`` wide) are fetched for blocks of queries of bounded size.
+    """
+    psi_prime = np.empty(queries.size)
+    step = max(1, _BLOCK_CELLS // max(1, n_vp))
+    for start in range(0, queries.size, step):
+        block = slice(start, start + step)
+        mass = np.zeros((len(queries[block]), members.size + 1))
+        np.cumsum(psi_rows(queries[block])[:, members], axis=1, out=mass[:, 1:])
+        rows = np.arange(len(mass))
+        psi_prime[block] = mass[rows, hi[block]] - mass[rows, lo[block]]
+    with np.errstate(divide="ignore"):
+        return np.where(psi_prime > 0, 1.0 / np.maximum(psi_prime, 1e-300), np.inf)
+
+
 def _singleton_class(sets):
     """The class of a singleton set, -1 for any other set."""
     return np.where(sets.sum(axis=1) == 1, np.argmax(sets, axis=1), -1)
@@ -258,12 +293,17 @@ def venn_admit(mc_probs, mc_labels, mc_q, mc_d, vp_probs, vp_labels, vp_q, vp_d,
         Weight ``w >= 1`` of each test point in its category: 1 for
         Venn-ADMIT-w; a given weight otherwise. Leave at 1 when
         ``localizer_psi`` is given.
-    localizer_psi : array_like of shape (m, n_vp), optional
+    localizer_psi : array_like of shape (m, n_vp) or callable, optional
         The localizer's weights ``psi`` of each test point over the ``vp_``
         points (rows sum to one; :meth:`calibtut.knn_approximation.Localizer.weights`).
         Weighted Venn-ADMIT: the test weight is ``1 / psi'``, ``psi'`` the
         mass of ``psi`` on the point's Venn category (Eq. 9); ``psi' = 0``
-        gives the lower probability 0.
+        gives the lower probability 0. The dense matrix has ``m * n_vp``
+        entries (5.5 GB in float64 for 29,704 test points and 23,000 ``vp_``
+        points), so it may instead be a function that takes an array of test
+        indices and returns their rows of ``psi``; it is called on blocks of
+        at most a few million entries, once for each test point with an
+        ADMIT singleton, and the result is the same.
     require_q : int, optional
         Admit only points with this ``q`` (the "qK" censoring, ``require_q=25``).
     partition : {"band", "fixed"}, default "band"
@@ -304,9 +344,7 @@ def venn_admit(mc_probs, mc_labels, mc_q, mc_d, vp_probs, vp_labels, vp_q, vp_d,
     if localizer_psi is not None:
         if np.any(weight != 1):
             raise ValueError("give test_weight or localizer_psi, not both")
-        localizer_psi = check_probabilities(localizer_psi, "localizer_psi", simplex_axis=1, ndim=2)
-        if localizer_psi.shape != (m, len(vp[0])):
-            raise ValueError(f"localizer_psi must have shape ({m}, {len(vp[0])}), got {localizer_psi.shape}")
+        psi_rows = _psi_rows(localizer_psi, m, len(vp[0]))
     if require_q is not None:
         require_q = check_int(require_q, "require_q", minimum=0)
     test_class = _singleton_class(_admit(mc, test, alpha, omega, kappa, partition))
@@ -323,13 +361,10 @@ def venn_admit(mc_probs, mc_labels, mc_q, mc_d, vp_probs, vp_labels, vp_q, vp_d,
             members = members[np.argsort(vp[3][members], kind="stable")]
             lo, hi = _band_ranges(vp[3][members], test_d[queries], omega, partition)
             correct = np.concatenate([[0], np.cumsum(vp_correct[members])])
-            w = weight[queries]
-            if localizer_psi is not None:
-                mass = np.zeros((queries.size, members.size + 1))
-                np.cumsum(localizer_psi[np.ix_(queries, members)], axis=1, out=mass[:, 1:])
-                psi_prime = mass[np.arange(queries.size), hi] - mass[np.arange(queries.size), lo]
-                with np.errstate(divide="ignore"):
-                    w = np.where(psi_prime > 0, 1.0 / np.maximum(psi_prime, 1e-300), np.inf)
+            if localizer_psi is None:
+                w = weight[queries]
+            else:
+                w = _category_weight(psi_rows, len(vp[0]), queries, members, lo, hi)
             lower[queries] = (correct[hi] - correct[lo]) / (hi - lo + w)
     admitted = np.nan_to_num(lower, nan=-1.0) >= 1 - alpha
     if require_q is not None:

@@ -208,6 +208,35 @@ def test_localizer_weight_is_one_over_the_category_mass():
     assert np.all(even <= venn_admit(*args, omega=0.4, kappa=5)[0])
 
 
+def test_localizer_psi_as_a_function_of_blocks_gives_the_same_result(monkeypatch):
+    # the rows of psi are asked for in blocks of bounded size, each test point at most once, and the
+    # result is exactly that of the dense matrix
+    import calibtut.admit as admit_module
+
+    rng = np.random.default_rng(12)
+    mc, vp, test = _split(rng, 1500, q_max=2), _split(rng, 1000, q_max=2), _split(rng, 400, q_max=2)
+    psi = rng.dirichlet(np.full(1000, 0.3), size=400)
+    args = (*mc, *vp, test[0], test[2], test[3], 0.2)
+    asked = []
+
+    def rows(index):
+        asked.append(np.asarray(index).copy())
+        return psi[index]
+
+    monkeypatch.setattr(admit_module, "_BLOCK_CELLS", 50_000)  # at most 50 rows of 1000 at once
+    admitted, lower = venn_admit(*args, omega=0.4, kappa=5, localizer_psi=rows)
+    dense_admitted, dense_lower = venn_admit(*args, omega=0.4, kappa=5, localizer_psi=psi)
+    assert np.array_equal(admitted, dense_admitted) and np.array_equal(lower, dense_lower, equal_nan=True)
+    assert len(asked) > 2 and max(a.size for a in asked) <= 50
+    asked = np.concatenate(asked)
+    assert asked.size == np.unique(asked).size == np.isfinite(lower).sum()
+    narrow = psi[:, :999] / psi[:, :999].sum(axis=1, keepdims=True)
+    with pytest.raises(ValueError, match=r"localizer_psi\(index\) must return shape"):
+        venn_admit(*args, omega=0.4, kappa=5, localizer_psi=lambda index: narrow[index])
+    with pytest.raises(ValueError, match=r"localizer_psi\(index\)"):
+        venn_admit(*args, omega=0.4, kappa=5, localizer_psi=lambda index: 2 * psi[index])
+
+
 def test_accuracy_table_by_true_and_predicted_class():
     # 6 points: admitted (0 -> 0), (1 -> 0), (1 -> 1), (0 -> 1); rejected two
     admitted = np.array([True, True, True, True, False, False])

@@ -247,10 +247,18 @@ def _approximation(train, cal, test, seed, n_classes, *, neighbours=None, locali
     fit_localizer(localizer, _distances(cal["r"][fitting], cal["r"][vp]),
                   torch.as_tensor(cal["knn_logits"][vp]), torch.as_tensor(cal["knn_logits"][fitting]),
                   epochs=30, seed=seed)
-    with torch.no_grad():
-        psi = localizer.weights(_distances(split["test"]["r"], cal["r"][vp])).numpy()
+    test_r, vp_r = split["test"]["r"], cal["r"][vp]
+
+    def psi(rows):
+        """The localizer's weights of test points ``rows`` over ``D_ca^vp`` (dense only block by block)."""
+        with torch.no_grad():
+            return localizer.weights(_distances(test_r[rows], vp_r)).numpy()
+
+    step = max(1, 4_000_000 // len(vp))
     split["test"]["psi"] = psi
-    split["test"]["localizer_pred"] = (psi @ cal["knn_logits"][vp]).argmax(axis=1)
+    split["test"]["localizer_pred"] = np.concatenate(
+        [(psi(np.arange(i, min(i + step, len(test_r)))) @ cal["knn_logits"][vp]).argmax(axis=1)
+         for i in range(0, len(test_r), step)])
     return {"split": split, "parts": parts, "omega": omega, "eta": localizer.eta, "train_pred": train_pred,
             "n_classes": n_classes}
 
