@@ -267,6 +267,41 @@ def test_embeddings_are_computed_once_per_texts_and_model(tmp_path):
     assert len(calls) == 4 and len(list(tmp_path.glob("*.npy"))) == 3
 
 
+def test_samples_of_a_pool_are_looked_up_not_encoded(tmp_path):
+    from calibtut.models.sentence_embeddings import cached_embeddings
+
+    calls = []
+
+    def encode(batch):
+        calls.append(list(batch))
+        return np.array([[len(t), t.count("a")] for t in batch], dtype=float)
+
+    pool = ["a", "bb", "aaa", "ba"]
+    first = cached_embeddings(["ba", "a"], encode, "toy", pool=pool, cache_dir=tmp_path)
+    second = cached_embeddings(["aaa", "ba", "ba"], encode, "toy", pool=pool, cache_dir=tmp_path)
+    assert first.tolist() == [[2, 1], [1, 1]] and second.tolist() == [[3, 3], [2, 1], [2, 1]]
+    assert calls == [pool] and len(list(tmp_path.glob("*.npy"))) == 1  # the pool, encoded once
+    assert cached_embeddings([], encode, "toy", pool=pool, cache_dir=tmp_path).shape == (0, 2)
+    with pytest.raises(ValueError, match="pool must hold every text; 1 are not in it, e.g. 'zz'"):
+        cached_embeddings(["a", "zz"], encode, "toy", pool=pool, cache_dir=tmp_path)
+    with pytest.raises(TypeError, match="texts must be a sequence of str"):
+        cached_embeddings(["a"], encode, "toy", pool="a", cache_dir=tmp_path)
+
+
+@needs_mirror
+def test_sentiment_pools_hold_every_seeds_sample():
+    from calibtut.data.sentiment import load_sentiment, sentiment_pool
+
+    for part, kwargs in (("calibration", {"n_calibration": 500}), ("ood", {}), ("test", {})):
+        pool = set(sentiment_pool(part))
+        for seed in (0, 7):
+            assert set(load_sentiment(part, seed=seed, **kwargs)[0]) <= pool
+    assert len(sentiment_pool("calibration")) == 22541
+    assert len(sentiment_pool("ood")) > 4750  # every negative tweet, of which the sample draws 2,375
+    with pytest.raises(ValueError, match="part must be one of"):
+        sentiment_pool("validation")
+
+
 def test_embedding_keys_separate_texts_exactly():
     from calibtut.models.sentence_embeddings import embedding_key
 

@@ -30,7 +30,7 @@ import pandas as pd
 from .._validation import check_int, check_rng
 from .fetching import fetch
 
-__all__ = ["SENTIMENT_PARTS", "load_sentiment", "normalized_review_key"]
+__all__ = ["SENTIMENT_PARTS", "load_sentiment", "normalized_review_key", "sentiment_pool"]
 
 #: The parts of :func:`load_sentiment`.
 SENTIMENT_PARTS = ("train", "calibration", "test", "ood")
@@ -147,3 +147,34 @@ def load_sentiment(part="train", *, seed=0, n_calibration=16000):
     chosen = np.sort(np.concatenate([positive, rng.choice(negative, size=positive.size, replace=False)]))
     return texts[chosen].tolist(), (labels[chosen] == "positive").astype(np.int64)
 
+
+def sentiment_pool(part):
+    """Every text that :func:`load_sentiment` can return for ``part``, whatever its seed.
+
+    The calibration reviews and the negative tweets are seeded samples; their
+    pools are all 22,541 disjoint Maas training reviews and every positive or
+    negative SemEval-2017 test tweet. Encoding a pool once lets every seed's
+    sample be looked up in it (``pool=`` of
+    :func:`calibtut.models.sentence_embeddings.cached_embeddings`).
+
+    Parameters
+    ----------
+    part : {"train", "calibration", "test", "ood"}
+
+    Returns
+    -------
+    list of str
+
+    Examples
+    --------
+    >>> len(sentiment_pool("calibration"))  # doctest: +SKIP
+    22541
+    """
+    if part not in SENTIMENT_PARTS:
+        raise ValueError(f"part must be one of {SENTIMENT_PARTS}, got {part!r}")
+    if part == "calibration":
+        return list(_maas_disjoint()[0])
+    if part == "ood":
+        texts, labels = _semeval()
+        return texts[np.isin(labels, ["positive", "negative"])].tolist()
+    return load_sentiment(part)[0]

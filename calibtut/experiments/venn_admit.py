@@ -119,9 +119,11 @@ def _network(features, model_seed, hidden, epochs, max_features):
     """Feature map and memory head trained on the CAD reviews, with the training outputs.
 
     The feature map is a TF-IDF vectoriser fitted on the training reviews, or
-    the MiniLM encoder behind the embedding cache (encoded once per text set).
+    the MiniLM encoder behind the embedding cache: each data part's whole pool
+    (:func:`~calibtut.data.sentiment.sentiment_pool`) is encoded once, so the
+    seeded calibration samples and tweet samples are looked up, not encoded.
     """
-    from calibtut.data.sentiment import load_sentiment
+    from calibtut.data.sentiment import load_sentiment, sentiment_pool
     from calibtut.models.memory_head import MemoryHead, fit_memory_head, memory_head_outputs
 
     texts, labels = load_sentiment("train")
@@ -130,16 +132,18 @@ def _network(features, model_seed, hidden, epochs, max_features):
 
         vectorizer = TfidfVectorizer(ngram_range=(1, 2), min_df=2, sublinear_tf=True, max_features=max_features)
         vectorizer.fit(texts)
-        transform = vectorizer.transform
+
+        def transform(batch, part):
+            return vectorizer.transform(batch)
     else:
         from calibtut.models.sentence_embeddings import cached_embeddings, minilm_encoder
 
         encode, model_id = minilm_encoder()
 
-        def transform(batch):
-            return cached_embeddings(batch, encode, model_id)
+        def transform(batch, part):
+            return cached_embeddings(batch, encode, model_id, pool=sentiment_pool(part))
 
-    X = transform(texts)
+    X = transform(texts, "train")
     head = MemoryHead(X.shape[1], 2, hidden=hidden, seed=model_seed)
     fit_memory_head(head, X, labels, epochs=epochs, batch_size=256, lr=3e-3, seed=model_seed)
     r, logits = memory_head_outputs(head, X)
@@ -154,7 +158,7 @@ def _encoded(part, seed, n_calibration, network_key):
 
     transform, head, _, _, _ = _network(*network_key)
     texts, labels = load_sentiment(part, seed=seed, n_calibration=n_calibration)
-    r, logits = memory_head_outputs(head, transform(texts))
+    r, logits = memory_head_outputs(head, transform(texts, part))
     return r, logits, labels
 
 
@@ -414,7 +418,7 @@ def run_va_config(dataset="sentiment", seed=0, *, n_calibration=16000, alpha=0.1
         Largest TF-IDF vocabulary.
     features : {"tfidf", "minilm"}, default "tfidf"
         The network's input (:data:`FEATURES`); ``"minilm"`` needs
-        sentence-transformers and encodes each text set once into the cache.
+        sentence-transformers and encodes each part's pool of texts once into the cache.
 
     Returns
     -------

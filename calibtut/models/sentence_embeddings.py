@@ -77,7 +77,7 @@ def _cache_folder(cache_dir):
     return data_cache() / "embeddings"
 
 
-def cached_embeddings(texts, encode, model_id, *, cache_dir=None, batch_size=256):
+def cached_embeddings(texts, encode, model_id, *, pool=None, cache_dir=None, batch_size=256):
     """Embeddings of ``texts`` from the cache, or computed once with ``encode`` and stored.
 
     Parameters
@@ -88,6 +88,11 @@ def cached_embeddings(texts, encode, model_id, *, cache_dir=None, batch_size=256
         only when the cache has no file for these texts and ``model_id``.
     model_id : str
         Identity of the model and its weights; part of the cache key.
+    pool : sequence of str, optional
+        A larger set holding every text of ``texts``, for example the whole
+        set that a seeded sample is drawn from: the pool is encoded and
+        cached once, and each text's row is looked up in it, so that samples
+        drawn with different seeds are never encoded again.
     cache_dir : str or path-like, optional
         Folder of the cache files (default ``$CALIBTUT_CACHE/embeddings``).
     batch_size : int, default 256
@@ -110,11 +115,21 @@ def cached_embeddings(texts, encode, model_id, *, cache_dir=None, batch_size=256
     >>> _ = cached_embeddings(["ab", "c"], encode, "toy", cache_dir=folder)
     >>> calls
     [2]
+    >>> cached_embeddings(["c"], encode, "toy", pool=["ab", "c", "d"], cache_dir=folder).tolist()
+    [[1.0, 1.0]]
     """
     texts = _texts(texts)
     if not callable(encode):
         raise TypeError(f"encode must be callable, got {type(encode).__name__}")
     batch_size = check_int(batch_size, "batch_size", minimum=1)
+    if pool is not None:
+        pool = _texts(pool)
+        row = {text: i for i, text in enumerate(pool)}
+        missing = [t for t in texts if t not in row]
+        if missing:
+            raise ValueError(f"pool must hold every text; {len(missing)} are not in it, e.g. {missing[0][:60]!r}")
+        vectors = cached_embeddings(pool, encode, model_id, cache_dir=cache_dir, batch_size=batch_size)
+        return vectors[[row[t] for t in texts]] if texts else vectors[:0]
     folder = _cache_folder(cache_dir)
     path = folder / f"{embedding_key(texts, model_id)}.npy"
     if path.exists():
