@@ -267,6 +267,26 @@ def test_embeddings_are_computed_once_per_texts_and_model(tmp_path):
     assert len(calls) == 4 and len(list(tmp_path.glob("*.npy"))) == 3
 
 
+def test_an_interrupted_encoding_resumes_from_its_saved_chunks(tmp_path):
+    from calibtut.models.sentence_embeddings import cached_embeddings
+
+    texts, calls = [f"t{i}" for i in range(20)], []
+
+    def encode(batch, fail_at=None):
+        calls.extend(batch)
+        if fail_at in batch:
+            raise KeyboardInterrupt
+        return np.array([[float(t[1:])] for t in batch])
+
+    with pytest.raises(KeyboardInterrupt):  # batches of 1 text, chunks of 8: the first chunk is saved
+        cached_embeddings(texts, lambda b: encode(b, fail_at="t10"), "toy", cache_dir=tmp_path, batch_size=1)
+    assert len(list(tmp_path.glob("*.chunk0.npy"))) == 1 and not list(tmp_path.glob("*.chunk1.npy"))
+    calls.clear()
+    vectors = cached_embeddings(texts, encode, "toy", cache_dir=tmp_path, batch_size=1)
+    assert vectors[:, 0].tolist() == list(range(20)) and calls == texts[8:]
+    assert [p.name.count("chunk") for p in tmp_path.iterdir()] == [0]  # only the finished file is left
+
+
 def test_samples_of_a_pool_are_looked_up_not_encoded(tmp_path):
     from calibtut.models.sentence_embeddings import cached_embeddings
 

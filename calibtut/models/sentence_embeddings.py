@@ -96,7 +96,9 @@ def cached_embeddings(texts, encode, model_id, *, pool=None, cache_dir=None, bat
     cache_dir : str or path-like, optional
         Folder of the cache files (default ``$CALIBTUT_CACHE/embeddings``).
     batch_size : int, default 256
-        Texts passed to ``encode`` at once (at least 1).
+        Texts passed to ``encode`` at once (at least 1). Every 8 batches
+        are saved as they finish, so an interrupted encoding resumes where
+        it stopped.
 
     Returns
     -------
@@ -131,18 +133,43 @@ def cached_embeddings(texts, encode, model_id, *, pool=None, cache_dir=None, bat
         vectors = cached_embeddings(pool, encode, model_id, cache_dir=cache_dir, batch_size=batch_size)
         return vectors[[row[t] for t in texts]] if texts else vectors[:0]
     folder = _cache_folder(cache_dir)
-    path = folder / f"{embedding_key(texts, model_id)}.npy"
+    key = embedding_key(texts, model_id)
+    path = folder / f"{key}.npy"
     if path.exists():
         return np.load(path)
-    parts = [np.asarray(encode(texts[i:i + batch_size]), dtype=np.float32) for i in range(0, len(texts), batch_size)]
+    chunk = batch_size * _BATCHES_PER_CHUNK
+    parts = [_encoded_chunk(texts[i:i + chunk], encode, batch_size, folder / f"{key}.chunk{i // chunk}.npy")
+             for i in range(0, len(texts), chunk)]
     vectors = np.concatenate(parts) if parts else np.zeros((0, 0), np.float32)
-    if vectors.ndim != 2 or len(vectors) != len(texts) or not np.all(np.isfinite(vectors)):
-        raise ValueError(f"encode must return finite vectors, one row per text ({len(texts)}), got shape "
-                         f"{vectors.shape}")
-    folder.mkdir(parents=True, exist_ok=True)
+    _save_atomically(path, vectors)
+    for i in range(len(parts)):
+        (folder / f"{key}.chunk{i}.npy").unlink(missing_ok=True)
+    return vectors
+
+
+#: Texts are encoded and saved in chunks of this many batches, so an interrupted encoding resumes.
+_BATCHES_PER_CHUNK = 8
+
+
+def _save_atomically(path, vectors):
+    path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_suffix(f".{os.getpid()}.partial.npy")
     np.save(partial, vectors)
     partial.replace(path)
+
+
+def _encoded_chunk(texts, encode, batch_size, path):
+    """Embeddings of one chunk of texts: read from ``path`` if an earlier run saved it, else encoded and saved."""
+    if path.exists():
+        vectors = np.load(path)
+        if len(vectors) == len(texts):
+            return vectors
+    parts = [np.asarray(encode(texts[i:i + batch_size]), dtype=np.float32) for i in range(0, len(texts), batch_size)]
+    vectors = np.concatenate(parts)
+    if vectors.ndim != 2 or len(vectors) != len(texts) or not np.all(np.isfinite(vectors)):
+        raise ValueError(f"encode must return finite vectors, one row per text ({len(texts)}), got shape "
+                         f"{vectors.shape}")
+    _save_atomically(path, vectors)
     return vectors
 
 
