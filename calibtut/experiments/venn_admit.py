@@ -70,6 +70,7 @@ __all__ = [
     "table3_by_q_and_distance",
     "table4_singletons",
     "table4_vs_paper",
+    "table5_by_features",
     "table5_singletons",
     "table5_vs_paper",
     "va_points",
@@ -938,6 +939,52 @@ def table3_by_q_and_distance(points, alpha=0.1, *, cap=25):
                              "accuracy": float(correct[chosen].mean()) if n else np.nan,
                              "share": n / len(y), "n": n})
     return pd.DataFrame(rows)
+
+
+def table5_by_features(runs, methods=("KNN", "APS", "ADMIT", "Venn-ADMIT", "Venn-ADMIT-w", "Venn-ABERS")):
+    """Pooled Table 5 cells per network input (TF-IDF, MiniLM, ...) beside the paper's.
+
+    Parameters
+    ----------
+    runs : dict of str to pandas.DataFrame
+        Rows of :func:`run_va_config` for each input, e.g.
+        ``{"TF-IDF": tfidf_rows, "MiniLM": minilm_rows}`` (splits averaged).
+    methods : sequence of str
+        The methods shown, in this order (those absent from every run are dropped).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Index ``dataset`` (the paper's name), ``method``, ``metric``
+        (``accuracy`` among admitted points, their ``share``), all classes
+        pooled; columns ``paper`` and one per input, rounded to 2 decimals.
+
+    Examples
+    --------
+    >>> rows = pd.DataFrame({"table": "singletons", "dataset": "sentiment", "method": "ADMIT",
+    ...                      "class": "all", "seed": [0, 1], "accuracy": [0.9, 0.8], "share": 0.5})
+    >>> table5_by_features({"TF-IDF": rows}).loc[("Sentiment", "ADMIT")].values.tolist()
+    [[0.94, 0.85], [0.82, 0.5]]
+    """
+    from calibtut.papers import paper_table
+
+    if not isinstance(runs, dict) or not runs:
+        raise TypeError(f"runs must be a non-empty dict of input name to rows, got {type(runs).__name__}")
+    methods = _method_list(list(methods))
+    paper = paper_table("venn_admit", "table5")
+    paper = paper[paper["dataset"].isin(PAPER_DATASETS.values()) & (paper["class"] == "all")]
+    columns = {"paper": paper.set_index(["dataset", "method", "metric"])["value"]}
+    for name, rows in runs.items():
+        _check_rows(rows, ["table", "dataset", "method", "class", "accuracy", "share"], f"runs[{name!r}]")
+        pooled = table5_singletons(rows).query("`class` == 'all'")
+        pooled = pooled.assign(dataset=pooled["dataset"].map(PAPER_DATASETS))
+        columns[name] = pooled.set_index(["dataset", "method", "metric"])["mean"]
+    out = pd.DataFrame(columns)
+    shown = out.index.get_level_values("method").isin(methods) & out.drop(columns="paper").notna().any(axis=1)
+    out = out[shown].reset_index()
+    order = {m: i for i, m in enumerate(methods)}
+    out = out.sort_values(["dataset", "method", "metric"], key=lambda c: c.map(order) if c.name == "method" else c)
+    return out.set_index(["dataset", "method", "metric"]).round(2)
 
 
 def table5_vs_paper(ours, *, full=None):

