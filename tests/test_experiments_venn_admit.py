@@ -13,6 +13,7 @@ from calibtut.experiments.venn_admit import (
     METHODS,
     PROTEIN_METHODS,
     grammar_tasks,
+    pooled_singletons,
     protein_tasks,
     run_grammar_config,
     run_protein_config,
@@ -574,3 +575,16 @@ def test_a_small_grammar_run_counts_tokens_and_its_tables_agree():
     other = run_grammar_config(seed=1, methods=["KNN"], **small)
     mine = other[other["table"] == "model"].set_index(["split", "method"])
     assert mine.loc[("test", "memory layer"), "f05"] == model.loc[("test", "memory layer"), "f05"]
+
+
+def test_pooled_singletons_weighs_every_admitted_point_once():
+    rows = pd.DataFrame({"table": ["singletons"] * 4 + ["model"], "method": ["A", "A", "B", "B", "A"],
+                         "class": ["1", "1", "1", "1", "all"], "n": [10, 30, 0, 0, 99],
+                         "accuracy": [0.5, 0.9, np.nan, np.nan, 0.1], "n_test": [100, 100, 100, 100, 100]})
+    out = pooled_singletons(rows)
+    # A: (5 + 27) / 40 = 0.8, not the mean of 0.5 and 0.9; B admits nothing: NaN accuracy, share 0
+    assert out.loc[("A", "1"), ["n", "correct", "accuracy", "share"]].tolist() == [40, 32, 0.8, 0.2]
+    assert np.isnan(out.loc[("B", "1"), "accuracy"]) and out.loc[("B", "1"), "share"] == 0
+    assert pooled_singletons(rows, by="method").index.tolist() == ["A", "B"]  # model rows left out
+    with pytest.raises(ValueError, match="alpha"):
+        pooled_singletons(rows, by=["alpha", "method"])

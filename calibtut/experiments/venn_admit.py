@@ -72,6 +72,7 @@ __all__ = [
     "PROTEIN_METHODS",
     "SEQUENCE_DATASETS",
     "grammar_tasks",
+    "pooled_singletons",
     "protein_tasks",
     "run_grammar_config",
     "run_protein_config",
@@ -999,6 +1000,49 @@ def table5_singletons(rows):
 
 #: The binary tasks of Table 5, in its order: Sentiment, SentimentOOD, then Grammar (the paper's GrammarOOD).
 _BINARY_DATASETS = (*DATASETS, "grammar")
+
+
+def pooled_singletons(rows, by=("method", "class")):
+    """Singletons pooled over calibration splits: admitted points, correct ones, accuracy and share, per group.
+
+    Pooling (rather than averaging the splits' accuracies) weighs every
+    admitted point once, which is what a binomial tolerance on the accuracy
+    among admitted points needs.
+
+    Parameters
+    ----------
+    rows : pandas.DataFrame
+        Rows of :func:`run_va_config`, :func:`run_protein_config` or
+        :func:`run_grammar_config` (several splits).
+    by : sequence of str, default ("method", "class")
+        The grouping columns.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Indexed by ``by``: ``n`` (admitted points), ``correct``,
+        ``accuracy`` (``correct / n``, NaN when nothing is admitted),
+        ``n_test`` (test points over the pooled splits) and ``share``
+        (``n / n_test``).
+
+    Examples
+    --------
+    >>> rows = pd.DataFrame({"table": "singletons", "method": "ADMIT", "class": "1",
+    ...                      "n": [10, 30], "accuracy": [0.5, 0.9], "n_test": 100})
+    >>> pooled_singletons(rows).round(3).values.tolist()
+    [[40.0, 32.0, 0.8, 200.0, 0.2]]
+    """
+    if isinstance(by, str):
+        by = [by]
+    by = list(by)
+    _check_rows(rows, ["table", "n", "accuracy", "n_test", *by])
+    chosen = rows[rows["table"] == "singletons"]
+    chosen = chosen.assign(correct=chosen["accuracy"].fillna(0) * chosen["n"])
+    out = chosen.groupby(by, sort=False)[["n", "correct", "n_test"]].sum().astype(float)
+    out["correct"] = out["correct"].round()
+    out.insert(2, "accuracy", (out["correct"] / out["n"]).where(out["n"] > 0))
+    out["share"] = out["n"] / out["n_test"]
+    return out
 
 
 def _protein_classes(frame):
