@@ -533,7 +533,7 @@ def va_points(dataset="sentiment", seed=0, *, n_calibration=16000, model_seed=0,
 
 @functools.lru_cache(maxsize=2)
 def _protein_network(model_seed, n_proteins, hidden, channels, epochs, batch_size, lr, device):
-    """CB513 split by protein, the CNN trained on ``D_tr``: the encoder and per-residue outputs of ``D_tr``, ``D_valid``."""
+    """CB513 split by protein, the CNN trained on ``D_tr``: its encoder and the outputs of ``D_tr`` and ``D_valid``."""
     from calibtut.data.protein import load_protein_ss
     from calibtut.models.protein_cnn import ProteinCNN, encode_proteins, fit_protein_cnn, protein_cnn_outputs
 
