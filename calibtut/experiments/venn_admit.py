@@ -1,4 +1,4 @@
-"""Tables 2-5 of paper 001 (Schmaltz & Rasooly): the Sentiment tasks and the Protein task, one run per call.
+"""Tables 2-5 of paper 001 (Schmaltz & Rasooly): the Sentiment, Protein and Grammar tasks, one run per call.
 
 :func:`run_va_config` runs one task, a test set (``"sentiment"``: the 488 CAD
 test reviews; ``"sentiment_ood"``: the 4,750 balanced SemEval-2017 tweets)
