@@ -364,6 +364,11 @@ VALID_FOR = {
         "model": lambda: calibtut.models.protein_cnn.ProteinCNN(hidden=3, channels=4, width=3),
         "sequences": ["ACDE", "FG"], "labels": [np.array([0, 1, 2, 0]), np.array([1, 1])], "epochs": 1,
     },
+    "calibtut.models.token_cnn": {
+        "model": lambda: calibtut.models.token_cnn.TokenCNN(10, 2, hidden=3, channels=4, width=3),
+        "n_tokens": 10, "n_classes": 2, "tokens": [np.array([1, 2, 3, 9]), np.array([4, 5])],
+        "labels": [np.array([0, 1, 1, 0]), np.array([1, 0])], "sentences": [["a", "b"], ["a"]], "epochs": 1,
+    },
     "calibtut.models.sentence_embeddings": {
         "texts": ["a", "b"], "model_id": "toy", "encode": lambda: (lambda batch: np.ones((len(batch), 2))),
         "cache_dir": lambda: __import__("tempfile").mkdtemp(),

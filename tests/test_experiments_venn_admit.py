@@ -12,7 +12,10 @@ from calibtut.experiments.venn_admit import (
     DATASETS,
     METHODS,
     PROTEIN_METHODS,
+    grammar_tasks,
+    pooled_singletons,
     protein_tasks,
+    run_grammar_config,
     run_protein_config,
     run_va_config,
     table2_model_approximation,
@@ -504,3 +507,161 @@ def test_a_small_protein_run_counts_residues_and_nests_its_admissions():
     acc = [r.query("table == 'model' and split == 'test' and method == 'memory layer'")["accuracy"].item()
            for r in (rows, other)]
     assert acc[0] == acc[1]
+
+
+# ------------------------------------------------------------------------------------------ grammar
+
+
+def test_f05_hand_case_and_sklearn():
+    from sklearn.metrics import fbeta_score
+
+    from calibtut.experiments.venn_admit import _f05
+
+    y = np.array([1, 1, 1, 0, 0, 0, 0, 0])
+    pred = np.array([1, 0, 0, 1, 0, 0, 0, 0])
+    # precision 1/2, recall 1/3: F0.5 = 1.25 * (1/6) / (0.125 + 1/3) = 5/11
+    assert _f05(y, pred) == pytest.approx(5 / 11)
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        y, pred = rng.integers(0, 2, 50), rng.integers(0, 2, 50)
+        assert _f05(y, pred) == pytest.approx(fbeta_score(y, pred, beta=0.5))
+    assert _f05(y, np.zeros(50, int)) == 0.0  # nothing predicted: 0, as sklearn's zero_division=0
+
+
+def _grammar_rows():
+    rows = []
+    for seed in (0, 1):
+        for method, (a0, a1) in {"KNN": (0.95, 0.2), "APS": (0.99, 0.1), "Venn-ADMIT": (1.0, 0.9)}.items():
+            for c, acc in (("0", a0), ("1", a1), ("all", (a0 + a1) / 2)):
+                rows.append({"table": "singletons", "split": "test", "dataset": "grammar", "method": method,
+                             "class": c, "seed": seed, "n": 10, "accuracy": acc, "share": 0.1 + seed / 10})
+        for split in ("calibration", "test"):
+            for model in ("memory layer", "KNN", "localizer"):
+                if split == "calibration" and model == "localizer":
+                    continue
+                rows.append({"table": "model", "split": split, "dataset": "grammar", "method": model,
+                             "class": "all", "seed": seed, "accuracy": 0.85, "agreement": 0.98,
+                             "f05": 0.2 + seed / 10, "share": 1.0})
+    return pd.DataFrame(rows)
+
+
+def test_grammar_tables_beside_the_papers_grammarood():
+    rows = _grammar_rows()
+    t5 = table5_vs_paper(rows, datasets=["grammar"])
+    # every GrammarOOD cell of Table 5: 11 methods x 3 classes x 2 metrics
+    assert len(t5) == 66 and set(t5["dataset"]) == {"GrammarOOD"}
+    cell = t5.set_index(["method", "class", "metric"])
+    assert cell.loc[("APS", "1", "accuracy"), ["paper", "ours (ci)"]].tolist() == [0.34, 0.1]
+    assert cell.loc[("Venn-ADMIT", "0", "share"), "ours (ci)"] == pytest.approx(0.15)  # two splits averaged
+    assert np.isnan(cell.loc[("Venn-ADMIT", "1", "share"), "paper"])  # printed "<<0.01"
+    assert cell["ours (ci)"].notna().sum() == 18  # the three methods we gave
+    # the Sentiment comparison is unchanged by Grammar rows in the same frame
+    both = pd.concat([rows, _rows()])
+    assert table5_vs_paper(both).equals(table5_vs_paper(_rows()))
+    with pytest.raises(ValueError, match="datasets"):
+        table5_vs_paper(rows, datasets=["protein"])
+    # Table 2: F0.5 of the error class, the paper's five GrammarOOD cells
+    t2 = table2_vs_paper(rows, datasets=["grammar"])
+    assert len(t2) == 5 and set(t2["metric"]) == {"f05"}
+    knn = t2.set_index(["split", "method"]).loc[("D_te", "KNN")]
+    assert knn[["paper", "ours (ci)"]].tolist() == [0.43, 0.25]
+    assert set(table2_vs_paper(_rows())["metric"]) == {"accuracy"}
+    with pytest.raises(ValueError, match="f05"):
+        table2_vs_paper(rows.drop(columns="f05"), datasets=["grammar"])
+
+
+def test_grammar_summaries_order_and_metrics():
+    t = table5_singletons(pd.concat([_grammar_rows(), _rows()]))
+    assert list(dict.fromkeys(t["dataset"])) == ["sentiment", "grammar"]  # Grammar after the Sentiment tasks
+    g = t[t["dataset"] == "grammar"]
+    assert list(dict.fromkeys(g["method"])) == ["KNN", "APS", "Venn-ADMIT"]
+    assert g["runs"].eq(2).all()
+    t2 = table2_model_approximation(pd.concat([_grammar_rows(), _rows()]))
+    assert set(t2.loc[t2["metric"] == "f05", "dataset"]) == {"grammar"}  # no empty Sentiment F0.5 rows
+    f05 = t2[(t2["metric"] == "f05") & (t2["method"] == "KNN") & (t2["split"] == "test")]["mean"]
+    assert f05.item() == pytest.approx(0.25)
+
+
+def test_grammar_tasks_and_runner_refuse_bad_arguments():
+    tasks = grammar_tasks([0, 2], kappa=50, methods=["ADMIT", "Venn-ABERS"])
+    assert [(t["dataset"], t["seed"], t["methods"], t["kappa"]) for t in tasks] == [
+        ("grammar", 0, "ADMIT,Venn-ABERS", 50), ("grammar", 2, "ADMIT,Venn-ABERS", 50)]
+    with pytest.raises(ValueError, match="methods"):
+        grammar_tasks(methods=["KNN", "nope"])
+    with pytest.raises(TypeError, match="seeds"):
+        grammar_tasks(3)
+    for kwargs, error, match in (
+        ({"dataset": "protein"}, ValueError, "dataset"),
+        ({"n_valid_sentences": 50}, ValueError, "n_valid_sentences"),
+        ({"n_valid_sentences": 28500}, ValueError, "n_valid_sentences"),
+        ({"n_valid_sentences": 28000, "n_sentences": 800}, ValueError, "n_sentences must be <= 731"),
+        ({"n_test_sentences": 2721}, ValueError, "n_test_sentences"),
+        ({"min_count": 0}, ValueError, "min_count"),
+        ({"width": 4}, ValueError, "width must be odd"),
+        ({"class_weight": 0.0}, ValueError, "class_weight"),
+        ({"class_weight": "3"}, TypeError, "class_weight"),
+        ({"hidden": 1}, ValueError, "hidden"),
+        ({"kappa": 0}, ValueError, "kappa"),
+        ({"alpha": 0.0}, ValueError, "alpha"),
+        ({"localizer_points": 1}, ValueError, "localizer_points"),
+        ({"device": "tpu"}, ValueError, "device"),
+        ({"epochs": 1.5}, TypeError, "epochs"),
+    ):
+        with pytest.raises(error, match=match):
+            run_grammar_config(**kwargs)
+
+
+@needs_mirror
+def test_a_small_grammar_run_counts_tokens_and_its_tables_agree():
+    from calibtut.data.grammar import load_fce
+
+    # a heavy error-class weight, so that even this tiny network predicts errors
+    small = {"n_sentences": 400, "n_valid_sentences": 300, "n_test_sentences": 40, "hidden": 8, "channels": 8,
+             "embedding": 8, "epochs": 2, "kappa": 10, "localizer_points": 50, "class_weight": 8.0}
+    methods = ["KNN", "Conf_base", "APS", "LAC-class", "ADMIT", "Venn-ADMIT-w", "Venn-ADMIT", "Venn-ADMIT_qK",
+               "Venn-ADMIT_qK-w", "Venn-ABERS"]
+    rows = run_grammar_config(seed=0, methods=methods, **small)
+    single = rows[rows["table"] == "singletons"].set_index(["method", "class"])
+    assert sorted(single.index) == sorted((m, c) for m in methods for c in ("0", "1", "all"))
+    n, n_test = single["n"], int(rows["n_test"].iloc[0])
+    # the test set is the 40 FCE test sentences drawn with model_seed 0, every token once
+    sentences, labels = load_fce("test")
+    chosen = np.random.default_rng([0, 4]).permutation(len(sentences))[:40]
+    assert n_test == sum(len(sentences[j]) for j in chosen) == n["KNN", "all"]
+    n_errors = sum(int(labels[j].sum()) for j in chosen)
+    assert n["KNN", "1"] == n_errors and n["KNN", "0"] == n_test - n_errors
+    for method in methods:
+        assert n[method, "0"] + n[method, "1"] == n[method, "all"]
+        np.testing.assert_allclose(single.loc[method, "share"], single.loc[method, "n"] / n_test)
+    assert single["share"].between(0, 1).all()
+    assert single["accuracy"].dropna().between(0, 1).all()
+    assert n["Venn-ADMIT", "all"] <= n["Venn-ADMIT-w", "all"] <= n["ADMIT", "all"]
+    assert n["Venn-ADMIT_qK", "all"] <= n["Venn-ADMIT", "all"]
+    # the KNN's F0.5 in the Table 2 rows is the one its per-class rows imply
+    acc = single.loc["KNN", "accuracy"]
+    tp, fp = acc["1"] * n["KNN", "1"], (1 - acc["0"]) * n["KNN", "0"]
+    assert tp > 0 and fp > 0  # both kinds of error prediction, so the check below is not 0 == 0
+    precision, recall = tp / (tp + fp), acc["1"]
+    model = rows[rows["table"] == "model"].set_index(["split", "method"])
+    expected = 1.25 * precision * recall / (0.25 * precision + recall)
+    assert model.loc[("test", "KNN"), "f05"] == pytest.approx(expected)
+    assert model.loc[("test", "KNN"), "accuracy"] == pytest.approx(acc["all"])
+    assert set(model.index) == {("calibration", "memory layer"), ("calibration", "KNN"), ("test", "memory layer"),
+                                ("test", "KNN"), ("test", "localizer")}
+    # another calibration split reuses the network: the memory layer's rows are the same
+    other = run_grammar_config(seed=1, methods=["KNN"], **small)
+    mine = other[other["table"] == "model"].set_index(["split", "method"])
+    assert mine.loc[("test", "memory layer"), "f05"] == model.loc[("test", "memory layer"), "f05"]
+
+
+def test_pooled_singletons_weighs_every_admitted_point_once():
+    rows = pd.DataFrame({"table": ["singletons"] * 4 + ["model"], "method": ["A", "A", "B", "B", "A"],
+                         "class": ["1", "1", "1", "1", "all"], "n": [10, 30, 0, 0, 99],
+                         "accuracy": [0.5, 0.9, np.nan, np.nan, 0.1], "n_test": [100, 100, 100, 100, 100]})
+    out = pooled_singletons(rows)
+    # A: (5 + 27) / 40 = 0.8, not the mean of 0.5 and 0.9; B admits nothing: NaN accuracy, share 0
+    assert out.loc[("A", "1"), ["n", "correct", "accuracy", "share"]].tolist() == [40, 32, 0.8, 0.2]
+    assert np.isnan(out.loc[("B", "1"), "accuracy"]) and out.loc[("B", "1"), "share"] == 0
+    assert pooled_singletons(rows, by="method").index.tolist() == ["A", "B"]  # model rows left out
+    with pytest.raises(ValueError, match="alpha"):
+        pooled_singletons(rows, by=["alpha", "method"])

@@ -1,4 +1,4 @@
-"""Tables 2-5 of paper 001 (Schmaltz & Rasooly): the Sentiment tasks and the Protein task, one run per call.
+"""Tables 2-5 of paper 001 (Schmaltz & Rasooly): the Sentiment, Protein and Grammar tasks, one run per call.
 
 :func:`run_va_config` runs one task, a test set (``"sentiment"``: the 488 CAD
 test reviews; ``"sentiment_ood"``: the 4,750 balanced SemEval-2017 tweets)
@@ -42,6 +42,14 @@ per-point features behind Table 3.
 trained on 60 % of the CB513 proteins, the other 40 % as ``D_valid``, TS115
 as the test set; :func:`table4_singletons` and :func:`table4_vs_paper` build
 its tables.
+
+:func:`run_grammar_config` runs them on the Grammar task, per token (the
+paper's GrammarOOD in domain only: its FCE development set and newswire
+sentences are not offline): a :class:`~calibtut.models.token_cnn.TokenCNN`
+on FCE words trained on the FCE training sentences less a held-out
+``D_valid`` of 2,200 sentences, the FCE test set as the test set; F0.5 of the
+error class joins its Table 2 rows, and :func:`table5_singletons` and
+:func:`table5_vs_paper` take its rows beside the paper's GrammarOOD.
 """
 
 from __future__ import annotations
@@ -62,7 +70,11 @@ __all__ = [
     "PAPER_DATASETS",
     "PROTEIN_CLASSES",
     "PROTEIN_METHODS",
+    "SEQUENCE_DATASETS",
+    "grammar_tasks",
+    "pooled_singletons",
     "protein_tasks",
+    "run_grammar_config",
     "run_protein_config",
     "run_va_config",
     "table2_model_approximation",
@@ -96,6 +108,9 @@ PROTEIN_METHODS = tuple(m for m in METHODS if m != "Venn-ABERS")
 
 #: The three protein states, in label order, as the paper's Table 4 names them (Helix, Strand, Other).
 PROTEIN_CLASSES = ("H", "S", "O")
+
+#: The per-token tasks beyond Sentiment (our name -> the paper's); Grammar is the paper's GrammarOOD in domain.
+SEQUENCE_DATASETS = {"protein": "Protein", "grammar": "GrammarOOD"}
 
 #: The models of Table 2: the network's memory layer, its KNN approximation and the localizer.
 MODELS = ("memory layer", "KNN", "localizer")
@@ -371,7 +386,17 @@ def _method_list(methods, allowed=METHODS):
     return names
 
 
-def _accuracy_rows(p):
+def _f05(y, pred):
+    """F0.5 of class 1 (precision weighted over recall, the paper's Grammar metric); 0 when nothing is right."""
+    tp = float(np.sum((pred == 1) & (y == 1)))
+    predicted, actual = float(np.sum(pred == 1)), float(np.sum(y == 1))
+    if tp == 0:
+        return 0.0
+    precision, recall = tp / predicted, tp / actual
+    return 1.25 * precision * recall / (0.25 * precision + recall)
+
+
+def _accuracy_rows(p, f05=False):
     cal, test, parts = p["split"]["cal"], p["split"]["test"], p["parts"]
     held = np.concatenate([parts["mc"], parts["vp"]])
     rows = []
@@ -384,7 +409,8 @@ def _accuracy_rows(p):
         for model, pred in preds.items():
             rows.append({"table": "model", "split": split, "method": model, "class": "all", "n": int(y.size),
                          "accuracy": float(np.mean(pred == y)), "share": 1.0,
-                         "agreement": float(np.mean(pred == preds["memory layer"]))})
+                         "agreement": float(np.mean(pred == preds["memory layer"])),
+                         **({"f05": _f05(y, pred)} if f05 else {})})
     return rows
 
 
@@ -447,12 +473,12 @@ def run_va_config(dataset="sentiment", seed=0, *, n_calibration=16000, alpha=0.1
     return _result_rows(_pipeline(dataset, seed, n_calibration, network_key), alpha, kappa, seed, methods)
 
 
-def _result_rows(p, alpha, kappa, seed, methods):
-    """Table 2 rows and every method's singletons by true class, on the test set of pipeline ``p``."""
+def _result_rows(p, alpha, kappa, seed, methods, *, f05=False):
+    """Table 2 rows (with F0.5 of class 1 when ``f05``) and every method's singletons by true class."""
     from calibtut.admit import admitted_accuracy_by_class
 
     y = p["split"]["test"]["y"]
-    rows = _accuracy_rows(p)
+    rows = _accuracy_rows(p, f05)
     for method, (admitted, pred, sets) in _method_sets(p, alpha, kappa, seed, methods).items():
         table = admitted_accuracy_by_class(admitted, pred, y, p["n_classes"])
         extra = {}
@@ -520,9 +546,9 @@ def va_points(dataset="sentiment", seed=0, *, n_calibration=16000, model_seed=0,
 
 @functools.lru_cache(maxsize=2)
 def _protein_network(model_seed, n_proteins, hidden, channels, epochs, batch_size, lr, device):
-    """CB513 split by protein, the CNN trained on ``D_tr``: per-residue outputs of ``D_tr`` and ``D_valid``."""
+    """CB513 split by protein, the CNN trained on ``D_tr``: its encoder and the outputs of ``D_tr`` and ``D_valid``."""
     from calibtut.data.protein import load_protein_ss
-    from calibtut.models.protein_cnn import ProteinCNN, fit_protein_cnn, protein_cnn_outputs
+    from calibtut.models.protein_cnn import ProteinCNN, encode_proteins, fit_protein_cnn, protein_cnn_outputs
 
     sequences, labels = load_protein_ss("cb513")
     chosen = np.random.default_rng([model_seed, 3]).permutation(len(sequences))[:n_proteins]
@@ -535,28 +561,89 @@ def _protein_network(model_seed, n_proteins, hidden, channels, epochs, batch_siz
             fit_protein_cnn(net, seqs, ys, epochs=epochs, batch_size=batch_size, lr=lr, seed=model_seed,
                             device=device)
         parts.append((*protein_cnn_outputs(net, seqs, device=device), np.concatenate(ys)))
-    return net, parts[0], parts[1]
+    return net, encode_proteins, parts[0], parts[1]
 
 
 @functools.lru_cache(maxsize=2)
-def _protein_data(n_test_proteins, network_key):
-    """Outputs of the CB513 network on ``D_tr``, ``D_valid`` and TS115, and their training neighbours."""
-    from calibtut.data.protein import load_protein_ss
-    from calibtut.models.protein_cnn import protein_cnn_outputs
+def _grammar_network(model_seed, n_valid_sentences, n_sentences, min_count, embedding, width, n_layers, hidden,
+                     channels, epochs, batch_size, lr, class_weight, device):
+    """FCE train split by sentence into ``D_valid`` and ``D_tr``, the word CNN trained on ``D_tr``.
 
-    net, train, cal = _protein_network(*network_key)
-    sequences, labels = load_protein_ss("ts115")
-    chosen = np.sort(np.random.default_rng([network_key[0], 4]).permutation(len(sequences))[:n_test_proteins])
-    r, logits = protein_cnn_outputs(net, [sequences[j] for j in chosen], device=network_key[-1])
+    Returns the network, the word encoder (the vocabulary of ``D_tr``) and
+    the per-token outputs of ``D_tr`` and ``D_valid``.
+    """
+    from calibtut.data.grammar import load_fce
+    from calibtut.models.token_cnn import TokenCNN, WordVocabulary, fit_token_cnn, token_cnn_outputs
+
+    sentences, labels = load_fce("train")
+    order = np.random.default_rng([model_seed, 3]).permutation(len(sentences))
+    valid, train = order[:n_valid_sentences], order[n_valid_sentences:n_valid_sentences + n_sentences]
+    vocab = WordVocabulary([sentences[j] for j in train], min_count=min_count)
+    net = TokenCNN(vocab.n_tokens, 2, embedding=embedding, channels=channels, width=width, n_layers=n_layers,
+                   hidden=hidden, seed=model_seed)
+    parts = []
+    for i, index in enumerate((train, valid)):
+        tokens, ys = vocab.encode([sentences[j] for j in index]), [labels[j] for j in index]
+        if i == 0:
+            fit_token_cnn(net, tokens, ys, epochs=epochs, batch_size=batch_size, lr=lr, seed=model_seed,
+                          class_weight=None if class_weight is None else (1.0, class_weight), device=device)
+        parts.append((*token_cnn_outputs(net, tokens, device=device), np.concatenate(ys)))
+    return net, vocab.encode, parts[0], parts[1]
+
+
+def _sequence_task(task):
+    """The network builder, the test-set loader and the class count of a per-token task (:data:`SEQUENCE_DATASETS`)."""
+    if task == "protein":
+        from calibtut.data.protein import load_protein_ss
+
+        return _protein_network, functools.partial(load_protein_ss, "ts115"), 3
+    from calibtut.data.grammar import load_fce
+
+    return _grammar_network, functools.partial(load_fce, "test"), 2
+
+
+@functools.lru_cache(maxsize=2)
+def _sequence_data(task, n_test, network_key):
+    """A per-token task's network outputs on ``D_tr``, ``D_valid`` and ``n_test`` test sequences; their neighbours.
+
+    ``network_key`` holds the network builder's arguments, ``model_seed``
+    first and ``device`` last; the test sequences are drawn with ``model_seed``.
+    """
+    from calibtut.models.token_cnn import token_cnn_outputs
+
+    network, load_test, _ = _sequence_task(task)
+    net, encode, train, cal = network(*network_key)
+    sequences, labels = load_test()
+    chosen = np.sort(np.random.default_rng([network_key[0], 4]).permutation(len(sequences))[:n_test])
+    r, logits = token_cnn_outputs(net, encode([sequences[j] for j in chosen]), device=network_key[-1])
     test = (r, logits, np.concatenate([labels[j] for j in chosen]))
     return train, cal, test, _training_neighbours(train[0], cal[0], test[0])
 
 
 @functools.lru_cache(maxsize=4)
-def _protein_pipeline(seed, n_test_proteins, localizer_points, network_key):
-    """Every per-point quantity of one Protein task (the network and neighbours are shared by every split)."""
-    train, cal, test, neighbours = _protein_data(n_test_proteins, network_key)
-    return _approximation(train, cal, test, seed, 3, neighbours=neighbours, localizer_points=localizer_points)
+def _sequence_pipeline(task, seed, n_test, localizer_points, network_key):
+    """Every per-point quantity of one per-token task (the network and neighbours are shared by every split)."""
+    train, cal, test, neighbours = _sequence_data(task, n_test, network_key)
+    return _approximation(train, cal, test, seed, _sequence_task(task)[2], neighbours=neighbours,
+                          localizer_points=localizer_points)
+
+
+def _training_settings(model_seed, hidden, channels, epochs, batch_size, lr):
+    """The validated network settings shared by the per-token tasks."""
+    return (check_int(model_seed, "model_seed", minimum=0), check_int(hidden, "hidden", minimum=2),
+            check_int(channels, "channels", minimum=1), check_int(epochs, "epochs", minimum=1),
+            check_int(batch_size, "batch_size", minimum=1), check_real(lr, "lr", low=0, low_open=True))
+
+
+def _calibration_settings(seed, alpha, kappa, methods, allowed, localizer_points):
+    """The validated calibration-split settings shared by the per-token tasks."""
+    seed = check_int(seed, "seed", minimum=0)
+    alpha = check_alpha(alpha)
+    kappa = check_int(kappa, "kappa", minimum=1)
+    methods = _method_list(methods, allowed)
+    if localizer_points is not None:
+        localizer_points = check_int(localizer_points, "localizer_points", minimum=2)
+    return seed, alpha, kappa, methods, localizer_points
 
 
 def run_protein_config(dataset="protein", seed=0, *, n_proteins=None, n_test_proteins=None, alpha=0.1,
@@ -634,20 +721,15 @@ def run_protein_config(dataset="protein", seed=0, *, n_proteins=None, n_test_pro
 
     if dataset != "protein":
         raise ValueError(f"dataset must be 'protein', got {dataset!r}")
-    seed = check_int(seed, "seed", minimum=0)
     n_proteins = 511 if n_proteins is None else check_int(n_proteins, "n_proteins", minimum=20, maximum=511)
     n_test_proteins = 115 if n_test_proteins is None else check_int(n_test_proteins, "n_test_proteins", minimum=1,
                                                                     maximum=115)
-    alpha = check_alpha(alpha)
-    kappa = check_int(kappa, "kappa", minimum=1)
-    methods = _method_list(methods, PROTEIN_METHODS)
-    network_key = (check_int(model_seed, "model_seed", minimum=0), n_proteins, check_int(hidden, "hidden", minimum=2),
-                   check_int(channels, "channels", minimum=1), check_int(epochs, "epochs", minimum=1),
-                   check_int(batch_size, "batch_size", minimum=1), check_real(lr, "lr", low=0, low_open=True),
-                   str(resolve_device(device)))
-    if localizer_points is not None:
-        localizer_points = check_int(localizer_points, "localizer_points", minimum=2)
-    p = _protein_pipeline(seed, n_test_proteins, localizer_points, network_key)
+    seed, alpha, kappa, methods, localizer_points = _calibration_settings(seed, alpha, kappa, methods,
+                                                                         PROTEIN_METHODS, localizer_points)
+    model_seed, hidden, channels, epochs, batch_size, lr = _training_settings(model_seed, hidden, channels, epochs,
+                                                                              batch_size, lr)
+    network_key = (model_seed, n_proteins, hidden, channels, epochs, batch_size, lr, str(resolve_device(device)))
+    p = _sequence_pipeline("protein", seed, n_test_proteins, localizer_points, network_key)
     return _result_rows(p, alpha, kappa, seed, methods)
 
 
@@ -670,12 +752,165 @@ def protein_tasks(seeds=(0, 1, 2), **fixed):
     >>> [(t["dataset"], t["seed"]) for t in protein_tasks([0, 1], kappa=100)]
     [('protein', 0), ('protein', 1)]
     """
+    return _sequence_tasks("protein", PROTEIN_METHODS, seeds, fixed)
+
+
+def _sequence_tasks(dataset, allowed, seeds, fixed):
+    """One task per calibration-split seed of a per-token task, ``methods`` as one comma-separated str."""
     if isinstance(seeds, (str, bytes)) or not hasattr(seeds, "__iter__"):
         raise TypeError(f"seeds must be a sequence of int, got {seeds!r}")
     seeds = [check_int(s, "seeds", minimum=0) for s in seeds]
     if fixed.get("methods") is not None:
-        fixed = {**fixed, "methods": ",".join(_method_list(fixed["methods"], PROTEIN_METHODS))}
-    return [{"dataset": "protein", "seed": seed, **fixed} for seed in seeds]
+        fixed = {**fixed, "methods": ",".join(_method_list(fixed["methods"], allowed))}
+    return [{"dataset": dataset, "seed": seed, **fixed} for seed in seeds]
+
+
+# ------------------------------------------------------------------------------------------ grammar
+
+#: Sentences of the offline FCE splits (:func:`calibtut.data.grammar.load_fce`).
+_FCE_SENTENCES = {"train": 28731, "test": 2720}
+
+
+def run_grammar_config(dataset="grammar", seed=0, *, n_sentences=None, n_valid_sentences=2200,
+                       n_test_sentences=None, alpha=0.1, kappa=100, methods=None, model_seed=0, min_count=2,
+                       embedding=64, width=5, n_layers=2, hidden=128, channels=128, epochs=4, batch_size=32,
+                       lr=3e-3, class_weight=None, localizer_points=None, device="cpu"):
+    """The Grammar task on one calibration split: token-level error detection on FCE, in domain.
+
+    The paper's GrammarOOD protocol (its Table 5) at small scale and in
+    domain only: its ``D_valid`` is the FCE development set and its test set
+    adds 2,000 newswire sentences (all tokens correct) to the FCE test set;
+    neither is offline, nor is its BERT-large network. So:
+
+    1. **network**: the 28,731 FCE training sentences are split by sentence,
+       with ``model_seed``, into ``D_valid`` (``n_valid_sentences``, about
+       35,000 tokens at the default, the size of the paper's ``D_valid``) and
+       ``D_tr`` (``n_sentences`` of the rest); a
+       :class:`~calibtut.models.token_cnn.TokenCNN` on the words of
+       ``D_tr`` (:class:`~calibtut.models.token_cnn.WordVocabulary`:
+       lower-cased, seen at least ``min_count`` times) is trained on ``D_tr``,
+       once per ``model_seed`` and settings. Its memory layer gives every
+       token an exemplar vector;
+    2. ``seed`` splits the tokens of ``D_valid`` into ``D_knn`` (10 %),
+       ``D_ca^mc`` and ``D_ca^vp`` (45 % each), as :func:`run_va_config` does;
+    3. the KNN approximation, ``q``, ``d``, the localizer and every method of
+       :data:`METHODS` on the tokens of ``n_test_sentences`` FCE test
+       sentences.
+
+    Class 1 is a token inside a grammatical error (13 % of the training
+    tokens, 15 % of the test tokens), class 0 a correct token.
+
+    Parameters
+    ----------
+    dataset : {"grammar"}, default "grammar"
+        The task's name (so that :func:`grammar_tasks` rows read like the others).
+    seed : int, default 0
+        The calibration split; also seeds the KNN and localizer fits and the
+        randomised APS/RAPS scores.
+    n_sentences : int, optional
+        FCE training sentences in ``D_tr`` (at least 10; default all that
+        ``D_valid`` leaves, 26,531 at the default ``n_valid_sentences``).
+    n_valid_sentences : int, default 2200
+        FCE training sentences held out as ``D_valid`` (at least 100, at most 28,000).
+    n_test_sentences : int, optional
+        FCE test sentences tested, drawn with ``model_seed`` (at least 1;
+        default all 2,720, 41,477 tokens).
+    alpha : float, default 0.1
+        Miscoverage level in (0, 1).
+    kappa : int, default 100
+        ADMIT's smallest band count per class (the paper's GrammarOOD value: 100).
+    methods : sequence of str or str, optional
+        A subset of :data:`METHODS` (default: all), a list or one comma-separated str.
+    model_seed : int, default 0
+        Seed of the ``D_valid`` / ``D_tr`` split, the network and the test subset.
+    min_count : int, default 2
+        Smallest count in ``D_tr`` of a word with its own index (at least 1).
+    embedding : int, default 64
+        Width of the word embedding.
+    width : int, default 5
+        Kernel width of the convolutions (odd).
+    n_layers : int, default 2
+        Convolutions before the memory layer.
+    hidden : int, default 128
+        Width of the memory layer (the exemplar vectors).
+    channels : int, default 128
+        Channels of the convolutions.
+    epochs : int, default 4
+        Training epochs (Adam).
+    batch_size : int, default 32
+        Sentences per training batch.
+    lr : float, default 3e-3
+        Adam's learning rate (positive).
+    class_weight : float, optional
+        Weight of the error class in the training loss (positive; default:
+        plain cross-entropy, weight 1).
+    localizer_points : int, optional
+        Fit the localizer on the first ``localizer_points`` tokens of
+        ``D_knn`` only (at least 2; default all).
+    device : {"cpu", "cuda"}, default "cpu"
+        Where the network is trained and evaluated (the KNN search stays on the CPU).
+
+    Returns
+    -------
+    pandas.DataFrame
+        The columns of :func:`run_va_config` and ``f05`` (the model rows:
+        F0.5 of the error class); ``class`` is ``"0"`` (correct), ``"1"``
+        (error) or ``"all"``; ``n_test`` is the number of test tokens.
+
+    Examples
+    --------
+    >>> rows = run_grammar_config(n_sentences=300, n_valid_sentences=200, n_test_sentences=20,
+    ...                           kappa=10, methods=["ADMIT"], epochs=1)  # doctest: +SKIP
+    >>> sorted(rows["method"].unique())  # doctest: +SKIP
+    ['ADMIT', 'KNN', 'localizer', 'memory layer']
+    """
+    from calibtut.models.training import resolve_device
+
+    if dataset != "grammar":
+        raise ValueError(f"dataset must be 'grammar', got {dataset!r}")
+    n_valid_sentences = check_int(n_valid_sentences, "n_valid_sentences", minimum=100, maximum=28000)
+    rest = _FCE_SENTENCES["train"] - n_valid_sentences
+    n_sentences = rest if n_sentences is None else check_int(n_sentences, "n_sentences", minimum=10, maximum=rest)
+    n_test_sentences = _FCE_SENTENCES["test"] if n_test_sentences is None else check_int(
+        n_test_sentences, "n_test_sentences", minimum=1, maximum=_FCE_SENTENCES["test"])
+    seed, alpha, kappa, methods, localizer_points = _calibration_settings(seed, alpha, kappa, methods, METHODS,
+                                                                         localizer_points)
+    model_seed, hidden, channels, epochs, batch_size, lr = _training_settings(model_seed, hidden, channels, epochs,
+                                                                              batch_size, lr)
+    min_count = check_int(min_count, "min_count", minimum=1)
+    embedding = check_int(embedding, "embedding", minimum=1)
+    width = check_int(width, "width", minimum=1)
+    if width % 2 == 0:
+        raise ValueError(f"width must be odd (the convolutions keep the length), got {width}")
+    n_layers = check_int(n_layers, "n_layers", minimum=1)
+    if class_weight is not None:
+        class_weight = check_real(class_weight, "class_weight", low=0, low_open=True)
+    network_key = (model_seed, n_valid_sentences, n_sentences, min_count, embedding, width, n_layers, hidden,
+                   channels, epochs, batch_size, lr, class_weight, str(resolve_device(device)))
+    p = _sequence_pipeline("grammar", seed, n_test_sentences, localizer_points, network_key)
+    return _result_rows(p, alpha, kappa, seed, methods, f05=True)
+
+
+def grammar_tasks(seeds=(0, 1, 2), **fixed):
+    """The task list of the Grammar experiment for :func:`calibtut.run.sweep`: one task per calibration split.
+
+    Parameters
+    ----------
+    seeds : sequence of int, default (0, 1, 2)
+        Calibration-split seeds (the paper: one split).
+    **fixed
+        Further keyword arguments of :func:`run_grammar_config`, the same for every task.
+
+    Returns
+    -------
+    list of dict
+
+    Examples
+    --------
+    >>> [(t["dataset"], t["seed"], t["methods"]) for t in grammar_tasks([0, 1], methods=["ADMIT", "APS"])]
+    [('grammar', 0, 'ADMIT,APS'), ('grammar', 1, 'ADMIT,APS')]
+    """
+    return _sequence_tasks("grammar", METHODS, seeds, fixed)
 
 
 # ------------------------------------------------------------------------------------------ tasks and tables
@@ -725,6 +960,17 @@ def _check_rows(rows, columns, name="rows"):
         raise ValueError(f"{name} lacks column(s) {missing}; it has {list(rows.columns)}")
 
 
+def _dataset_names(datasets, allowed):
+    """``{our name: the paper's}`` for ``datasets``, each one of ``allowed``."""
+    if isinstance(datasets, str):
+        raise TypeError("datasets must be a sequence of dataset names, not one str")
+    names = {**PAPER_DATASETS, **SEQUENCE_DATASETS}
+    bad = [d for d in datasets if d not in allowed]
+    if bad or not len(datasets):
+        raise ValueError(f"datasets must be names from {tuple(allowed)}, got {list(datasets)}")
+    return {d: names[d] for d in datasets}
+
+
 def _summary(rows, keys, metrics):
     long = rows.melt(id_vars=keys, value_vars=metrics, var_name="metric")
     out = long.groupby([*keys, "metric"], sort=False)["value"].agg(["mean", "std", "count"])
@@ -739,13 +985,15 @@ def table5_singletons(rows):
     Parameters
     ----------
     rows : pandas.DataFrame
-        Rows of :func:`run_va_config` (a sweep over :func:`va_tasks`).
+        Rows of :func:`run_va_config` (a sweep over :func:`va_tasks`) or of
+        :func:`run_grammar_config` (class ``"1"``: a token in an error).
 
     Returns
     -------
     pandas.DataFrame
         Long: ``dataset``, ``method``, ``class``, ``metric`` (``accuracy``,
-        ``share``), ``mean``, ``std``, ``runs``; methods in :data:`METHODS` order.
+        ``share``), ``mean``, ``std``, ``runs``; Sentiment, SentimentOOD then
+        Grammar, methods in :data:`METHODS` order.
 
     Examples
     --------
@@ -758,9 +1006,56 @@ def table5_singletons(rows):
     chosen = rows[rows["table"] == "singletons"]
     out = _summary(chosen, ["dataset", "method", "class"], ["accuracy", "share"])
     rank = {m: i for i, m in enumerate(METHODS)}
-    key = out["dataset"].map({d: i for i, d in enumerate(DATASETS)}) * 1000 + out["method"].map(rank) * 10
+    key = out["dataset"].map({d: i for i, d in enumerate(_BINARY_DATASETS)}) * 1000 + out["method"].map(rank) * 10
     key = key + out["metric"].map({"accuracy": 0, "share": 5}) + out["class"].map({"0": 0, "1": 1, "all": 2})
     return out.assign(_k=key).sort_values("_k", kind="stable").drop(columns="_k").reset_index(drop=True)
+
+
+#: The binary tasks of Table 5, in its order: Sentiment, SentimentOOD, then Grammar (the paper's GrammarOOD).
+_BINARY_DATASETS = (*DATASETS, "grammar")
+
+
+def pooled_singletons(rows, by=("method", "class")):
+    """Singletons pooled over calibration splits: admitted points, correct ones, accuracy and share, per group.
+
+    Pooling (rather than averaging the splits' accuracies) weighs every
+    admitted point once, which is what a binomial tolerance on the accuracy
+    among admitted points needs.
+
+    Parameters
+    ----------
+    rows : pandas.DataFrame
+        Rows of :func:`run_va_config`, :func:`run_protein_config` or
+        :func:`run_grammar_config` (several splits).
+    by : sequence of str, default ("method", "class")
+        The grouping columns.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Indexed by ``by``: ``n`` (admitted points), ``correct``,
+        ``accuracy`` (``correct / n``, NaN when nothing is admitted),
+        ``n_test`` (test points over the pooled splits) and ``share``
+        (``n / n_test``).
+
+    Examples
+    --------
+    >>> rows = pd.DataFrame({"table": "singletons", "method": "ADMIT", "class": "1",
+    ...                      "n": [10, 30], "accuracy": [0.5, 0.9], "n_test": 100})
+    >>> pooled_singletons(rows).round(3).values.tolist()
+    [[40.0, 32.0, 0.8, 200.0, 0.2]]
+    """
+    if isinstance(by, str):
+        by = [by]
+    by = list(by)
+    _check_rows(rows, ["table", "n", "accuracy", "n_test", *by])
+    chosen = rows[rows["table"] == "singletons"]
+    chosen = chosen.assign(correct=chosen["accuracy"].fillna(0) * chosen["n"])
+    out = chosen.groupby(by, sort=False)[["n", "correct", "n_test"]].sum().astype(float)
+    out["correct"] = out["correct"].round()
+    out.insert(2, "accuracy", (out["correct"] / out["n"]).where(out["n"] > 0))
+    out["share"] = out["n"] / out["n_test"]
+    return out
 
 
 def _protein_classes(frame):
@@ -858,8 +1153,10 @@ def table2_model_approximation(rows):
     pandas.DataFrame
         Long: ``dataset``, ``split``, ``method`` (:data:`MODELS`), ``metric``
         (``accuracy``; ``agreement``: share of points where the argmax equals
-        the memory layer's), ``mean``, ``std``, ``runs``. The calibration rows
-        of the two test sets are the same points, listed under both.
+        the memory layer's; ``f05``: F0.5 of class 1, for the rows of
+        :func:`run_grammar_config`), ``mean``, ``std``, ``runs``. The
+        calibration rows of the two Sentiment test sets are the same points,
+        listed under both.
 
     Examples
     --------
@@ -871,7 +1168,9 @@ def table2_model_approximation(rows):
     """
     _check_rows(rows, ["table", "dataset", "split", "method", "accuracy", "agreement"])
     chosen = rows[rows["table"] == "model"]
-    return _summary(chosen, ["dataset", "split", "method"], ["accuracy", "agreement"])
+    metrics = ["accuracy", "agreement", *(["f05"] if "f05" in chosen else [])]
+    out = _summary(chosen, ["dataset", "split", "method"], metrics)
+    return out[out["runs"] > 0].reset_index(drop=True)
 
 
 def table3_by_q_and_distance(points, alpha=0.1, *, cap=25):
@@ -987,15 +1286,21 @@ def table5_by_features(runs, methods=("KNN", "APS", "ADMIT", "Venn-ADMIT", "Venn
     return out.set_index(["dataset", "method", "metric"]).round(2)
 
 
-def table5_vs_paper(ours, *, full=None):
-    """Every Sentiment and SentimentOOD cell of the paper's Table 5 beside ours, long.
+def table5_vs_paper(ours, *, full=None, datasets=DATASETS):
+    """Every cell of the paper's Table 5 for the chosen tasks beside ours, long.
 
     Parameters
     ----------
     ours : pandas.DataFrame
-        Rows of :func:`run_va_config` from the live run (splits averaged).
+        Rows of :func:`run_va_config` or :func:`run_grammar_config` from the
+        live run (splits averaged).
     full : pandas.DataFrame, optional
         The full run's rows.
+    datasets : sequence of str, default :data:`DATASETS`
+        Our tasks whose cells are compared: ``"sentiment"``,
+        ``"sentiment_ood"`` and ``"grammar"`` (beside the paper's
+        GrammarOOD, whose test set also holds 2,000 newswire sentences that
+        ours lacks; three of its cells are printed "<<0.01" and are NaN).
 
     Returns
     -------
@@ -1017,42 +1322,46 @@ def table5_vs_paper(ours, *, full=None):
     from calibtut.papers import paper_table
     from calibtut.run import paper_vs_ours
 
+    names = _dataset_names(datasets, _BINARY_DATASETS)
     paper = paper_table("venn_admit", "table5")
-    paper = paper[paper["dataset"].isin(PAPER_DATASETS.values())]
+    paper = paper[paper["dataset"].isin(names.values())]
     key = ["dataset", "method", "class", "metric"]
 
     def relabel(rows, name):
         _check_rows(rows, ["table", "dataset", "method", "class", "accuracy", "share"], name)
-        chosen = rows[rows["table"] == "singletons"]
+        chosen = rows[(rows["table"] == "singletons") & rows["dataset"].isin(list(names))]
         long = chosen.melt(id_vars=["dataset", "method", "class"], value_vars=["accuracy", "share"],
                            var_name="metric")
-        return long.assign(dataset=long["dataset"].map(PAPER_DATASETS))
+        return long.assign(dataset=long["dataset"].map(names))
 
     return paper_vs_ours(paper[[*key, "value"]], relabel(ours, "ours"), on=key,
                          full=None if full is None else relabel(full, "full"), decimals=2)
 
 
 def table2_vs_paper(ours, *, full=None, datasets=DATASETS):
-    """The accuracies of the paper's Table 2 beside ours, long: Sentiment and SentimentOOD, or Protein.
+    """The paper's Table 2 beside ours, long: accuracy (Sentiment, SentimentOOD, Protein) or F0.5 (Grammar).
 
     Parameters
     ----------
     ours : pandas.DataFrame
-        Rows of :func:`run_va_config` or :func:`run_protein_config` from the
-        live run (splits averaged).
+        Rows of :func:`run_va_config`, :func:`run_protein_config` or
+        :func:`run_grammar_config` from the live run (splits averaged).
     full : pandas.DataFrame, optional
         The full run's rows.
     datasets : sequence of str, default :data:`DATASETS`
-        Our tasks whose columns are compared: names from :data:`DATASETS` and
+        Our tasks whose columns are compared: names from :data:`DATASETS`,
         ``"protein"`` (its test split is the paper's ts115; casp12 is not
-        available offline and is left out).
+        available offline and is left out) and ``"grammar"`` (the paper's
+        GrammarOOD, compared by F0.5 of the error class; its ``D_te`` holds
+        newswire sentences that ours lacks).
 
     Returns
     -------
     pandas.DataFrame
         Columns ``dataset``, ``split`` (the paper's ``D_ca``, ``D_te`` or
-        ``ts115``), ``method`` (:data:`MODELS`), ``paper``, ``ours (ci)``,
-        ``ours (full)`` (with ``full``) and ``difference``, rounded to 2 decimals.
+        ``ts115``), ``method`` (:data:`MODELS`), ``metric`` (``accuracy``,
+        or ``f05`` for Grammar), ``paper``, ``ours (ci)``, ``ours (full)``
+        (with ``full``) and ``difference``, rounded to 2 decimals.
 
     Examples
     --------
@@ -1066,25 +1375,23 @@ def table2_vs_paper(ours, *, full=None, datasets=DATASETS):
     from calibtut.papers import paper_table
     from calibtut.run import paper_vs_ours
 
-    if isinstance(datasets, str):
-        raise TypeError("datasets must be a sequence of dataset names, not one str")
-    names = {**PAPER_DATASETS, "protein": "Protein"}
-    bad = [d for d in datasets if d not in names]
-    if bad or not len(datasets):
-        raise ValueError(f"datasets must be names from {tuple(names)}, got {list(datasets)}")
+    names = _dataset_names(datasets, (*DATASETS, *SEQUENCE_DATASETS))
     paper = paper_table("venn_admit", "table2")
-    chosen_names = [names[d] for d in datasets]
-    paper = paper[paper["dataset"].isin(chosen_names) & (paper["split"] != "casp12")].dropna(subset=["value"])
-    key = ["dataset", "split", "method"]
+    paper = paper[paper["dataset"].isin(names.values()) & (paper["split"] != "casp12")].dropna(subset=["value"])
+    key = ["dataset", "split", "method", "metric"]
 
     def relabel(rows, name):
         _check_rows(rows, ["table", "dataset", "split", "method", "accuracy"], name)
-        chosen = rows[rows["table"] == "model"]
+        chosen = rows[(rows["table"] == "model") & rows["dataset"].isin(list(names))]
         dataset = chosen["dataset"].map(names)
         test = np.where(dataset == "Protein", "ts115", "D_te")
         split = np.where(chosen["split"] == "calibration", "D_ca", test)
+        grammar = (chosen["dataset"] == "grammar").to_numpy()
+        if grammar.any():
+            _check_rows(rows, ["f05"], name)
+        value = np.where(grammar, chosen["f05"] if "f05" in chosen else np.nan, chosen["accuracy"])
         return pd.DataFrame({"dataset": dataset, "split": split, "method": chosen["method"],
-                             "value": chosen["accuracy"]})
+                             "metric": np.where(grammar, "f05", "accuracy"), "value": value})
 
     return paper_vs_ours(paper[[*key, "value"]], relabel(ours, "ours"), on=key,
                          full=None if full is None else relabel(full, "full"), decimals=2)

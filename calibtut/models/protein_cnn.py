@@ -14,15 +14,17 @@ residues. Proteins of different lengths are padded into one batch; after
 every layer the padded positions are set to zero, so a protein's outputs do
 not depend on what it is batched with (the convolutions' own zero padding sees
 exactly what it would see for the protein alone).
+
+The network itself is :class:`~calibtut.models.token_cnn.TokenCNN` on the
+amino-acid vocabulary (index 0 padding, 1..20 the standard residues, 21 any
+other letter); this module encodes sequences and keeps the protein names.
 """
 
 from __future__ import annotations
 
 import numpy as np
-import torch
 
-from .._validation import check_int, check_real, check_rng
-from .training import resolve_device
+from .token_cnn import TokenCNN, _check_labels, _check_model, _fit, _outputs
 
 __all__ = ["AMINO_ACIDS", "ProteinCNN", "encode_proteins", "fit_protein_cnn", "protein_cnn_outputs"]
 
@@ -61,8 +63,8 @@ def encode_proteins(sequences):
     return out
 
 
-class ProteinCNN(torch.nn.Module):
-    """Per-residue classifier: embedding, 1-D convolutions, a width-1 memory layer ``r``, then logits.
+class ProteinCNN(TokenCNN):
+    """Per-residue classifier: a :class:`~calibtut.models.token_cnn.TokenCNN` on the 20 amino acids.
 
     Parameters
     ----------
@@ -91,64 +93,18 @@ class ProteinCNN(torch.nn.Module):
     """
 
     def __init__(self, n_classes=3, *, embedding=32, channels=128, width=11, n_layers=3, hidden=256, seed=0):
-        super().__init__()
-        self.n_classes = check_int(n_classes, "n_classes", minimum=2)
-        embedding = check_int(embedding, "embedding", minimum=1)
-        channels = check_int(channels, "channels", minimum=1)
-        width = check_int(width, "width", minimum=1)
-        if width % 2 == 0:
-            raise ValueError(f"width must be odd (the convolutions keep the length), got {width}")
-        n_layers = check_int(n_layers, "n_layers", minimum=1)
-        self.hidden = check_int(hidden, "hidden", minimum=1)
-        seed = check_int(seed, "seed", minimum=0)
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(seed)
-            self.embed = torch.nn.Embedding(_UNKNOWN + 1, embedding, padding_idx=0)
-            sizes = [embedding] + [channels] * n_layers
-            self.convs = torch.nn.ModuleList(torch.nn.Conv1d(a, b, width, padding=width // 2)
-                                             for a, b in zip(sizes[:-1], sizes[1:]))
-            self.memory = torch.nn.Conv1d(channels, self.hidden, 1)
-            self.output = torch.nn.Conv1d(self.hidden, self.n_classes, 1)
-
-    def exemplars(self, tokens, mask):
-        """The memory layer's output ``r`` at every position, shape ``(batch, length, hidden)``; zero at padding."""
-        keep = mask.unsqueeze(1).to(self.memory.weight.dtype)
-        x = self.embed(tokens).transpose(1, 2) * keep
-        for conv in self.convs:
-            x = torch.relu(conv(x)) * keep
-        return (torch.tanh(self.memory(x)) * keep).transpose(1, 2)
-
-    def forward(self, tokens, mask):
-        """Logits at every position, shape ``(batch, length, n_classes)``."""
-        return self.output(self.exemplars(tokens, mask).transpose(1, 2)).transpose(1, 2)
-
-
-def _pad(arrays, index, device):
-    """The arrays ``index`` of ``arrays`` as one ``(batch, length)`` tensor, padded with -1."""
-    length = max(len(arrays[i]) for i in index)
-    padded = np.full((len(index), length), -1, dtype=np.int64)
-    for row, i in enumerate(index):
-        padded[row, :len(arrays[i])] = arrays[i]
-    return torch.as_tensor(padded, device=device)
-
-
-def _batch(tokens, index, device):
-    """Tokens of the proteins ``index``, padded into a ``(batch, length)`` tensor, and the mask of real residues."""
-    padded = _pad(tokens, index, device)
-    return padded.clamp(min=0), padded >= 0
-
-
-def _check_model(model):
-    if not isinstance(model, ProteinCNN):
-        raise TypeError(f"model must be a ProteinCNN, got {type(model).__name__}")
+        super().__init__(_UNKNOWN + 1, n_classes, embedding=embedding, channels=channels, width=width,
+                         n_layers=n_layers, hidden=hidden, seed=seed)
 
 
 def fit_protein_cnn(model, sequences, labels, *, epochs=6, batch_size=16, lr=1e-3, seed=0, device="cpu",
                     progress=False):
     """Train a :class:`ProteinCNN` by per-residue cross-entropy (Adam, shuffled batches of proteins).
 
-    Each batch holds ``batch_size`` proteins padded to the longest; the loss
-    is the mean over the batch's real residues (padding is masked out).
+    :func:`~calibtut.models.token_cnn.fit_token_cnn` on the encoded
+    sequences: each batch holds ``batch_size`` proteins padded to the
+    longest; the loss is the mean over the batch's real residues (padding is
+    masked out).
 
     Parameters
     ----------
@@ -185,52 +141,11 @@ def fit_protein_cnn(model, sequences, labels, *, epochs=6, batch_size=16, lr=1e-
     >>> losses[-1] < losses[0]
     True
     """
-    from tqdm.auto import tqdm
-
-    _check_model(model)
+    _check_model(model, ProteinCNN)
     tokens = encode_proteins(sequences)
-    targets = _labels(labels, tokens, model.n_classes)
-    epochs = check_int(epochs, "epochs", minimum=1)
-    batch_size = check_int(batch_size, "batch_size", minimum=1)
-    lr = check_real(lr, "lr", low=0, low_open=True)
-    rng = check_rng(seed)
-    dev = resolve_device(device)
-    model.to(dev)
-    optimizer = torch.optim.Adam(model.parameters(), lr=lr)
-    model.train()
-    losses = []
-    n_residues = sum(len(t) for t in tokens)
-    for _ in tqdm(range(epochs), desc="fit_protein_cnn", disable=not progress, leave=False):
-        order = rng.permutation(len(tokens))
-        total = 0.0
-        for start in range(0, order.size, batch_size):
-            index = order[start:start + batch_size]
-            x, mask = _batch(tokens, index, dev)
-            y = _pad(targets, index, dev)
-            optimizer.zero_grad()
-            loss = torch.nn.functional.cross_entropy(model(x, mask)[mask], y[mask], reduction="sum")
-            (loss / mask.sum()).backward()
-            optimizer.step()
-            total += float(loss.detach())
-        losses.append(total / n_residues)
-    model.eval()
-    model.to("cpu")
-    return losses
-
-
-def _labels(labels, tokens, n_classes):
-    """Validated per-protein label arrays (int64), one label per residue."""
-    if isinstance(labels, (str, np.ndarray)) or not hasattr(labels, "__len__") or len(labels) != len(tokens):
-        raise ValueError(f"labels must be one array per protein ({len(tokens)} proteins)")
-    out = []
-    for i, (y, t) in enumerate(zip(labels, tokens)):
-        y = np.asarray(y)
-        if y.shape != t.shape or not np.issubdtype(y.dtype, np.number) or np.any(y != np.round(y)) \
-                or np.any((y < 0) | (y >= n_classes)):
-            raise ValueError(f"labels[{i}] must be one integer in 0..{n_classes - 1} per residue "
-                             f"({t.size}), got shape {y.shape}")
-        out.append(y.astype(np.int64))
-    return out
+    targets = _check_labels(labels, tokens, model.n_classes, "protein", "residue")
+    return _fit(model, tokens, targets, epochs=epochs, batch_size=batch_size, lr=lr, class_weight=None, seed=seed,
+                device=device, progress=progress, desc="fit_protein_cnn")
 
 
 def protein_cnn_outputs(model, sequences, *, batch_size=32, device="cpu"):
@@ -256,23 +171,5 @@ def protein_cnn_outputs(model, sequences, *, batch_size=32, device="cpu"):
     >>> r.shape, logits.shape, r.dtype.name
     ((5, 4), (5, 3), 'float32')
     """
-    _check_model(model)
-    tokens = encode_proteins(sequences)
-    batch_size = check_int(batch_size, "batch_size", minimum=1)
-    dev = resolve_device(device)
-    exemplars, logits = [], []
-    model.eval()
-    model.to(dev)
-    try:
-        with torch.no_grad():
-            for start in range(0, len(tokens), batch_size):
-                x, mask = _batch(tokens, range(start, min(start + batch_size, len(tokens))), dev)
-                r = model.exemplars(x, mask)
-                out = model.output(r.transpose(1, 2)).transpose(1, 2)
-                exemplars.append(r[mask].cpu().numpy())
-                logits.append(out[mask].double().cpu().numpy())
-    finally:
-        model.to("cpu")
-    if not exemplars:
-        return np.zeros((0, model.hidden), np.float32), np.zeros((0, model.n_classes))
-    return np.concatenate(exemplars), np.concatenate(logits)
+    _check_model(model, ProteinCNN)
+    return _outputs(model, encode_proteins(sequences), batch_size=batch_size, device=device)
