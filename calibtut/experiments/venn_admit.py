@@ -61,6 +61,7 @@ import pandas as pd
 import torch
 
 from calibtut._validation import check_alpha, check_int, check_real
+from calibtut.admit import _BLOCK_CELLS
 
 __all__ = [
     "DATASETS",
@@ -274,7 +275,7 @@ def _approximation(train, cal, test, seed, n_classes, *, neighbours=None, locali
         with torch.no_grad():
             return localizer.weights(_distances(test_r[rows], vp_r)).numpy()
 
-    step = max(1, 4_000_000 // len(vp))
+    step = max(1, _BLOCK_CELLS // len(vp))  # the block budget of calibtut.admit
     split["test"]["psi"] = psi
     split["test"]["localizer_pred"] = np.concatenate(
         [(psi(np.arange(i, min(i + step, len(test_r)))) @ cal["knn_logits"][vp]).argmax(axis=1)
