@@ -9,8 +9,9 @@ Each method runs in its own child process on the same seeded Gaussian
 exemplars (float32), so that its peak resident memory (``ru_maxrss``) is its
 own; on CUDA the torch search also reports ``torch.cuda.max_memory_allocated``.
 ``same_neighbours`` is the fraction of equal neighbour indices (below 1 only
-where float32 rounding reorders near-equal distances). Prints a table and writes it
-to ``results/venn_admit/benchmarks/neighbors.csv``.
+where float32 rounding reorders near-equal distances). Prints a table and adds it
+to ``results/venn_admit/benchmarks/neighbors.csv``, replacing the rows of an earlier
+run at the same sizes and device and keeping those of other sizes.
 """
 
 from __future__ import annotations
@@ -89,7 +90,17 @@ def main():
     table = pd.DataFrame(rows)
     table["same_neighbours"] = float(np.mean(found["torch"] == found["sklearn"]))
     print(table.to_string(index=False))
-    table.to_csv(OUT / "neighbors.csv", index=False)
+    _store(table, OUT / "neighbors.csv")
+
+
+def _store(table, path):
+    """Add ``table`` to the CSV at ``path``, replacing rows of the same sizes and device."""
+    key = ["n_query", "n_ref", "dim", "k", "device", "method"]
+    if path.exists():
+        old = pd.read_csv(path)
+        same = old[key].apply(tuple, axis=1).isin(table[key].apply(tuple, axis=1))
+        table = pd.concat([old[~same], table], ignore_index=True)
+    table.to_csv(path, index=False)
 
 
 if __name__ == "__main__":

@@ -6,8 +6,10 @@ distances come from one matrix product (``|a|^2 + |b|^2 - 2 a.b``), and a
 running top-``k`` is merged across reference blocks. The ``k`` winners are
 then re-measured directly (``|a - b|``, no cancellation) and ordered by
 (distance, reference index), so equal distances are broken by the smaller
-index, as a stable sort would. Peak memory is about
-``query_block * (reference_block + k)`` numbers.
+index, as a stable sort would. Which of several points tied at the ``k``-th
+distance makes the cut is not specified. Each reference block contributes its
+own top-``k`` to the merge, so peak memory is about
+``query_block * reference_block`` numbers.
 """
 
 from __future__ import annotations
@@ -86,16 +88,19 @@ def nearest_neighbors(queries, reference, k, *, block_size=2048, exclude_self=Fa
     for start in range(0, queries.shape[0], block_size):
         q = queries[start:start + block_size]
         q_sq = (q * q).sum(dim=1, keepdim=True)
-        best_d = torch.full((q.shape[0], 0), float("inf"), dtype=q.dtype, device=q.device)
-        best_i = torch.zeros((q.shape[0], 0), dtype=torch.int64, device=q.device)
+        best_d = torch.empty((q.shape[0], 0), dtype=q.dtype, device=q.device)
+        best_i = torch.empty((q.shape[0], 0), dtype=torch.int64, device=q.device)
         for r_start in range(0, n, block_size):
             r = reference[r_start:r_start + block_size]
             sq = (q_sq + ref_sq[r_start:r_start + block_size][None, :] - 2.0 * q @ r.T).clamp_min_(0)
-            idx = torch.arange(r_start, r_start + r.shape[0], device=q.device).expand(q.shape[0], -1)
-            if exclude_self:
-                sq = sq.masked_fill(idx == torch.arange(start, start + q.shape[0], device=q.device)[:, None],
-                                    float("inf"))
-            cand_d, cand_i = torch.cat([best_d, sq], dim=1), torch.cat([best_i, idx], dim=1)
+            if exclude_self and r_start < start + q.shape[0] and start < r_start + r.shape[0]:
+                rows = torch.arange(max(start, r_start), min(start + q.shape[0], r_start + r.shape[0]),
+                                    device=q.device)
+                sq[rows - start, rows - r_start] = float("inf")
+            # the block's own top-k first, then merge with the running top-k
+            block = torch.topk(sq, min(k, sq.shape[1]), dim=1, largest=False)
+            cand_d = torch.cat([best_d, block.values], dim=1)
+            cand_i = torch.cat([best_i, block.indices + r_start], dim=1)
             keep = torch.topk(cand_d, min(k, cand_d.shape[1]), dim=1, largest=False).indices
             best_d, best_i = cand_d.gather(1, keep), cand_i.gather(1, keep)
         exact = torch.linalg.vector_norm(q[:, None, :] - reference[best_i], dim=2)

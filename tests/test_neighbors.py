@@ -18,6 +18,17 @@ def test_matches_scikit_learn_brute_force(block_size, k):
     assert np.array_equal(i.numpy(), sk_i)  # continuous data: distinct distances, indices must agree
 
 
+@pytest.mark.parametrize("block_size", [7, 64, 512])
+def test_exclude_self_matches_scikit_learn_without_the_query_point(block_size):
+    # blocks of 7 and 64 put the diagonal inside, across and at the edge of blocks
+    ref = np.random.default_rng(block_size).normal(size=(200, 8))
+    d, i = nearest_neighbors(torch.tensor(ref), torch.tensor(ref), 6, block_size=block_size,
+                             exclude_self=True)
+    sk_d, sk_i = NearestNeighbors(n_neighbors=6, algorithm="brute").fit(ref).kneighbors()
+    assert np.allclose(d.numpy(), sk_d, rtol=0, atol=1e-10)
+    assert np.array_equal(i.numpy(), sk_i)
+
+
 def test_float32_on_the_gpu_agrees_with_float64_on_the_cpu():
     if not torch.cuda.is_available():
         pytest.skip("no GPU")
