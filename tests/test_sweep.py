@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from calibtut.run import RUN_DIR_ENV, SweepFailed, sweep
+from calibtut.run import RUN_DIR_ENV, SweepFailed, stored_tasks, sweep
 from calibtut.run import engine as engines
 from calibtut.run.store import SweepStore
 from calibtut.run.sweep import task_key
@@ -227,6 +227,24 @@ def test_store_cuts_an_unfinished_line_and_skips_garbage(tmp_path):
     assert path.read_text().endswith('"error": "boom"}\n')
     with pytest.raises(ValueError, match=r"\.jsonl"):
         SweepStore(tmp_path / "s.json")
+
+
+def test_reading_without_repair_never_writes_and_counts_only_finished_tasks(tmp_path):
+    folder = tmp_path / "results" / "p0" / "01_demo" / "sweeps"
+    store = SweepStore(folder / "grid.jsonl")
+    store.append({"key": "a", "status": "ok", "records": []})
+    store.append({"key": "b", "status": "failed", "error": "boom"})
+    store.append({"key": "a", "status": "ok", "records": []})  # stored twice, counted once
+    with open(store.path, "a") as handle:
+        handle.write('{"key": "c", "status": "ok", "rec')  # a running sweep mid-write
+    before = store.path.read_bytes()
+    assert stored_tasks("p0", "01_demo.md", "grid", root=tmp_path) == 1
+    assert store.path.read_bytes() == before
+    assert stored_tasks("p0", "01_demo", "other", root=tmp_path) == 0
+    with pytest.raises(TypeError, match="repair must be a bool"):
+        store.entries(repair="no")
+    with pytest.raises(ValueError, match="sweep"):
+        stored_tasks("p0", "01_demo", "../grid", root=tmp_path)
 
 
 def test_store_keeps_nan_and_inf_exactly(tmp_path):

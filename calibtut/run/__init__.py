@@ -7,7 +7,8 @@ Inside a notebook:
   (:mod:`calibtut.run.engine`), storing each finished task as one line of a
   committable store (:mod:`calibtut.run.store`);
 - :func:`save_table` saves a tidy table of the run;
-- :func:`load_result` shows a published full-scale table;
+- :func:`load_result` shows a published full-scale table, and
+  :func:`stored_tasks` how far an unpublished full run has got;
 - :func:`paper_vs_ours` builds the comparison table;
 - :func:`glue` pastes values into the text of the book.
 
@@ -18,7 +19,7 @@ executes a notebook into ``_build/runs/<part>/<nb>/<profile>-<hash>/``,
 """
 
 from ._paths import RUN_DIR_ENV, current_run_dir, find_root
-from .artifacts import load_result, publish, read_provenance, save_table
+from .artifacts import load_result, publish, read_provenance, save_table, stored_tasks
 from .compare import paper_vs_ours
 from .execute import NotebookFailed, parse_value, run_notebook
 from .glue import glue
@@ -44,5 +45,6 @@ __all__ = [
     "run_notebook",
     "save_table",
     "settings",
+    "stored_tasks",
     "sweep",
 ]

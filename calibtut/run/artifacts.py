@@ -11,6 +11,7 @@ from pathlib import Path
 import pandas as pd
 
 from ._paths import check_name, current_run_dir, find_root
+from .store import SweepStore
 
 __all__ = [
     "INTERACTIVE",
@@ -251,3 +252,47 @@ def load_result(part, notebook, table, *, root=None):
         raise FileNotFoundError(f"{path} not found{hint}; produce it with `{command}`")
     # Only an empty cell is missing: a label such as the method "None" stays a string.
     return pd.read_csv(path, keep_default_na=False, na_values=[""]), read_provenance(folder)
+
+
+def stored_tasks(part, notebook, sweep, *, root=None):
+    """How many tasks of a full run's sweep are finished in its committed store.
+
+    A full run longer than one sitting keeps its finished tasks in
+    ``results/<part>/<notebook>/sweeps/<sweep>.jsonl`` before it is published;
+    a notebook can say how far it has got. The store is only read, so this is
+    safe while a run is appending to it.
+
+    Parameters
+    ----------
+    part, notebook : str
+        As for :func:`load_result`.
+    sweep : str
+        The sweep's name (its ``desc``), e.g. ``"study"``.
+    root : str or path-like, optional
+        Repository root; found by walking up from the working directory by default.
+
+    Returns
+    -------
+    int
+        Distinct tasks stored as finished; 0 when there is no store (or no
+        repository, e.g. with only the installed package).
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> root = pathlib.Path(tempfile.mkdtemp())
+    >>> store = SweepStore(root / "results" / "p0" / "01_demo" / "sweeps" / "grid.jsonl")
+    >>> store.append({"key": "a", "status": "ok", "records": []})
+    >>> store.append({"key": "b", "status": "failed", "error": "boom"})
+    >>> stored_tasks("p0", "01_demo", "grid", root=root)
+    1
+    """
+    check_name(part, "part")
+    notebook = check_name(notebook, "notebook").removesuffix(".md").removesuffix(".ipynb")
+    check_name(sweep, "sweep")
+    if root is None:
+        root = find_root(required=False)
+        if root is None:
+            return 0
+    path = Path(root) / "results" / part / notebook / "sweeps" / f"{sweep}.jsonl"
+    return len(SweepStore(path).load(repair=False)[0])

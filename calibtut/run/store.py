@@ -96,8 +96,15 @@ class SweepStore:
             warnings.warn(f"{self.path}: dropped an unfinished last line ({size - keep} bytes) left by a crash",
                           RuntimeWarning, stacklevel=3)
 
-    def entries(self):
+    def entries(self, repair=True):
         """Every complete line, in the order written (unreadable lines are skipped with a warning).
+
+        Parameters
+        ----------
+        repair : bool, default True
+            Truncate a last line that a crash left unfinished. ``False`` only
+            skips it and never writes, for reading a store that a running sweep
+            may be appending to.
 
         Examples
         --------
@@ -105,12 +112,17 @@ class SweepStore:
         >>> SweepStore(pathlib.Path(tempfile.mkdtemp()) / "none.jsonl").entries()
         []
         """
-        self._cut_unfinished_line()
+        if not isinstance(repair, bool):
+            raise TypeError(f"repair must be a bool, got {repair!r}")
+        if repair:
+            self._cut_unfinished_line()
         if not self.path.is_file():
             return []
         out = []
         with open(self.path, encoding="utf-8") as handle:
             for number, line in enumerate(handle, 1):
+                if not line.endswith("\n"):
+                    break  # unfinished (only possible with repair=False)
                 if not line.strip():
                     continue
                 try:
@@ -124,8 +136,10 @@ class SweepStore:
                 out.append(entry)
         return out
 
-    def load(self):
+    def load(self, repair=True):
         """``(done, failed)``: the last successful entry per key, and the last failure of keys never done.
+
+        ``repair`` is passed to :meth:`entries`.
 
         Examples
         --------
@@ -136,7 +150,7 @@ class SweepStore:
         ['a']
         """
         done, failed = {}, {}
-        for entry in self.entries():
+        for entry in self.entries(repair):
             if entry["status"] == OK:
                 done[entry["key"]] = entry
                 failed.pop(entry["key"], None)
