@@ -292,6 +292,7 @@ VALID_FOR = {
     "calibtut.online.drift_offsets": {"kind": "jump"},
     "calibtut.run.paper_vs_ours": {"paper": lambda: _paper_table(), "ours": lambda: _paper_table(), "on": "m"},
     "calibtut.run.sweep": {"tasks": [{"seed": 0}], "fn": lambda: _square_task, "progress": False},
+    "calibtut.run.sweep.summarize_entries": {"entries": [{"seconds": 1.0, "finished": "2026-01-01T00:00:00"}]},
     "calibtut.online.apply_drift": {"kind": "jump", "labels": np.zeros(10)},
     "calibtut.online.drifting_gaussian_stream": {"kind": "jump"},
     "calibtut.online.adversarial_labels": {

@@ -30,6 +30,7 @@ from calibtut.run import (
 )
 from calibtut.run.__main__ import main
 from calibtut.run.glue import GLUE_PREFIX, glue_bundle
+from calibtut.run.provenance import cpu_label
 
 
 @pytest.fixture
@@ -366,6 +367,11 @@ def test_cli_end_to_end(book, capsys):
     assert prov["machine"]["cpu_count"] >= 1 and "gpu" in prov["machine"]
     assert {"commit", "dirty", "started", "finished", "wall_time_s"} <= set(prov)
     assert prov["wall_time_s"] > 0
+    # the resumed run says which tasks it computed and which came from the store, and where they ran
+    (summary,) = prov["sweeps"].values()
+    assert (summary["tasks"], summary["computed_now"], summary["from_store"]) == (4, 3, 1)
+    assert summary["cpu"] == {cpu_label(): 4} and sum(summary["code"].values()) == 4
+    assert summary["first_finished"] <= summary["last_finished"] and summary["task_seconds"] >= 0
 
     executed = nbformat.read(run / "01_tiny.ipynb", as_version=4)
     assert executed.metadata.papermill.input_path == str(book / notebook)

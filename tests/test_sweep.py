@@ -18,6 +18,7 @@ import pytest
 
 from calibtut.run import RUN_DIR_ENV, SweepFailed, stored_tasks, sweep
 from calibtut.run import engine as engines
+from calibtut.run.provenance import cpu_label
 from calibtut.run.store import SweepStore
 from calibtut.run.sweep import task_key
 
@@ -513,12 +514,17 @@ def test_recheck_finds_a_tampered_line(tmp_path, capsys):
     lines = path.read_text().splitlines()
     entry = json.loads(lines[2])
     entry["records"][0]["v"] += 1
+    entry["cpu"] = "Another CPU (avx512f)"
     path.write_text("\n".join(lines[:2] + [json.dumps(entry)] + lines[3:]) + "\n")
     table = recheck(path, sample=6, progress=False)
     assert table["match"].sum() == 5
     assert table.set_index("key").loc[entry["key"], "differing"] == "v"
+    assert set(table["cpu"]) == {cpu_label()}
+    assert set(table["stored_cpu"]) == {cpu_label(), "Another CPU (avx512f)"}
     assert recheck_main([str(path), "--sample", "6", "--workers", "1"]) == 1
-    assert "5 of 6 recomputed tasks match the store exactly" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "5 of 6 recomputed tasks match the store exactly" in out
+    assert "1 of the differing tasks were stored from another CPU (Another CPU (avx512f);" in out
     assert recheck_main([str(tmp_path / "missing.jsonl")]) == 2
     assert "does not exist" in capsys.readouterr().err
     with pytest.raises(ValueError, match="sample must be"):

@@ -25,6 +25,8 @@ __all__ = [
 ]
 
 PROVENANCE = "provenance.json"
+#: In a run directory: what each sweep of the run did (see :func:`calibtut.run.sweep`).
+SWEEPS = "sweeps.json"
 INTERACTIVE = Path("_build") / "runs" / "interactive"
 
 

@@ -36,6 +36,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from .._validation import check_int
+from .provenance import cpu_label
 from .store import FAILED, OK
 
 __all__ = [
@@ -257,7 +258,8 @@ def run_task(fn, task, reserved, threads=None):
     """Run one task and describe the outcome; never raises for an error of the task itself.
 
     Returns a dict with ``status`` (``"ok"`` or ``"failed"``), ``seconds``,
-    ``worker`` and either ``records`` or ``error`` (the traceback). The rows
+    ``worker``, ``cpu`` (:func:`calibtut.run.provenance.cpu_label` of the
+    machine that ran it) and either ``records`` or ``error`` (the traceback). The rows
     may not use the task's keys nor the names in ``reserved`` (the seconds
     column). ``threads`` limits BLAS/OpenMP/torch threads while it runs.
 
@@ -287,7 +289,7 @@ def run_task(fn, task, reserved, threads=None):
         outcome = {"status": OK, "records": records}
     except Exception:  # the task's own failure is data: recorded, reported, retried on the next run
         outcome = {"status": FAILED, "error": traceback.format_exc()}
-    return {**outcome, "seconds": time.perf_counter() - start, "worker": _where()}
+    return {**outcome, "seconds": time.perf_counter() - start, "worker": _where(), "cpu": cpu_label()}
 
 
 def run_serial(fn, todo, reserved):

@@ -15,7 +15,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from ._paths import RUN_DIR_ENV, SWEEP_DIR_ENV, find_root
-from .artifacts import PROVENANCE, atomic_write_text, list_tables
+from .artifacts import PROVENANCE, SWEEPS, atomic_write_text, list_tables
 from .engine import GPU_WORKERS_ENV, SCHEDULER_ENV, THREADS_ENV, WORKERS_ENV, Engine
 from .progress import PROGRESS_LOG_ENV
 from .profiles import check_profile
@@ -394,7 +394,7 @@ def run_notebook(notebook, profile="ci", parameters=None, *, out=None, fresh=Fal
             if folder.exists():
                 shutil.rmtree(folder)
     run_dir.mkdir(parents=True, exist_ok=True)
-    for stale in [*run_dir.glob("*.csv"), run_dir / PROVENANCE]:
+    for stale in [*run_dir.glob("*.csv"), run_dir / PROVENANCE, run_dir / SWEEPS]:
         stale.unlink(missing_ok=True)
     if kernel_name is None and not nb.metadata.get("kernelspec", {}).get("name"):
         kernel_name = "python3"
@@ -448,4 +448,6 @@ def _finish(record, run_dir, started, clock):
     record["finished"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
     record["wall_time_s"] = round(time.perf_counter() - clock, 3)
     record["tables"] = list_tables(run_dir)
+    if (run_dir / SWEEPS).is_file():  # what computed the tasks, which a resumed run may not have
+        record["sweeps"] = json.loads((run_dir / SWEEPS).read_text(encoding="utf-8"))
     atomic_write_text(run_dir / PROVENANCE, json.dumps(record, indent=2, default=str) + "\n")

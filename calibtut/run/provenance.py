@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import platform
 import subprocess
 import sys
 from importlib import metadata
 
-__all__ = ["PACKAGES", "SIMD_FLAGS", "git_state", "machine", "package_versions"]
+__all__ = ["PACKAGES", "SIMD_FLAGS", "cpu_label", "git_state", "machine", "package_versions"]
 
 #: Import name -> distribution name of the packages recorded in provenance.
 PACKAGES = {
@@ -87,6 +88,23 @@ SIMD_FLAGS = ("avx512f", "avx512_bf16", "amx_tile", "avx2", "fma", "neon", "asim
 def _cpu_simd():
     flags = set((_cpuinfo("flags") or _cpuinfo("features") or "").split())
     return [flag for flag in SIMD_FLAGS if flag in flags] or None
+
+
+@functools.lru_cache(maxsize=1)
+def cpu_label():
+    """This machine's CPU model and the SIMD extensions its kernels can use, in one line.
+
+    Every stored sweep task carries it, so a store filled on several machines
+    says which task ran where.
+
+    Examples
+    --------
+    >>> isinstance(cpu_label(), str) and len(cpu_label()) > 0
+    True
+    """
+    model = _cpuinfo("model name") or platform.processor() or platform.machine() or "unknown CPU"
+    simd = _cpu_simd()
+    return f"{model} ({', '.join(simd)})" if simd else model
 
 
 _GPU_DEVICE_FILES = ("/dev/nvidiactl", "/dev/nvidia0", "/dev/kfd", "/dev/dxg")

@@ -94,8 +94,10 @@ def recheck(store, *, sample=20, seed=0, max_seconds=None, fn=None, workers=None
     -------
     pandas.DataFrame
         One row per recomputed task: ``key``, ``stored_seconds``,
-        ``seconds``, ``match`` and ``differing`` (the names of the values
-        that changed).
+        ``seconds``, ``match``, ``differing`` (the names of the values
+        that changed), and ``stored_cpu`` and ``cpu``, the machines that
+        computed the stored and the fresh rows
+        (:func:`calibtut.run.provenance.cpu_label`).
 
     Examples
     --------
@@ -136,7 +138,8 @@ def recheck(store, *, sample=20, seed=0, max_seconds=None, fn=None, workers=None
     for key in chosen:
         changed = differing(done[key]["records"], fresh[key]["records"])
         rows.append({"key": key, "stored_seconds": done[key].get("seconds"), "seconds": fresh[key]["seconds"],
-                     "match": not changed, "differing": ",".join(changed)})
+                     "match": not changed, "differing": ",".join(changed),
+                     "stored_cpu": done[key].get("cpu") or "not recorded", "cpu": fresh[key].get("cpu")})
     return pd.DataFrame(rows)
 
 
@@ -161,6 +164,12 @@ def main(argv=None):
         print(table.to_string(index=False))
     matched = int(table["match"].sum())
     print(f"{matched} of {len(table)} recomputed tasks match the store exactly")
+    elsewhere = table[~table["match"] & (table["stored_cpu"] != table["cpu"])]
+    if len(elsewhere):
+        cpus = ", ".join(sorted(set(elsewhere["stored_cpu"])))
+        print(f"{len(elsewhere)} of the differing tasks were stored from another CPU ({cpus}; this one: "
+              f"{table['cpu'].iloc[0]}). torch and BLAS choose their kernels by CPU, so long trainings can "
+              f"differ in their last bits: recheck those on the CPU type that stored them.")
     return 0 if matched == len(table) else 1
 
 

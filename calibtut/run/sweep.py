@@ -12,12 +12,14 @@ from pathlib import Path
 
 import pandas as pd
 
+from .._validation import check_int
 from . import engine as engines
 from ._paths import SWEEP_DIR_ENV, current_run_dir, find_root
+from .artifacts import SWEEPS, atomic_write_text
 from .progress import SweepProgress
 from .store import OK, SweepStore, dumps
 
-__all__ = ["SweepFailed", "code_version", "resolve_store", "sweep", "task_key"]
+__all__ = ["SweepFailed", "code_version", "resolve_store", "summarize_entries", "sweep", "task_key"]
 
 class SweepFailed(RuntimeError):
     """Some tasks of a sweep raised; the others finished and are stored.
@@ -133,6 +135,79 @@ def _failure_report(label, failed, store):
                                          if store else "SweepFailed.failures; ")
                  + "run the same sweep again to retry only the failed tasks.")
     return "\n".join(lines)
+
+
+def _counts(values):
+    out = {}
+    for value in values:
+        out[value] = out.get(value, 0) + 1
+    return dict(sorted(out.items(), key=lambda item: -item[1]))
+
+
+def summarize_entries(entries, computed=0):
+    """What a sweep's stored entries say about where and when its tasks ran.
+
+    A full run can be computed over several sittings, engines and machines and
+    then published by a run that only reads its store; the run's provenance
+    keeps this summary of every task, so that it still says what computed them.
+
+    Parameters
+    ----------
+    entries : list of dict
+        Store entries (one per task), as :meth:`SweepStore.load` returns them.
+    computed : int, default 0
+        How many of them the current run computed (the others came from the store).
+
+    Returns
+    -------
+    dict
+        ``tasks``, ``computed_now``, ``from_store``, ``task_seconds`` (sum of
+        the tasks' own times), ``first_finished`` and ``last_finished``, and
+        task counts per ``engine``, ``code`` version and ``cpu``.
+
+    Examples
+    --------
+    >>> e = {"seconds": 2.0, "finished": "2026-01-01T00:00:00+00:00", "engine": {"mode": "serial"},
+    ...      "code": {"commit": "abc", "dirty": False}, "cpu": "X (avx2)"}
+    >>> s = summarize_entries([e, {**e, "cpu": "Y (avx512f)"}], computed=1)
+    >>> s["from_store"], s["task_seconds"], s["cpu"]
+    (1, 4.0, {'X (avx2)': 1, 'Y (avx512f)': 1})
+    """
+    def engine(entry):
+        described = entry.get("engine") or {}
+        return ", ".join(f"{k}={v}" for k, v in described.items()) or "not recorded"
+
+    def code(entry):
+        version = entry.get("code") or {}
+        commit = version.get("commit") or "not recorded"
+        return commit + ("-dirty" if version.get("dirty") else "")
+
+    if not isinstance(entries, (list, tuple)) or not all(isinstance(e, Mapping) for e in entries):
+        raise TypeError(f"entries must be a list of store entries (dicts), got {type(entries).__name__}")
+    computed = check_int(computed, "computed", minimum=0, maximum=len(entries))
+    finished = sorted(e["finished"] for e in entries if e.get("finished"))
+    return {
+        "tasks": len(entries),
+        "computed_now": computed,
+        "from_store": len(entries) - computed,
+        "task_seconds": round(sum(e.get("seconds") or 0.0 for e in entries), 1),
+        "first_finished": finished[0] if finished else None,
+        "last_finished": finished[-1] if finished else None,
+        "engine": _counts(engine(e) for e in entries),
+        "code": _counts(code(e) for e in entries),
+        "cpu": _counts(e.get("cpu") or "not recorded" for e in entries),
+    }
+
+
+def _record_summary(label, entries, computed):
+    """Under the runner, add this sweep's summary to the run directory's ``sweeps.json``."""
+    folder = current_run_dir()
+    if folder is None:
+        return
+    path = Path(folder) / SWEEPS
+    summaries = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    summaries[label] = summarize_entries(entries, computed)
+    atomic_write_text(path, json.dumps(summaries, indent=2) + "\n")
 
 
 def sweep(tasks, fn, *, store=None, desc=None, progress=True, seconds=None, workers=None, scheduler=None,
@@ -271,6 +346,7 @@ def sweep(tasks, fn, *, store=None, desc=None, progress=True, seconds=None, work
                 client.close()
     if failures:
         raise SweepFailed(_failure_report(label, failures, store), failures)
+    _record_summary(label, [saved[key] for key in keys], computed=len(todo))
 
     rows = []
     for key, task in zip(keys, tasks):
