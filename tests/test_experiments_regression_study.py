@@ -260,6 +260,20 @@ def test_calibration_test_table_rejects_the_miscalibrated_and_keeps_the_calibrat
     assert (table["pvalue_paper"] <= table["pvalue"]).all()
 
 
+def test_calibration_test_of_sqr_uses_the_19_level_statistic():
+    from calibtut.metrics import pce, pce_null_distribution
+    from calibtut.models.sqr import EVAL_LEVELS
+
+    rng = np.random.default_rng(2)
+    records = [{"dataset": "a", "run": run, "method": "SQR-CRPS (affine)", "train_fraction": 0.8,
+                "test_pce": pce(rng.random(100), levels=EVAL_LEVELS), "n_test": 100} for run in range(2)]
+    table = rs.calibration_test_table(pd.DataFrame(records), base="sqr-affine", n_sim=3000, seed=0)
+    levels = pce_null_distribution([100, 100], n_sim=3000, levels=EVAL_LEVELS, seed=0).mean()
+    assert table["calibrated_pce"].iloc[0] == pytest.approx(levels, rel=0.02)
+    # the sorted-PIT null is lower (0.0313 against 0.0324 at n = 100): the forms must not mix
+    assert pce_null_distribution([100, 100], n_sim=3000, seed=0).mean() < 0.98 * levels
+
+
 def test_calibration_p_values_are_uniform_for_calibrated_models():
     """Property over seeds: with uniform PITs, the conservative p-value rejects at 0.1 about 10% of the time."""
     rng = np.random.default_rng(7)
@@ -384,8 +398,12 @@ def test_combined_results_apply_the_lambda_rule_against_the_map_alone():
         rs.combined_results(rows, score="val_nll")
 
 
-def _claim_rows(effects, n_datasets=8, seed=0):
-    """Synthetic rows of every Figure 3 method: PCE = 0.1 + effect + dataset level + noise."""
+def _claim_rows(effects, n_datasets=15, seed=0, std=None, nll=None):
+    """Synthetic rows of every Figure 3 method: PCE = 0.1 + effect + dataset level + noise.
+
+    ``std`` and ``nll`` map methods to their test STD (both forms) and NLL (default 1).
+    """
+    std, nll = std or {}, nll or {}
     rng = np.random.default_rng(seed)
     rows = []
     for d in range(n_datasets):
@@ -400,7 +418,8 @@ def _claim_rows(effects, n_datasets=8, seed=0):
                              "lam": 1.0 if reg != "none" else 0.0, "posthoc": post, "map_split": "none",
                              "train_fraction": 0.65 if post != "none" else 0.8, "n_test": 200, "val_wis": 1.0,
                              "val_pce": 0.0 if reg != "none" else 0.1, "test_pce": pce, "test_wis": 1.0,
-                             "test_nll": math.inf if post == "emp" else 1.0, "test_std": 1.0})
+                             "test_nll": math.inf if post == "emp" else nll.get(method, 1.0) + 0.001 * rng.normal(),
+                             "test_std": std.get(method, 1.0), "test_std_quantile": std.get(method, 1.0)})
     return pd.DataFrame(rows)
 
 
@@ -410,19 +429,72 @@ def test_claim_verdicts_follow_the_rows():
     out = rs.claim_verdicts(_claim_rows(posthoc_best), n_sim=200).set_index("claim")
     assert list(out.index) == [f"C{i}" for i in range(1, 18)]
     assert set(out["verdict"]) <= set(rs.VERDICTS)
-    # post-hoc lower than regularization on 8 of 8 datasets: Wilcoxon p = 2/2^8 < 0.05
+    # post-hoc lower than regularization on 15 of 15 datasets: Wilcoxon p = 2/2^15, and at most
+    # 120 times that after Holm over the 120 pairs of Figure 3's diagram
     assert out.loc["C3", "verdict"] == "holds" and out.loc["C15", "verdict"] == "holds"
+    assert "Figure 3 CD: Friedman p = " in out.loc["C3", "evidence"]
     assert out.loc["C16", "verdict"] == "not run" and out.loc["C13", "verdict"] == "not run"
     assert out.loc["C14", "verdict"] == "not run"
     # the reverse: regularization better, Rec-EMP never the best
     reversed_ = rs.claim_verdicts(_claim_rows({m: -v for m, v in posthoc_best.items()}), n_sim=200)
     reversed_ = reversed_.set_index("claim")
     assert reversed_.loc["C3", "verdict"] == "does not hold" and reversed_.loc["C15", "verdict"] == "does not hold"
-    # three datasets cannot show significance
+    # three datasets cannot show significance; eight can for one pair (p = 2/2^8), not after Holm
     few = rs.claim_verdicts(_claim_rows(posthoc_best, n_datasets=3), n_sim=200).set_index("claim")
     assert few.loc["C3", "verdict"] == "not testable at this size"
+    eight = rs.claim_verdicts(_claim_rows(posthoc_best, n_datasets=8), n_sim=200).set_index("claim")
+    assert eight.loc["C3", "verdict"] == "does not hold" and "Holm p = " in eight.loc["C3", "evidence"]
     with pytest.raises(ValueError, match="min_datasets"):
         rs.claim_verdicts(_claim_rows(posthoc_best), min_datasets=0)
+
+
+def test_sharpness_claim_compares_like_with_like():
+    # every map 5% less sharp than the regularizers in the quantile STD; in the authors' STD the
+    # maps' 19 quantiles spread 0.89 of a Gaussian's sigma, which alone would make them look sharper
+    maps = [m for m in rs.figure_methods("7") if "Rec-" in m]
+    rows = _claim_rows({}, std={m: 1.05 for m in maps})
+    rows.loc[rows["posthoc"] != "none", "test_std"] *= 0.8875
+    out = rs.claim_verdicts(rows, n_sim=100).set_index("claim")
+    assert out.loc["C12", "verdict"] == "does not hold"
+    assert "on std_quantile: 0/15" in out.loc["C12", "evidence"]
+    assert "authors' STD: MIX-CRPS + Rec-EMP < MIX-CRPS + PCE-KDE on std: 15/15" in out.loc["C12", "evidence"]
+
+
+def test_best_calibrated_claim_is_among_figure_14s_five_models():
+    # Rec-EMP on MIX-CRPS is better still, but it is not one of Figure 14's five models
+    rows = _claim_rows({"MIX-NLL + Rec-EMP": -0.05, "MIX-CRPS + Rec-EMP": -0.08})
+    out = rs.claim_verdicts(rows, n_sim=100).set_index("claim")
+    assert out.loc["C15", "verdict"] == "holds" and "on 15/15 datasets" in out.loc["C15", "evidence"]
+    rows = _claim_rows({"MIX-NLL + Rec-EMP": -0.05, "MIX-NLL + PCE-KDE": -0.08})
+    assert rs.claim_verdicts(rows, n_sim=100).set_index("claim").loc["C15", "verdict"] == "does not hold"
+
+
+def test_small_effects_scale_with_runs_and_a_decrease_is_not_harm():
+    # Rec-KDE lowers the NLL a lot: "without a large increase" holds, "little effect" would not
+    kde = {"MIX-NLL + Rec-KDE": 0.5, "MIX-CRPS + Rec-KDE": 0.5}
+    rows = _claim_rows({m: -0.05 for m in kde}, nll=kde)
+    checks = rs._Checks(rs.study_results(rows), 0.05, 6, "sqr-affine")
+    assert checks.small_effect("MIX-NLL + Rec-KDE", "MIX-NLL", "nll", increase_only=True)[0] == "holds"
+    assert checks.small_effect("MIX-NLL + Rec-KDE", "MIX-NLL", "nll")[0] == "does not hold"
+    # two runs: the authors' d of a textbook 0.8 / sqrt(5) effect is 0.8 sqrt(2/5)
+    assert rs._large_d(2) == pytest.approx(0.8 * math.sqrt(2 / 5)) and rs._large_d(5) == pytest.approx(0.8)
+    verdict, text = checks.small_effect("MIX-NLL + Rec-KDE", "MIX-NLL", "wis")  # both constant: d is NaN
+    assert verdict in ("holds", "not run")
+
+
+def test_a_significant_difference_needs_the_claimed_direction():
+    # Trunc better than CQR on most datasets by a little, much worse on the rest: the majority
+    # says "lower", the one-sided test in that direction does not
+    rows = _claim_rows({})
+    sqr = rows["method"] == "SQR-CRPS (affine) + Trunc"
+    worse = rows["dataset"].isin(["d0", "d1", "d2", "d3", "d4", "d5"])
+    rows.loc[sqr & ~worse, "test_pce"] -= 0.002
+    rows.loc[sqr & worse, "test_pce"] += 0.05
+    checks = rs._Checks(rs.study_results(rows), 0.05, 6, "sqr-affine")
+    share, n, p = checks.compare("SQR-CRPS (affine) + Trunc", "SQR-CRPS (affine)", "pce")
+    assert share > 0.5 and p > 0.5
+    verdict, _ = checks.lower("SQR-CRPS (affine) + Trunc", "SQR-CRPS (affine)", "pce", significant=True)
+    assert verdict == "does not hold"
 
 
 def test_figure_effects_use_the_figure_baseline_and_methods():

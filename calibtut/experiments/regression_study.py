@@ -83,7 +83,7 @@ from calibtut.models.mixture import predict_mixture
 from calibtut.models.sqr import EVAL_LEVELS, predict_quantiles
 from calibtut.models.study_training import BASE_MODEL_NAMES
 from calibtut.recalibration import OneSidedCQR, QuantileRecalibrator, mixture_quantile_function, recalibrated_nll
-from calibtut.stats import cohens_d, holm, select_lambda
+from calibtut.stats import cohens_d, friedman_wilcoxon, holm, select_lambda
 
 __all__ = [
     "ABLATIONS",
@@ -615,7 +615,8 @@ def calibration_test_table(rows, base="mix-nll", *, n_sim=10_000, alpha=0.01, se
     """Figure 2 and Section 4 of paper 002: mean test PCE per dataset against a calibrated model's.
 
     The statistic is the mean over runs of the test PCE of the vanilla model
-    (sorted-PIT form). Its null distribution is that of the same mean for
+    (sorted-PIT form for mixtures, the 19-level frequency form for SQR). Its
+    null distribution is that of the same mean, in the same form, for
     uniform PITs of the same test sizes
     (:func:`calibtut.metrics.pce_null_distribution`); ``calibrated_pce`` is
     its mean (the orange bars of Figure 2). Two p-values: the paper's
@@ -655,10 +656,12 @@ def calibration_test_table(rows, base="mix-nll", *, n_sim=10_000, alpha=0.01, se
     n_sim = check_int(n_sim, "n_sim", minimum=1)
     seed = check_int(seed, "seed", minimum=0)
     vanilla = _vanilla(rows, base)
+    # the statistic's own form: sorted PITs for mixtures, the 19 evaluation levels for SQR
+    levels = EVAL_LEVELS if base.startswith("sqr") else None
     records = []
     for i, (name, group) in enumerate(vanilla.sort_values("run").groupby("dataset", sort=True)):
         stat = float(group["test_pce"].mean())
-        null = pce_null_distribution([int(n) for n in group["n_test"]], n_sim=n_sim, seed=seed + i)
+        null = pce_null_distribution([int(n) for n in group["n_test"]], n_sim=n_sim, levels=levels, seed=seed + i)
         records.append({
             "dataset": name,
             "n_runs": len(group),
@@ -1112,12 +1115,30 @@ def combination_effects(results, metric, form="authors"):
 VERDICTS = ("holds", "does not hold", "not testable at this size", "not run")
 
 
-class _Checks:
-    """Directional and significance checks on run means per dataset (lower is better)."""
+def _large_d(n_runs, threshold=0.8):
+    """The paper's "large" Cohen's d (0.8 in the authors' form at 5 runs) for ``n_runs`` runs.
 
-    def __init__(self, results, alpha, min_datasets):
-        self.results, self.alpha, self.min_datasets = results, alpha, min_datasets
-        self.tables = {}
+    The authors' d is sqrt(n_runs) times the textbook one, so the same
+    textbook effect (0.8 / sqrt(5)) is ``threshold * sqrt(n_runs / 5)`` in
+    the authors' form.
+    """
+    return threshold * math.sqrt(n_runs / 5)
+
+
+class _Checks:
+    """Directional and significance checks on run means per dataset (lower is better).
+
+    A direction is a majority of datasets. "Significantly" is read off the
+    critical-difference diagram of the claim's figure, as the paper does:
+    Friedman's test over the figure's methods, then the pair's Holm-adjusted
+    Wilcoxon p-value (:func:`calibtut.stats.friedman_wilcoxon`). A comparison
+    that no figure holds (a difference of gains, a combination against its
+    map) uses the one-sided Wilcoxon test of the pair in the claimed direction.
+    """
+
+    def __init__(self, results, alpha, min_datasets, sqr):
+        self.results, self.alpha, self.min_datasets, self.sqr = results, alpha, min_datasets, sqr
+        self.tables, self.diagrams = {}, {}
 
     def means(self, metric):
         if metric not in self.tables:
@@ -1128,8 +1149,8 @@ class _Checks:
         have = set(self.results["method"])
         return [m for m in methods if m not in have]
 
-    def compare(self, a, b, metric):
-        """``(share of datasets where a < b, n, two-sided Wilcoxon p)`` of run means; a, b labels or Series."""
+    def compare(self, a, b, metric, alternative="less"):
+        """``(share of datasets where a < b, n, Wilcoxon p of a - b)`` of run means; a, b labels or Series."""
         table = self.means(metric)
         left = table[a] if isinstance(a, str) else a
         right = table[b] if isinstance(b, str) else b
@@ -1139,12 +1160,33 @@ class _Checks:
         n = len(diff)
         if n == 0:
             return math.nan, 0, math.nan
-        p = math.nan if np.all(diff == 0) else float(sps_wilcoxon(diff, zero_method="pratt").pvalue)
+        p = math.nan if np.all(diff == 0) else float(
+            sps_wilcoxon(diff, zero_method="pratt", alternative=alternative).pvalue)
         return float(np.mean(diff < 0)), n, p
 
-    def lower(self, a, b, metric, significant=False, name=None):
+    def _diagram(self, figure, metric):
+        key = (figure, metric)
+        if key not in self.diagrams:
+            table = self.means(metric)
+            methods = [m for m in figure_methods(figure, self.sqr) if m in table.columns]
+            try:
+                self.diagrams[key] = friedman_wilcoxon(table[methods], self.alpha)
+            except ValueError:  # fewer than 3 methods or 2 complete datasets
+                self.diagrams[key] = None
+        return self.diagrams[key]
+
+    def significant(self, a, b, metric, figure, one_sided_p):
+        """``(significant, text)``: a and b apart in the figure's CD diagram, else by the pair's test."""
+        diagram = None if figure is None or not isinstance(a, str) else self._diagram(figure, metric)
+        if diagram is None or a not in diagram.pvalues.index or b not in diagram.pvalues.index:
+            return bool(one_sided_p < self.alpha), f"one-sided Wilcoxon p = {one_sided_p:.3g}"
+        p = float(diagram.pvalues.loc[a, b])
+        text = f"Figure {figure} CD: Friedman p = {diagram.friedman_pvalue:.3g}, Holm p = {p:.3g}"
+        return bool(diagram.significant and p < self.alpha), text
+
+    def lower(self, a, b, metric, significant=False, name=None, figure=None):
         share, n, p = self.compare(a, b, metric)
-        text = f"{name or f'{a} < {b}'} on {metric}: {share * n:.0f}/{n} datasets, p = {p:.3g}"
+        text = f"{name or f'{a} < {b}'} on {metric}: {share * n:.0f}/{n} datasets"
         if n == 0:
             return "not run", text
         if share <= 0.5:
@@ -1153,33 +1195,49 @@ class _Checks:
             return "holds", text
         if n < self.min_datasets:
             return "not testable at this size", text
-        return ("holds" if p < self.alpha else "does not hold"), text
+        sig, detail = self.significant(a, b, metric, figure, p)
+        return ("holds" if sig else "does not hold"), f"{text}, {detail}"
 
-    def not_worse(self, a, b, metric):
+    def not_worse(self, a, b, metric, figure=None):
         share, n, p = self.compare(b, a, metric)
-        text = f"{a} not significantly above {b} on {metric}: lower on {(1 - share) * n:.0f}/{n}, p = {p:.3g}"
+        text = f"{a} not significantly above {b} on {metric}: lower on {(1 - share) * n:.0f}/{n}"
         if n < self.min_datasets:
             return "not testable at this size", text
-        worse = share > 0.5 and p < self.alpha
-        return ("does not hold" if worse else "holds"), text
+        sig, detail = self.significant(b, a, metric, figure, p)
+        worse = share > 0.5 and sig
+        return ("does not hold" if worse else "holds"), f"{text}, {detail}"
 
-    def same(self, a, b, metric):
-        share, n, p = self.compare(a, b, metric)
-        text = f"{a} vs {b} on {metric}: lower on {share * n:.0f}/{n}, p = {p:.3g}"
+    def same(self, a, b, metric, figure=None):
+        share, n, p = self.compare(a, b, metric, alternative="two-sided")
+        text = f"{a} vs {b} on {metric}: lower on {share * n:.0f}/{n}"
         if n < self.min_datasets:
             return "not testable at this size", text
-        return ("holds" if not p < self.alpha else "does not hold"), text
+        diagram = None if figure is None else self._diagram(figure, metric)
+        if diagram is not None and a in diagram.pvalues.index and b in diagram.pvalues.index:
+            q = float(diagram.pvalues.loc[a, b])
+            apart = diagram.significant and q < self.alpha
+            text += f", Figure {figure} CD: Friedman p = {diagram.friedman_pvalue:.3g}, Holm p = {q:.3g}"
+        else:
+            apart = p < self.alpha
+            text += f", two-sided Wilcoxon p = {p:.3g}"
+        return ("does not hold" if apart else "holds"), text
 
-    def small_effect(self, a, b, metric, threshold=0.8):
+    def small_effect(self, a, b, metric, increase_only=False):
+        """Median authors' d of a against b below the paper's "large" (scaled to the runs), or only its increase."""
         d = cohens_d_table(self.results[self.results["method"].isin([a, b])], metric, b)[a]
         median = float(d.replace([np.inf, -np.inf], np.nan).median())
-        text = f"median Cohen's d of {a} against {b} on {metric}: {median:.2f} (|d| < {threshold} is small)"
-        return ("holds" if abs(median) < threshold else "does not hold"), text
+        large = _large_d(self.results["run"].nunique())
+        kind = "an increase below" if increase_only else "|d| below"
+        text = f"median Cohen's d of {a} against {b} on {metric}: {median:.2f} ({kind} {large:.2f} is small)"
+        if math.isnan(median):
+            return "not run", text
+        small = median < large if increase_only else abs(median) < large
+        return ("holds" if small else "does not hold"), text
 
 
-def _combine(checks):
+def _combine(checks, notes=()):
     verdicts = [v for v, _ in checks]
-    evidence = "; ".join(t for _, t in checks)
+    evidence = "; ".join([t for _, t in checks] + list(notes))
     for verdict in ("does not hold", "not run", "not testable at this size"):
         if verdict in verdicts:
             return verdict, evidence
@@ -1191,11 +1249,16 @@ def claim_verdicts(rows, *, ablations=None, sqr="sqr-affine", alpha=0.05, min_da
 
     Methods are compared on their run means per dataset (lower is better),
     regularized methods at the lambda of the paper's rule
-    (:func:`study_results`, :func:`combined_results`). "Significantly" is
-    the two-sided Wilcoxon signed-rank test (``zero_method="pratt"``) over
-    datasets at ``alpha``, as in the paper's CD diagrams but per pair, without
-    Holm's correction across the figure; a direction alone needs a majority of
-    datasets. A claim holds when every part of it does.
+    (:func:`study_results`, :func:`combined_results`). A direction needs a
+    majority of datasets. "Significantly" is read, as in the paper, off the
+    critical-difference diagram of the claim's figure: Friedman's test over
+    the figure's methods, then the pair's Wilcoxon signed-rank p-value
+    (``zero_method="pratt"``) with Holm's correction over every pair of the
+    figure, at ``alpha``; a comparison that no figure holds uses the pair's
+    one-sided Wilcoxon test. "Small" and "large" effects compare the median
+    authors' Cohen's d with 0.8 at five runs, scaled to the number of runs
+    (the authors' d grows with the square root of it). A claim holds when
+    every part of it does.
 
     Parameters
     ----------
@@ -1204,16 +1267,17 @@ def claim_verdicts(rows, *, ablations=None, sqr="sqr-affine", alpha=0.05, min_da
         datasets; Figures 9-10 need ``combine=True`` and ``map_on_train=True``).
     ablations : pandas.DataFrame, optional
         Rows of :func:`ablation_tasks` (claim C16, "not run" without them);
-        "much worse" and "small" are a median authors' d above 0.8 and below
-        0.8 in absolute value, on the NLL for mixture sizes and on the WIS
-        otherwise.
+        "much worse" and "small" are a median authors' d above and below the
+        large effect (0.8 at five runs, scaled to the runs), on the NLL for
+        mixture sizes and on the WIS otherwise.
     sqr : {"sqr", "sqr-affine"}, default "sqr-affine"
         Which SQR stands for SQR-CRPS.
     alpha : float, default 0.05
         Level of the Wilcoxon tests, in (0, 1).
     min_datasets : int, default 6
         Fewest datasets on which a significance claim is tested (with fewer,
-        no two-sided Wilcoxon p-value can fall below 0.05), >= 1.
+        no two-sided Wilcoxon p-value can fall below 0.05, let alone a
+        Holm-adjusted one), >= 1.
     n_sim : int, default 10000
         Null draws of the per-dataset PCE test (claim C1), >= 1.
     seed : int, default 0
@@ -1244,7 +1308,7 @@ def claim_verdicts(rows, *, ablations=None, sqr="sqr-affine", alpha=0.05, min_da
         raise ValueError(f"sqr must be 'sqr' or 'sqr-affine', got {sqr!r}")
     _check_rows(rows, ["dataset", "run", "base", "method", "regularizer", "posthoc", "train_fraction", "map_split"])
     results = study_results(rows)
-    checks = _Checks(results, alpha, min_datasets)
+    checks = _Checks(results, alpha, min_datasets, sqr)
     nll, crps, sq = (method_label(b) for b in ("mix-nll", "mix-crps", sqr))
     lab = method_label
     verdicts = {}
@@ -1256,8 +1320,11 @@ def claim_verdicts(rows, *, ablations=None, sqr="sqr-affine", alpha=0.05, min_da
     # C1: the per-dataset PCE test
     table = calibration_test_table(rows, n_sim=n_sim, seed=seed)
     k, n = int(table["reject_paper"].sum()), len(table)
-    verdicts["C1"] = ("holds" if k / n >= 11 / 57 else "does not hold",
-                      f"rejected at 0.01 with Holm for {k} of {n} datasets (paper: 11 or 46 of 57)")
+    readings = {"11 of 57 rejected (as printed)": 11 / 57, "46 of 57 rejected (11 not rejected)": 46 / 57}
+    verdict = {r: "holds" if k / n >= share else "does not hold" for r, share in readings.items()}
+    verdicts["C1"] = (verdict["11 of 57 rejected (as printed)"],
+                      f"rejected at 0.01 with Holm for {k} of {n} datasets; "
+                      + "; ".join(f"reading {r}: {v}" for r, v in verdict.items()))
     verdicts["C2"] = need(nll, sq) or checks.lower(nll, sq, "pce")
     parts = []
     for base, posthocs, regs in (("mix-nll", ("emp", "lin", "kde"), ("pce-kde", "qr")),
@@ -1266,7 +1333,8 @@ def claim_verdicts(rows, *, ablations=None, sqr="sqr-affine", alpha=0.05, min_da
         for p in posthocs:
             for r in regs:
                 parts.append(need(lab(base, posthoc=p), lab(base, r))
-                             or checks.lower(lab(base, posthoc=p), lab(base, r), "pce", significant=True))
+                             or checks.lower(lab(base, posthoc=p), lab(base, r), "pce", significant=True,
+                                             figure="3"))
     verdicts["C3"] = _combine(parts)
     c4 = need(lab("mix-crps", "pce-kde"), lab("mix-crps", "qr"), lab("mix-nll", "pce-kde"), lab("mix-nll", "qr"))
     if c4 is None:
@@ -1278,7 +1346,8 @@ def claim_verdicts(rows, *, ablations=None, sqr="sqr-affine", alpha=0.05, min_da
     verdicts["C4"] = c4
     kde_sq, trunc_sq = lab(sqr, "pce-kde"), lab(sqr, "trunc")
     verdicts["C5"] = need(sq, kde_sq, trunc_sq) or _combine(
-        [checks.lower(kde_sq, sq, "pce"), checks.lower(trunc_sq, sq, "pce"), checks.same(kde_sq, trunc_sq, "pce")])
+        [checks.lower(kde_sq, sq, "pce"), checks.lower(trunc_sq, sq, "pce"),
+         checks.same(kde_sq, trunc_sq, "pce", figure="3")])
     parts = []
     for base in ("mix-nll", "mix-crps"):
         for p in ("emp", "lin", "kde"):
@@ -1299,16 +1368,17 @@ def claim_verdicts(rows, *, ablations=None, sqr="sqr-affine", alpha=0.05, min_da
             continue
         emp_nll = results.loc[results["method"] == emp, "test_nll"]
         parts.append(("holds" if np.isposinf(emp_nll).all() else "does not hold",
-                      f"{emp} NLL infinite in {int(np.isposinf(emp_nll).sum())} of {len(emp_nll)} runs"))
-        parts += [checks.lower(vanilla, lin, "nll", significant=True), checks.lower(kde, vanilla, "pce"),
-                  checks.small_effect(kde, vanilla, "nll")]
+                      f"{emp} NLL infinite in {int(np.isposinf(emp_nll).sum())} of {len(emp_nll)} runs "
+                      f"(by construction: the map's CDF is a step function, with no density)"))
+        parts += [checks.lower(vanilla, lin, "nll", significant=True, figure="5"),
+                  checks.lower(kde, vanilla, "pce"), checks.small_effect(kde, vanilla, "nll", increase_only=True)]
     verdicts["C7"] = _combine(parts)
     parts = []
     for r in ("pce-kde", "pce-sort", "qr"):
         reg = lab("mix-nll", r)
         missing = need(reg, nll)
-        parts += [missing] if missing else [checks.lower(reg, nll, "pce", significant=True)] + [
-            checks.not_worse(reg, nll, m) for m in ("wis", "nll", "std")]
+        parts += [missing] if missing else [checks.lower(reg, nll, "pce", significant=True, figure="6")] + [
+            checks.not_worse(reg, nll, m, figure="6") for m in ("wis", "nll", "std")]
     verdicts["C8"] = _combine(parts)
     qr_crps = lab("mix-crps", "qr")
     verdicts["C9"] = need(qr_crps, crps) or _combine(
@@ -1316,34 +1386,44 @@ def claim_verdicts(rows, *, ablations=None, sqr="sqr-affine", alpha=0.05, min_da
          checks.small_effect(qr_crps, crps, "nll")])
     cqr_sq = lab(sqr, posthoc="cqr")
     verdicts["C10"] = need(cqr_sq, kde_sq, trunc_sq) or _combine(
-        [checks.lower(cqr_sq, other, m) for other in (kde_sq, trunc_sq) for m in ("pce", "wis")])
+        [checks.lower(cqr_sq, other, m, significant=True, figure="8") for other in (kde_sq, trunc_sq)
+         for m in ("pce", "wis")])
     kde_crps = lab("mix-crps", posthoc="kde")
     verdicts["C11"] = need(kde_crps, lab("mix-crps", posthoc="emp"), lab("mix-crps", posthoc="lin")) or _combine(
-        [checks.lower(lab("mix-crps", posthoc=p), kde_crps, "wis", significant=True) for p in ("emp", "lin")])
-    parts = []
+        [checks.lower(lab("mix-crps", posthoc=p), kde_crps, "wis", significant=True, figure="7")
+         for p in ("emp", "lin")])
+    # A map's STD is that of its 19 quantiles, an unmapped mixture's the exact one (the authors'
+    # code); 19 quantiles of a Gaussian spread 0.89 sigma, so the comparison uses the quantile STD
+    # of every model, and the authors' STD is only reported.
+    parts, notes = [], []
     for r in ("pce-kde", "pce-sort"):
         for p in ("emp", "lin", "kde"):
             a, b = lab("mix-crps", posthoc=p), lab("mix-crps", r)
-            parts.append(need(a, b) or checks.lower(a, b, "std"))
-    parts += [need(cqr_sq, other) or checks.lower(other, cqr_sq, "std") for other in (kde_sq, trunc_sq)]
-    verdicts["C12"] = _combine(parts)
+            missing = need(a, b)
+            parts.append(missing or checks.lower(a, b, "std_quantile"))
+            if not missing:
+                notes.append("authors' STD: " + checks.lower(a, b, "std")[1])
+    parts += [need(sq, cqr_sq) or checks.lower(sq, cqr_sq, "std"),
+              need(trunc_sq, sq) or checks.lower(trunc_sq, sq, "std")]
+    verdicts["C12"] = _combine(parts, notes)
     combined = combined_results(rows)
     combos = [m for m in figure_methods("9", sqr)[1::2]]
     if not set(combos) & set(combined["method"]):
         verdicts["C13"] = ("not run", "no regularization + post-hoc rows (run_study_task(..., combine=True))")
     else:
-        combo_checks = _Checks(combined, alpha, min_datasets)
-        parts = []
+        combo_checks = _Checks(combined, alpha, min_datasets, sqr)
+        parts, skipped = [], []
         for alone, combo in zip(figure_methods("9", sqr)[::2], combos):
             missing = combo_checks.missing(alone, combo)
             if missing:
+                skipped.append(combo)
                 continue
             better, text = combo_checks.lower(combo, alone, "pce", significant=True)
             # "does not improve the PCE": the negation of a significant improvement
             parts.append(({"holds": "does not hold", "does not hold": "holds"}.get(better, better), "not: " + text))
             parts += [combo_checks.lower(alone, combo, m) for m in ("wis", "nll", "std")
                       if not (m == "nll" and combo.startswith("SQR"))]
-        verdicts["C13"] = _combine(parts)
+        verdicts["C13"] = _combine(parts, [f"not trained: {', '.join(skipped)}"] if skipped else [])
     trained = [lab("mix-nll", posthoc=p, map_split="train") for p in ("lin", "kde")]
     if checks.missing(*trained):
         verdicts["C14"] = ("not run", "no maps fitted on the training split (run_study_task(..., map_on_train=True))")
@@ -1351,19 +1431,29 @@ def claim_verdicts(rows, *, ablations=None, sqr="sqr-affine", alpha=0.05, min_da
         parts = []
         for p in ("lin", "kde"):
             cal, train = lab("mix-nll", posthoc=p), lab("mix-nll", posthoc=p, map_split="train")
-            parts += [checks.lower(cal, train, "pce", significant=True), checks.lower(train, cal, "wis"),
-                      checks.lower(train, cal, "nll"), checks.lower(train, cal, "std", significant=True)]
+            parts += [checks.lower(cal, train, "pce", significant=True, figure="10"),
+                      checks.lower(train, cal, "wis"), checks.lower(train, cal, "nll"),
+                      checks.lower(train, cal, "std", significant=True, figure="10")]
+        cal, train = lab(sqr, posthoc="cqr"), lab(sqr, posthoc="cqr", map_split="train")
+        if not checks.missing(sq):  # the SQR half, when the SQR base was trained
+            missing = need(cal, train)
+            parts += [missing] if missing else [
+                checks.lower(cal, train, "pce"), checks.lower(train, cal, "wis"),
+                checks.lower(train, cal, "std", significant=True, figure="10")]
         verdicts["C14"] = _combine(parts)
-    present = [m for m in figure_methods("3", sqr) if not checks.missing(m)]
+    # Figure 14's five models: is MIX-NLL + Rec-EMP the lowest PCE on most datasets?
     emp_nll = lab("mix-nll", posthoc="emp")
-    if emp_nll in present and len(present) > 1:
-        ranks = checks.means("pce")[present].dropna().rank(axis=1).mean()
-        best = ranks.idxmin()
-        verdicts["C15"] = ("holds" if best == emp_nll else "does not hold",
-                           f"lowest mean PCE rank: {best} ({ranks.min():.2f}); {emp_nll}: {ranks[emp_nll]:.2f}, "
-                           f"over {len(present)} methods")
+    five = [nll, lab("mix-nll", "pce-kde"), emp_nll, crps, sq]
+    missing = need(*five)
+    if missing:
+        verdicts["C15"] = missing
     else:
-        verdicts["C15"] = ("not run", f"no rows of {emp_nll} or of the other methods")
+        table = checks.means("pce")[five].dropna()
+        wins = table.idxmin(axis=1).value_counts()
+        won = int(wins.get(emp_nll, 0))
+        verdicts["C15"] = ("holds" if won > len(table) / 2 else "does not hold",
+                           f"lowest PCE among Figure 14's five models on {won}/{len(table)} datasets; "
+                           + ", ".join(f"{m}: {c}" for m, c in wins.items()))
     verdicts["C16"] = _ablation_verdict(ablations)
     parts = []
     for method, vanilla in ((lab("mix-nll", "pce-kde"), nll), (qr_crps, crps), (cqr_sq, sq)):
@@ -1371,11 +1461,9 @@ def claim_verdicts(rows, *, ablations=None, sqr="sqr-affine", alpha=0.05, min_da
         if missing:
             parts.append(missing)
             continue
-        wis = checks.means("wis")[[method, vanilla]].dropna()
-        within = float(np.mean(wis[method] <= 1.1 * wis[vanilla]))
-        parts += [checks.lower(method, vanilla, "pce"),
-                  ("holds" if within > 0.5 else "does not hold",
-                   f"{method} WIS within 10% of {vanilla} on {within * len(wis):.0f}/{len(wis)} datasets")]
+        metrics = ("wis", "std") if method.startswith("SQR") else ("wis", "nll", "std")
+        parts += [checks.lower(method, vanilla, "pce")] + [
+            checks.small_effect(method, vanilla, m, increase_only=True) for m in metrics]
     verdicts["C17"] = _combine(parts)
     claims = paper_table("regression_study", "claims")
     out = claims[["claim", "statement"]].copy()
@@ -1594,6 +1682,7 @@ def _ablation_verdict(ablations):
     if ablations is None:
         return "not run", "the appendix ablations (mixture size, quantiles per step, depth) are not trained"
     parts = []
+    large = _large_d(ablations["run"].nunique()) if "run" in ablations.columns else _large_d(5)
     for factor, metric in (("n_components", "nll"), ("n_levels", "wis"), ("n_hidden", "wis")):
         d = ablation_effects(ablations, factor, metric) if factor in ablations.columns else pd.DataFrame()
         if d.empty:
@@ -1604,7 +1693,7 @@ def _ablation_verdict(ablations):
         shown = ", ".join(f"{v}: {m:.2f}" for v, m in sorted(values.items()))
         text = f"median d on {metric} against the default by {factor}: {shown}"
         if factor == "n_components":
-            ok = values.get(1, math.inf) > 0.8 and all(abs(m) < 0.8 for v, m in values.items() if v > 3)
+            ok = values.get(1, math.inf) > large and all(abs(m) < large for v, m in values.items() if v > 3)
             parts.append(("holds" if ok and 1 in values else "does not hold" if 1 in values else "not run", text))
         elif factor == "n_levels":
             parts.append(("holds" if all(m > 0 for m in values.values()) else "does not hold", text))
