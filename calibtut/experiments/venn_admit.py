@@ -1020,8 +1020,11 @@ def pooled_singletons(rows, by=("method", "class")):
     """Singletons pooled over calibration splits: admitted points, correct ones, accuracy and share, per group.
 
     Pooling (rather than averaging the splits' accuracies) weighs every
-    admitted point once, which is what a binomial tolerance on the accuracy
-    among admitted points needs.
+    admitted point once. The splits share one test set, so pooled points are
+    not independent draws: a binomial standard deviation of the pooled
+    accuracy is too small (by up to the square root of the number of splits),
+    which makes a lower tolerance built on it stricter, not looser, and an
+    upper one unreliable.
 
     Parameters
     ----------
