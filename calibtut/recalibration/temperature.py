@@ -160,7 +160,10 @@ class TemperatureScaling:
         NLL. :meth:`fit` (bounded Brent search) gives the exact minimiser of the
         same objective; this method first runs it (which also validates the
         input), keeps it as ``exact_temperature_`` and then sets
-        ``temperature_`` to the SGD solution.
+        ``temperature_`` to the SGD solution. One difference from the code:
+        the weights are rescaled to mean one (the code uses them as they come,
+        1.5 for Temp. and ``1/g_hat - 1/2`` for the IW variants), which leaves
+        the minimiser unchanged but changes the effective step of ``lr``.
 
         Parameters
         ----------
