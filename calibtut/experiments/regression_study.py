@@ -1175,11 +1175,11 @@ class _Checks:
                 self.diagrams[key] = None
         return self.diagrams[key]
 
-    def significant(self, a, b, metric, figure, one_sided_p):
-        """``(significant, text)``: a and b apart in the figure's CD diagram, else by the pair's test."""
+    def significant(self, a, b, metric, figure, pair_p, sides="one-sided"):
+        """``(significant, text)``: a and b apart in the figure's CD diagram, else by the pair's own p-value."""
         diagram = None if figure is None or not isinstance(a, str) else self._diagram(figure, metric)
         if diagram is None or a not in diagram.pvalues.index or b not in diagram.pvalues.index:
-            return bool(one_sided_p < self.alpha), f"one-sided Wilcoxon p = {one_sided_p:.3g}"
+            return bool(pair_p < self.alpha), f"{sides} Wilcoxon p = {pair_p:.3g}"
         p = float(diagram.pvalues.loc[a, b])
         text = f"Figure {figure} CD: Friedman p = {diagram.friedman_pvalue:.3g}, Holm p = {p:.3g}"
         return bool(diagram.significant and p < self.alpha), text
@@ -1212,15 +1212,8 @@ class _Checks:
         text = f"{a} vs {b} on {metric}: lower on {share * n:.0f}/{n}"
         if n < self.min_datasets:
             return "not testable at this size", text
-        diagram = None if figure is None else self._diagram(figure, metric)
-        if diagram is not None and a in diagram.pvalues.index and b in diagram.pvalues.index:
-            q = float(diagram.pvalues.loc[a, b])
-            apart = diagram.significant and q < self.alpha
-            text += f", Figure {figure} CD: Friedman p = {diagram.friedman_pvalue:.3g}, Holm p = {q:.3g}"
-        else:
-            apart = p < self.alpha
-            text += f", two-sided Wilcoxon p = {p:.3g}"
-        return ("does not hold" if apart else "holds"), text
+        apart, detail = self.significant(a, b, metric, figure, p, sides="two-sided")
+        return ("does not hold" if apart else "holds"), f"{text}, {detail}"
 
     def small_effect(self, a, b, metric, increase_only=False):
         """Median authors' d of a against b below the paper's "large" (scaled to the runs), or only its increase."""
