@@ -253,6 +253,32 @@ def test_tridiagonal_matches_solve_banded():
         np.testing.assert_allclose(x[i], linalg.solve_banded((1, 1), ab, rhs[i]), rtol=1e-12, atol=1e-12)
 
 
+def test_stiff_springs_are_solved_without_cancellation():
+    from calibtut.online.springs import _solve_stiff
+
+    # the cancellation-free elimination is the same linear algebra on ordinary systems
+    rng = np.random.default_rng(3)
+    c = rng.uniform(0.0, 5.0, size=(6, 8))
+    rhs = rng.normal(size=(6, 7))
+    x = _solve_stiff(c, rhs)
+    for i in range(6):
+        ab = np.zeros((3, 7))
+        ab[0, 1:], ab[1], ab[2, :-1] = -c[i, 1:-1], 1.0 + c[i, 1:] + c[i, :-1], -c[i, 1:-1]
+        np.testing.assert_allclose(x[i], linalg.solve_banded((1, 1), ab, rhs[i]), rtol=1e-12, atol=1e-12)
+    # a step of the median adversary (chapter 3) at T = 594: gaps of 1e-11 to 1e-8 and
+    # forces of 2e5, where Thomas' pivots used to cancel to zero (ZeroDivisionError)
+    base = np.array([-0.00025913358726731284, -0.00013878297328789868, -0.00013057342123667937,
+                     -0.00012674412620089504, -0.0001267435419463614, -0.00012674352526570454,
+                     -0.00012674351018687746, -0.00012674348820296277, -9.815209691610427e-05])
+    force = 198237.19215326058
+    adjustment = np.array([39814.039628225866, force, force, force, 0.0, -force, -force, -force,
+                           -39814.03962822615])
+    z = solve_equilibrium(base, adjustment, 0.96, B=4.0)
+    assert np.all(np.diff(z) > 0)
+    # solved to what float64 allows: a net force about 1e-8 of the forces acting
+    assert np.abs(equilibrium_residual(z, base, adjustment, 0.96, B=4.0)).max() < 1e-8 * force
+
+
 # --------------------------------------------------------------------------- conformal calibration
 
 

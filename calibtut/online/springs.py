@@ -20,7 +20,11 @@ barrier keeps every gap positive. So the solution exists, is unique and is
 strictly increasing; the Hessian of ``U`` is symmetric, tridiagonal and
 strictly diagonally dominant. :func:`solve_equilibrium` runs Newton's method
 with a batched Thomas solve, a fraction-to-boundary rule and a backtracking
-line search on the squared residual. :func:`solve_equilibrium_damped` is the
+line search on the squared residual. Rows whose springs are stiffer than
+``STIFF`` (gaps near float64 resolution, as under an adversary that pins the
+quantiles together) use a cancellation-free form of the elimination; the
+other rows keep the plain one, so ordinary runs are bit-for-bit unchanged.
+:func:`solve_equilibrium_damped` is the
 damped force iteration described for the public torchuq code, kept as the
 baseline to beat. Without a bound ``B`` the two end springs are absent (free
 ends).
@@ -105,6 +109,40 @@ def _solve_tridiagonal_single(diag, off, rhs):
     return np.array(x)
 
 
+#: Spring stiffness above which the Newton system is solved in the cancellation-free form.
+STIFF = 1e12
+
+
+def _solve_stiff(c, rhs):
+    """Solve ``(I + springs) p = rhs`` for a batch, with pivots free of cancellation.
+
+    ``c`` of shape (n, K + 1) holds the stiffness of every gap (the end gaps
+    first and last, zero for a free end), so the matrix has the diagonal
+    ``1 + c_k + c_{k+1}`` and the off-diagonal ``-c_{k+1}``. Thomas' pivot
+    ``m_k = d_k - c_k^2 / m_{k-1}`` subtracts two numbers of the size of
+    ``c_k``; when ``c_k`` is beyond about ``1e12`` (gaps near float64
+    resolution) that difference loses every digit of the ``1`` that keeps it
+    positive, and a pivot can come out zero. Writing the pivot as
+    ``m_k = 1 + c_{k+1} + c_k s_{k-1} / m_{k-1}`` with the slack
+    ``s_k = m_k - c_{k+1} = 1 + c_k s_{k-1} / m_{k-1}`` adds positive numbers
+    only, so every pivot is at least 1.
+    """
+    n, K = rhs.shape
+    m = np.empty((n, K))
+    g = np.empty((n, K))
+    ratio = np.ones(n)  # s_{k-1} / m_{k-1}; 1 before the first row
+    for k in range(K):
+        m[:, k] = 1.0 + c[:, k + 1] + c[:, k] * ratio
+        slack = 1.0 + c[:, k] * ratio
+        ratio = slack / m[:, k]
+        g[:, k] = (rhs[:, k] + c[:, k] * (g[:, k - 1] if k else 0.0)) / m[:, k]
+    x = np.empty((n, K))
+    x[:, -1] = g[:, -1]
+    for k in range(K - 2, -1, -1):
+        x[:, k] = g[:, k] + c[:, k + 1] / m[:, k] * x[:, k + 1]
+    return x
+
+
 class _Springs:
     """The equilibrium problem for a batch: rest lengths, anchors, bounds."""
 
@@ -160,17 +198,13 @@ class _Springs:
             below = np.concatenate([zero, s], axis=1)
         return self.anchor - z + above - below, r
 
-    def hessian(self, r):
-        """Diagonal and off-diagonal of the energy's Hessian (minus the Jacobian)."""
+    def stiffness(self, r):
+        """Stiffness of every gap, shape (n, K + 1): the end gaps first and last (zero for a free end)."""
         c = self.eta * (1.0 + 1.0 / r**2) / self.rest
         if self.B is not None:
-            diag = 1.0 + c[:, 1:] + c[:, :-1]
-            off = -c[:, 1:-1]
-        else:
-            zero = np.zeros((len(r), 1))
-            diag = 1.0 + np.concatenate([c, zero], axis=1) + np.concatenate([zero, c], axis=1)
-            off = -c
-        return diag, off
+            return c
+        zero = np.zeros((len(r), 1))
+        return np.concatenate([zero, c, zero], axis=1)
 
     def energy(self, z):
         """The convex energy whose gradient is minus the net force (inf outside the feasible set)."""
@@ -310,11 +344,18 @@ def solve_equilibrium(base, adjustment, eta, B=None, *, tol=1e-12, max_iter=100,
         sp = springs if len(active) == n else springs.subset(active)
         iterations[active] += 1
         zs = z[active]
-        diag, off = sp.hessian(r)
-        if len(active) == 1:
+        c = sp.stiffness(r)
+        stiff = c.max(axis=1) > STIFF
+        diag, off = 1.0 + c[:, 1:] + c[:, :-1], -c[:, 1:-1]
+        if len(active) == 1 and not stiff[0]:
             p = _solve_tridiagonal_single(diag[0].tolist(), off[0].tolist(), g[0].tolist())[None, :]
-        else:
+        elif not np.any(stiff):
             p = solve_tridiagonal(diag, off, g)
+        else:  # gaps near float64 resolution: Thomas' pivots would cancel in those rows
+            p = np.empty_like(g)
+            p[stiff] = _solve_stiff(c[stiff], g[stiff])
+            if not np.all(stiff):
+                p[~stiff] = solve_tridiagonal(diag[~stiff], off[~stiff], g[~stiff])
         gaps = sp.gaps(zs)
         dgaps = np.diff(sp.pad(p, fill=0.0), axis=1)
         with np.errstate(divide="ignore", invalid="ignore"):
