@@ -16,12 +16,14 @@ from .store import SweepStore
 __all__ = [
     "INTERACTIVE",
     "PROVENANCE",
+    "SWEEPS",
     "atomic_write_text",
     "list_tables",
     "load_result",
     "publish",
     "read_provenance",
     "save_table",
+    "stored_tasks",
 ]
 
 PROVENANCE = "provenance.json"
