@@ -1313,11 +1313,10 @@ def claim_verdicts(rows, *, ablations=None, sqr="sqr-affine", alpha=0.05, min_da
     # C1: the per-dataset PCE test
     table = calibration_test_table(rows, n_sim=n_sim, seed=seed)
     k, n = int(table["reject_paper"].sum()), len(table)
-    readings = {"11 of 57 rejected (as printed)": 11 / 57, "46 of 57 rejected (11 not rejected)": 46 / 57}
-    verdict = {r: "holds" if k / n >= share else "does not hold" for r, share in readings.items()}
-    verdicts["C1"] = (verdict["11 of 57 rejected (as printed)"],
-                      f"rejected at 0.01 with Holm for {k} of {n} datasets; "
-                      + "; ".join(f"reading {r}: {v}" for r, v in verdict.items()))
+    readings = rejection_counts(table)  # the printed reading first, then "not rejected for 11"
+    verdict = ["holds" if r.ours_share >= r.paper_share else "does not hold" for r in readings.itertuples()]
+    verdicts["C1"] = (verdict[0], f"rejected at 0.01 with Holm for {k} of {n} datasets; " + "; ".join(
+        f"reading '{r.reading}' of 57: {v}" for r, v in zip(readings.itertuples(), verdict)))
     verdicts["C2"] = need(nll, sq) or checks.lower(nll, sq, "pce")
     parts = []
     for base, posthocs, regs in (("mix-nll", ("emp", "lin", "kde"), ("pce-kde", "qr")),

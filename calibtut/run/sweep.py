@@ -6,6 +6,7 @@ import hashlib
 import json
 import numbers
 import os
+from collections import Counter
 from collections.abc import Mapping
 from datetime import datetime, timezone
 from pathlib import Path
@@ -137,13 +138,6 @@ def _failure_report(label, failed, store):
     return "\n".join(lines)
 
 
-def _counts(values):
-    out = {}
-    for value in values:
-        out[value] = out.get(value, 0) + 1
-    return dict(sorted(out.items(), key=lambda item: -item[1]))
-
-
 def summarize_entries(entries, computed=0):
     """What a sweep's stored entries say about where and when its tasks ran.
 
@@ -193,9 +187,9 @@ def summarize_entries(entries, computed=0):
         "task_seconds": round(sum(e.get("seconds") or 0.0 for e in entries), 1),
         "first_finished": finished[0] if finished else None,
         "last_finished": finished[-1] if finished else None,
-        "engine": _counts(engine(e) for e in entries),
-        "code": _counts(code(e) for e in entries),
-        "cpu": _counts(e.get("cpu") or "not recorded" for e in entries),
+        "engine": dict(Counter(engine(e) for e in entries).most_common()),
+        "code": dict(Counter(code(e) for e in entries).most_common()),
+        "cpu": dict(Counter(e.get("cpu") or "not recorded" for e in entries).most_common()),
     }
 
 
