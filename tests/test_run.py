@@ -260,6 +260,10 @@ def test_paper_vs_ours():
     assert np.isnan(table["difference"].iloc[1])
     no_full = paper_vs_ours(paper, ci, on=["data", "method"])
     assert "ours (full)" not in no_full and no_full["difference"].iloc[0] == 1.0
+    # a full-profile notebook's live run is labelled as such (and compared with the paper)
+    live_full = paper_vs_ours(paper, ci, on=["data", "method"], live="full")
+    assert live_full.columns.tolist() == ["data", "method", "paper", "ours (full)", "difference"]
+    assert live_full["difference"].iloc[0] == 1.0
 
 
 def test_paper_vs_ours_checks_arguments():
@@ -272,6 +276,10 @@ def test_paper_vs_ours_checks_arguments():
         paper_vs_ours(paper.iloc[:1], paper.assign(value=["a", "b"]), on="m")
     with pytest.raises(ValueError, match="decimals"):
         paper_vs_ours(paper.iloc[:1], paper, on="m", decimals=-1)
+    with pytest.raises(ValueError, match="profile"):
+        paper_vs_ours(paper.iloc[:1], paper, on="m", live="paper")
+    with pytest.raises(ValueError, match="full=None"):
+        paper_vs_ours(paper.iloc[:1], paper, on="m", live="full", full=paper)
 
 
 # ---------------------------------------------------------------- the runner, end to end

@@ -569,7 +569,7 @@ def paired_difference(rows, metric, a, b):
     return pd.DataFrame({"mean": d.mean(), "se": d.std(ddof=1) / np.sqrt(d.count()), "n": d.count()})
 
 
-def table1_vs_paper(ours, *, rows, full=None, by="drift"):
+def table1_vs_paper(ours, *, rows, full=None, by="drift", live="ci"):
     """Table 1 of the paper beside ours, one line per (row, metric, method).
 
     The paper's numbers are :func:`calibtut.papers.paper_table` ``("drift",
@@ -586,11 +586,14 @@ def table1_vs_paper(ours, *, rows, full=None, by="drift"):
         The published full run, laid out like ``ours``.
     by : str, default "drift"
         The column of ``ours`` (and ``full``) that holds Table 1's row.
+    live : {"ci", "full"}, default "ci"
+        The profile ``ours`` was run at; it names the column ``ours (<live>)``
+        (see :func:`calibtut.run.paper_vs_ours`).
 
     Returns
     -------
     pandas.DataFrame
-        Columns ``row``, ``metric``, ``method``, ``paper``, ``ours (ci)``,
+        Columns ``row``, ``metric``, ``method``, ``paper``, ``ours (<live>)``,
         ``ours (full)`` (with ``full``) and ``difference``, rounded to 3
         decimals, in the paper's order.
 
@@ -617,7 +620,7 @@ def table1_vs_paper(ours, *, rows, full=None, by="drift"):
 
     full_long = None if full is None else long(full, "full")
     table = paper_vs_ours(paper[paper["row"].isin(rows)], long(ours, "ours"), on=["row", "metric", "method"],
-                          full=full_long, decimals=3)
+                          full=full_long, live=live, decimals=3)
     return table.reset_index(drop=True)
 
 
@@ -786,7 +789,7 @@ def evaluate_params(params, forecasts, labels, levels, B, w_mix=0.4):
     return out
 
 
-def table2_vs_paper(table2):
+def table2_vs_paper(table2, *, live="ci"):
     """Table 2 of the paper (Appendix B.1) beside ours, one line per (``w_mix``, metric).
 
     Parameters
@@ -795,11 +798,14 @@ def table2_vs_paper(table2):
         Index ``w_mix``; columns ``candidate``, ``pinball``, ``ece`` and
         ``sharpness``: the chosen candidate for each weight, scored on fresh
         synthetic tasks.
+    live : {"ci", "full"}, default "ci"
+        The profile ``table2`` was run at; it names the column ``ours (<live>)``
+        (see :func:`calibtut.run.paper_vs_ours`).
 
     Returns
     -------
     pandas.DataFrame
-        Columns ``w_mix``, ``metric``, ``paper``, ``ours (ci)``, ``difference``,
+        Columns ``w_mix``, ``metric``, ``paper``, ``ours (<live>)``, ``difference``,
         rounded to 3 decimals, in the paper's order; the paper's numbers are
         :func:`calibtut.papers.paper_table` ``("drift", "table2")``.
 
@@ -820,7 +826,7 @@ def table2_vs_paper(table2):
     ours = table2.reset_index().melt(id_vars=["w_mix", "candidate"], value_vars=list(TABLE1_METRICS),
                                      var_name="metric")
     return paper_vs_ours(paper_table("drift", "table2"), ours.astype({"value": float}), on=["w_mix", "metric"],
-                         decimals=3)
+                         live=live, decimals=3)
 
 
 def search_candidates(n_candidates, seed):

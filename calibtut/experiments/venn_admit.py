@@ -1102,7 +1102,7 @@ def table4_singletons(rows):
     return out.assign(_k=key).sort_values("_k", kind="stable").drop(columns="_k").reset_index(drop=True)
 
 
-def table4_vs_paper(ours, *, full=None):
+def table4_vs_paper(ours, *, full=None, live="ci"):
     """Every ts115 cell of the paper's Table 4 beside ours, long (casp12 is not available offline).
 
     Parameters
@@ -1111,12 +1111,15 @@ def table4_vs_paper(ours, *, full=None):
         Rows of :func:`run_protein_config` from the live run (splits averaged).
     full : pandas.DataFrame, optional
         The full run's rows.
+    live : {"ci", "full"}, default "ci"
+        The profile ``ours`` was run at; it names the column ``ours (<live>)``
+        (see :func:`calibtut.run.paper_vs_ours`).
 
     Returns
     -------
     pandas.DataFrame
         Columns ``method``, ``class`` (``"H"``, ``"S"``, ``"O"``, ``"all"``),
-        ``metric``, ``paper``, ``ours (ci)``, ``ours (full)`` (with ``full``)
+        ``metric``, ``paper``, ``ours (<live>)``, ``ours (full)`` (with ``full``)
         and ``difference``, rounded to 2 decimals; the paper's methods only
         (it has no KNN or Conf_base rows in Table 4, nor our ablations).
 
@@ -1141,7 +1144,7 @@ def table4_vs_paper(ours, *, full=None):
         return chosen.melt(id_vars=["method", "class"], value_vars=["accuracy", "share"], var_name="metric")
 
     return paper_vs_ours(paper[[*key, "value"]], relabel(ours, "ours"), on=key,
-                         full=None if full is None else relabel(full, "full"), decimals=2)
+                         full=None if full is None else relabel(full, "full"), live=live, decimals=2)
 
 
 def table2_model_approximation(rows):
@@ -1290,7 +1293,7 @@ def table5_by_features(runs, methods=("KNN", "APS", "ADMIT", "Venn-ADMIT", "Venn
     return out.set_index(["dataset", "method", "metric"]).round(2)
 
 
-def table5_vs_paper(ours, *, full=None, datasets=DATASETS):
+def table5_vs_paper(ours, *, full=None, datasets=DATASETS, live="ci"):
     """Every cell of the paper's Table 5 for the chosen tasks beside ours, long.
 
     Parameters
@@ -1300,6 +1303,9 @@ def table5_vs_paper(ours, *, full=None, datasets=DATASETS):
         live run (splits averaged).
     full : pandas.DataFrame, optional
         The full run's rows.
+    live : {"ci", "full"}, default "ci"
+        The profile ``ours`` was run at; it names the column ``ours (<live>)``
+        (see :func:`calibtut.run.paper_vs_ours`).
     datasets : sequence of str, default :data:`DATASETS`
         Our tasks whose cells are compared: ``"sentiment"``,
         ``"sentiment_ood"`` and ``"grammar"`` (beside the paper's
@@ -1310,7 +1316,7 @@ def table5_vs_paper(ours, *, full=None, datasets=DATASETS):
     -------
     pandas.DataFrame
         Columns ``dataset`` (the paper's name), ``method``, ``class``,
-        ``metric``, ``paper``, ``ours (ci)``, ``ours (full)`` (with ``full``)
+        ``metric``, ``paper``, ``ours (<live>)``, ``ours (full)`` (with ``full``)
         and ``difference``, rounded to 2 decimals. Our ablations are not in
         the paper and do not appear.
 
@@ -1339,10 +1345,10 @@ def table5_vs_paper(ours, *, full=None, datasets=DATASETS):
         return long.assign(dataset=long["dataset"].map(names))
 
     return paper_vs_ours(paper[[*key, "value"]], relabel(ours, "ours"), on=key,
-                         full=None if full is None else relabel(full, "full"), decimals=2)
+                         full=None if full is None else relabel(full, "full"), live=live, decimals=2)
 
 
-def table2_vs_paper(ours, *, full=None, datasets=DATASETS):
+def table2_vs_paper(ours, *, full=None, datasets=DATASETS, live="ci"):
     """The paper's Table 2 beside ours, long: accuracy (Sentiment, SentimentOOD, Protein) or F0.5 (Grammar).
 
     Parameters
@@ -1352,6 +1358,9 @@ def table2_vs_paper(ours, *, full=None, datasets=DATASETS):
         :func:`run_grammar_config` from the live run (splits averaged).
     full : pandas.DataFrame, optional
         The full run's rows.
+    live : {"ci", "full"}, default "ci"
+        The profile ``ours`` was run at; it names the column ``ours (<live>)``
+        (see :func:`calibtut.run.paper_vs_ours`).
     datasets : sequence of str, default :data:`DATASETS`
         Our tasks whose columns are compared: names from :data:`DATASETS`,
         ``"protein"`` (its test split is the paper's ts115; casp12 is not
@@ -1364,7 +1373,7 @@ def table2_vs_paper(ours, *, full=None, datasets=DATASETS):
     pandas.DataFrame
         Columns ``dataset``, ``split`` (the paper's ``D_ca``, ``D_te`` or
         ``ts115``), ``method`` (:data:`MODELS`), ``metric`` (``accuracy``,
-        or ``f05`` for Grammar), ``paper``, ``ours (ci)``, ``ours (full)``
+        or ``f05`` for Grammar), ``paper``, ``ours (<live>)``, ``ours (full)``
         (with ``full``) and ``difference``, rounded to 2 decimals.
 
     Examples
@@ -1398,4 +1407,4 @@ def table2_vs_paper(ours, *, full=None, datasets=DATASETS):
                              "metric": np.where(grammar, "f05", "accuracy"), "value": value})
 
     return paper_vs_ours(paper[[*key, "value"]], relabel(ours, "ours"), on=key,
-                         full=None if full is None else relabel(full, "full"), decimals=2)
+                         full=None if full is None else relabel(full, "full"), live=live, decimals=2)
