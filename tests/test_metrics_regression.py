@@ -139,6 +139,28 @@ def test_quantile_calibration_error_hand_and_cumulative():
     np.testing.assert_allclose(run, [0.5, 0.25, 1 / 12])
 
 
+def test_quantile_calibration_error_with_crossing_quantiles():
+    # quantiles (1, 0.5) at (.25, .75) cross; y = 0, 2, 4: freq(y <= 1) = 1/3,
+    # freq(y <= 0.5) = 1/3 -> (|1/3 - .25| + |1/3 - .75|) / 2 = 1/4
+    y = [0.0, 2.0, 4.0]
+    crossed = [[1.0, 0.5]] * 3
+    with pytest.raises(ValueError, match="non-decreasing"):
+        quantile_calibration_error(y, crossed, [0.25, 0.75])
+    assert quantile_calibration_error(y, crossed, [0.25, 0.75], allow_crossing=True) == pytest.approx(0.25)
+    with pytest.raises(TypeError, match="allow_crossing"):
+        quantile_calibration_error(y, crossed, [0.25, 0.75], allow_crossing="yes")
+    # on monotone rows the flag changes nothing, and each level is scored on its own
+    rng = np.random.default_rng(0)
+    levels = np.linspace(0.05, 0.95, 19)
+    q = np.sort(rng.normal(size=(50, 19)), axis=1)
+    yy = rng.normal(size=50)
+    assert quantile_calibration_error(yy, q, levels, allow_crossing=True) == quantile_calibration_error(yy, q, levels)
+    swapped = q.copy()
+    swapped[:, [3, 4]] = swapped[:, [4, 3]]
+    per_level = np.abs((yy[:, None] <= swapped).mean(axis=0) - levels).mean()
+    assert quantile_calibration_error(yy, swapped, levels, allow_crossing=True) == pytest.approx(per_level)
+
+
 def test_quantile_pce_equals_pit_grid_pce_for_gaussian_quantiles():
     # freq(y <= q_a) = F_hat_PIT(a) when q_a = mean + std Phi^{-1}(a)
     y, mean, std = gaussian_data(1)

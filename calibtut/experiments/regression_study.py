@@ -336,7 +336,7 @@ def _mixture_metrics(y, params, rec=None):
 def _quantile_metrics(y, quantiles, crps_quantiles=None):
     """Metrics of 19 predicted quantiles (original units), the crossings kept as the authors do."""
     out = {
-        "pce": quantile_calibration_error(y, quantiles, EVAL_LEVELS),
+        "pce": quantile_calibration_error(y, quantiles, EVAL_LEVELS, allow_crossing=True),
         "wis": weighted_interval_score(y, quantiles, EVAL_LEVELS),
         "nll": math.nan,
         "crps": math.nan if crps_quantiles is None else crps_quantile(y, np.sort(crps_quantiles, axis=1), _CRPS_LEVELS),

@@ -91,11 +91,11 @@ def check_mixture(y, weights, means, stds):
     return y, weights, means, stds
 
 
-def check_quantiles(y, quantiles, levels):
+def check_quantiles(y, quantiles, levels, *, monotone=True):
     """Validate quantile predictions ``(n, n_levels)`` at ``levels`` for targets ``y``.
 
     Quantiles must be non-decreasing along each row (sort crossing quantiles
-    first).
+    first), unless ``monotone=False``.
 
     Returns
     -------
@@ -114,7 +114,9 @@ def check_quantiles(y, quantiles, levels):
     levels = check_levels(levels)
     if quantiles.shape[1] != levels.size:
         raise ValueError(f"quantiles has {quantiles.shape[1]} columns but levels has {levels.size} entries")
-    if np.any(np.diff(quantiles, axis=1) < 0):
+    if not isinstance(monotone, bool):
+        raise TypeError(f"monotone must be True or False, got {type(monotone).__name__}")
+    if monotone and np.any(np.diff(quantiles, axis=1) < 0):
         raise ValueError("quantiles must be non-decreasing along each row (sort crossing quantiles)")
     check_same_length(y=y, quantiles=quantiles)
     return y, quantiles, levels

@@ -192,7 +192,7 @@ def quantile_frequencies(y, quantiles, levels):
     return np.mean(y[:, None] <= quantiles, axis=0)
 
 
-def quantile_calibration_error(y, quantiles, levels, p=1, cumulative=False):
+def quantile_calibration_error(y, quantiles, levels, p=1, cumulative=False, allow_crossing=False):
     r"""Calibration error of quantile predictions: :math:`\frac1K\sum_k |\hat F_k - \alpha_k|^p`.
 
     :math:`\hat F_k` is the fraction of observations at or below the
@@ -213,6 +213,10 @@ def quantile_calibration_error(y, quantiles, levels, p=1, cumulative=False):
     cumulative : bool, default False
         If True, return the error of the first T observations for every
         T = 1..n (the running error of an online forecaster).
+    allow_crossing : bool, default False
+        If True, accept rows whose quantiles cross. Each level's frequency is
+        counted on its own, so the error needs no order; the regression
+        study scores its per-level CQR this way, as its authors do.
 
     Returns
     -------
@@ -223,8 +227,13 @@ def quantile_calibration_error(y, quantiles, levels, p=1, cumulative=False):
     >>> # frequencies .5 and 1 at levels .25 and .75: (.25 + .25) / 2
     >>> quantile_calibration_error([0.0, 2.0], [[1.0, 3.0], [1.0, 3.0]], [0.25, 0.75])
     0.25
+    >>> # crossed quantiles are refused unless allowed; each level is then scored alone
+    >>> quantile_calibration_error([0.0, 2.0], [[1.0, 0.5], [1.0, 0.5]], [0.25, 0.75], allow_crossing=True)
+    0.25
     """
-    y, quantiles, levels = check_quantiles(y, quantiles, levels)
+    if not isinstance(allow_crossing, bool):
+        raise TypeError(f"allow_crossing must be True or False, got {type(allow_crossing).__name__}")
+    y, quantiles, levels = check_quantiles(y, quantiles, levels, monotone=not allow_crossing)
     p = _check_p(p)
     below = (y[:, None] <= quantiles).astype(np.float64)
     if not cumulative:
