@@ -203,19 +203,35 @@ def test_table1_summary_is_the_groupby_mean():
         assert summary.loc[(drift, metric), method] == pytest.approx(expected, rel=1e-12)
 
 
-def test_paired_difference_matches_a_paired_t_statistic():
-    rows = bm.table1_rows(_random_rows(seed=3))
+def test_paired_difference_is_a_paired_t_test_over_base_models():
+    # 2 datasets x 3 seeds = 6 base models, 6 sequences each
+    rows = bm.table1_rows(pd.concat([_random_rows(seed=3 + k).assign(seed=k) for k in range(3)]))
     out = bm.paired_difference(rows, "ece", "conf.", "ours")
-    assert (out["n"] == 12).all()  # 2 datasets x 6 sequences per drift
+    assert (out["n"] == 6).all()
     for drift in bm.BENCHMARK_DRIFTS:
-        a = rows[(rows["drift"] == drift) & (rows["method"] == "conf.")].sort_values(["dataset", "sequence"])
-        b = rows[(rows["drift"] == drift) & (rows["method"] == "ours")].sort_values(["dataset", "sequence"])
-        t = stats.ttest_rel(a["ece"].to_numpy(), b["ece"].to_numpy())
+        per = {m: rows[(rows["drift"] == drift) & (rows["method"] == m)].groupby(["dataset", "seed"])["ece"].mean()
+               for m in ("conf.", "ours")}
+        t = stats.ttest_rel(per["conf."].to_numpy(), per["ours"].to_numpy())
         assert out.loc[drift, "mean"] / out.loc[drift, "se"] == pytest.approx(t.statistic, rel=1e-9)
+        assert out.loc[drift, "p"] == pytest.approx(t.pvalue, rel=1e-9)
     with pytest.raises(ValueError, match="metric"):
         bm.paired_difference(rows, "crps", "conf.", "ours")
     with pytest.raises(ValueError, match="b must be a method"):
         bm.paired_difference(rows, "ece", "conf.", "mine")
+
+
+def test_paired_difference_does_not_count_sequences_of_one_model_as_independent():
+    # a base-model effect shared by all its sequences: per-sequence pairs would give
+    # n = 48 and a tiny standard error; over the 2 base models the evidence is weak
+    rng = np.random.default_rng(1)
+    rows = bm.table1_rows(_random_rows(seed=5, n_seq=24))
+    shift = {"yacht": 0.2, "energy": -0.1}
+    ours = rows["method"] == "ours"
+    rows.loc[ours, "ece"] = rows.loc[ours, "dataset"].map(shift) + rng.normal(0, 0.01, ours.sum())
+    rows.loc[~ours, "ece"] = rng.normal(0, 0.01, (~ours).sum())
+    out = bm.paired_difference(rows, "ece", "ours", "conf.")
+    assert (out["n"] == 2).all()
+    assert (out["p"] > 0.1).all() and (out["se"] > 0.1).all()
 
 
 def test_table1_vs_paper_reads_the_paper_file():

@@ -534,7 +534,12 @@ def table1_summary(rows):
 
 
 def paired_difference(rows, metric, a, b):
-    """Mean of ``metric`` of method ``a`` minus method ``b`` per drift, paired by sequence, with its standard error.
+    """Mean of ``metric`` of method ``a`` minus method ``b`` per drift, paired by base model, with a t-test.
+
+    The sequences of one base model (one ``dataset`` and ``seed``) share its
+    forecasts, so they are not independent: the differences are first
+    averaged over each base model's sequences, and the mean, its standard
+    error and the t-test are taken over base models.
 
     Parameters
     ----------
@@ -548,16 +553,20 @@ def paired_difference(rows, metric, a, b):
     -------
     pandas.DataFrame
         Index ``drift``; columns ``mean``, ``se`` (sample standard deviation
-        over the paired sequences divided by the square root of their number)
-        and ``n`` (the number of pairs).
+        over the base models' mean differences divided by the square root of
+        their number), ``n`` (the number of base models) and ``p`` (the
+        two-sided p-value of the one-sample t-test of a zero mean, from
+        :func:`scipy.stats.ttest_1samp`; NaN with one base model).
 
     Examples
     --------
-    >>> rows = pd.DataFrame({"dataset": "d", "seed": 0, "drift": "jump", "sequence": [0, 0, 1, 1],
+    >>> rows = pd.DataFrame({"dataset": "d", "seed": [0, 0, 1, 1], "drift": "jump", "sequence": 0,
     ...                      "method": ["ours", "conf.", "ours", "conf."], "ece": [0.1, 0.3, 0.2, 0.6]})
     >>> paired_difference(rows, "ece", "conf.", "ours").round(3).to_dict("records")
-    [{'mean': 0.3, 'se': 0.1, 'n': 2}]
+    [{'mean': 0.3, 'se': 0.1, 'n': 2, 'p': 0.205}]
     """
+    from scipy import stats
+
     if metric not in TABLE1_METRICS:
         raise ValueError(f"metric must be one of {list(TABLE1_METRICS)}, got {metric!r}")
     _check_frame(rows, ["dataset", "seed", "sequence", "drift", "method", metric], "rows")
@@ -565,8 +574,10 @@ def paired_difference(rows, metric, a, b):
         if label not in set(rows["method"]):
             raise ValueError(f"{name} must be a method of rows, one of {sorted(set(rows['method']))}, got {label!r}")
     wide = rows.pivot_table(index=["dataset", "seed", "sequence", "drift"], columns="method", values=metric)
-    d = (wide[a] - wide[b]).groupby(level="drift")
-    return pd.DataFrame({"mean": d.mean(), "se": d.std(ddof=1) / np.sqrt(d.count()), "n": d.count()})
+    per_model = (wide[a] - wide[b]).groupby(level=["drift", "dataset", "seed"]).mean().dropna()
+    d = per_model.groupby(level="drift")
+    p = d.apply(lambda x: stats.ttest_1samp(x.to_numpy(), 0.0).pvalue if len(x) > 1 else np.nan)
+    return pd.DataFrame({"mean": d.mean(), "se": d.std(ddof=1) / np.sqrt(d.count()), "n": d.count(), "p": p})
 
 
 def table1_vs_paper(ours, *, rows, full=None, by="drift", live="ci"):
