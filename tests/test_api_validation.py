@@ -374,6 +374,8 @@ VALID_FOR = {
         "texts": ["a", "b"], "model_id": "toy", "encode": lambda: (lambda batch: np.ones((len(batch), 2))),
         "cache_dir": lambda: __import__("tempfile").mkdtemp(),
     },
+    "calibtut.experiments.venn_admit.accuracy_gap_sd": {
+        "pooled": lambda: __import__("pandas").DataFrame({"n": [10], "accuracy": [0.8]})},
     "calibtut.experiments.venn_admit.table3_by_q_and_distance": {"points": lambda: __import__("pandas").DataFrame(
         {"split": "mc", "label": np.arange(N) % 2, "knn_pred": np.arange(N) % 2, "p0": 0.7, "p1": 0.3,
          "q": np.arange(N) % 26, "d": _rng.uniform(size=N)})},

@@ -12,6 +12,7 @@ from calibtut.experiments.venn_admit import (
     DATASETS,
     METHODS,
     PROTEIN_METHODS,
+    accuracy_gap_sd,
     grammar_tasks,
     pooled_singletons,
     protein_tasks,
@@ -665,3 +666,20 @@ def test_pooled_singletons_weighs_every_admitted_point_once():
     assert pooled_singletons(rows, by="method").index.tolist() == ["A", "B"]  # model rows left out
     with pytest.raises(ValueError, match="alpha"):
         pooled_singletons(rows, by=["alpha", "method"])
+
+
+def test_accuracy_gap_sd_is_a_standardized_binomial_gap():
+    # calibrated singletons (accuracy 1 - alpha in expectation): the gap is about N(0, 1)
+    rng = np.random.default_rng(0)
+    n = rng.integers(50, 500, size=4000)
+    pooled = pd.DataFrame({"n": n, "accuracy": rng.binomial(n, 0.9) / n})
+    gap = accuracy_gap_sd(pooled, 0.1)
+    assert abs(gap.mean()) < 0.1 and abs(gap.std() - 1) < 0.05
+    assert (gap < -3).mean() < 0.005  # Corollary 1's "below 1 - alpha" is rarely read into noise
+    # under-covering singletons (accuracy 0.8 on 400 points) are 6.7 deviations short
+    short = accuracy_gap_sd(pd.DataFrame({"n": [400], "accuracy": [0.8]}), 0.1)
+    assert short.iloc[0] == pytest.approx(-0.1 / np.sqrt(0.09 / 400))
+    with pytest.raises(ValueError, match="pooled lacks"):
+        accuracy_gap_sd(pd.DataFrame({"n": [10]}), 0.1)
+    with pytest.raises(ValueError, match="alpha"):
+        accuracy_gap_sd(pooled, 1.0)

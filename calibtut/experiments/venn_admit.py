@@ -74,6 +74,7 @@ __all__ = [
     "SEQUENCE_DATASETS",
     "grammar_tasks",
     "pooled_singletons",
+    "accuracy_gap_sd",
     "protein_tasks",
     "run_grammar_config",
     "run_protein_config",
@@ -1060,6 +1061,45 @@ def pooled_singletons(rows, by=("method", "class")):
     out.insert(2, "accuracy", (out["correct"] / out["n"]).where(out["n"] > 0))
     out["share"] = out["n"] / out["n_test"]
     return out
+
+
+def accuracy_gap_sd(pooled, alpha):
+    r"""Accuracy of admitted points minus :math:`1 - \alpha`, in binomial standard deviations.
+
+    Corollary 1 and the claims about it read "below :math:`1 - \alpha`" as
+    a gap under :math:`-3` and "reaches :math:`1 - \alpha` up to sampling
+    error" as a gap of at least :math:`-3`, with the standard deviation
+    :math:`\sqrt{\alpha (1 - \alpha) / n}` of an accuracy estimated on
+    :math:`n` admitted points. Over several calibration splits sharing one
+    test set, that deviation is too small (see :func:`pooled_singletons`).
+
+    Parameters
+    ----------
+    pooled : pandas.DataFrame
+        Columns ``n`` and ``accuracy``, as :func:`pooled_singletons` returns.
+    alpha : float
+        The miscoverage level, in (0, 1).
+
+    Returns
+    -------
+    pandas.Series
+        :math:`(\text{accuracy} - (1 - \alpha)) / \sqrt{\alpha (1 - \alpha) / n}`,
+        NaN where nothing is admitted.
+
+    Examples
+    --------
+    >>> pooled = pd.DataFrame({"n": [100, 400, 0], "accuracy": [0.87, 0.60, np.nan]})
+    >>> accuracy_gap_sd(pooled, 0.1).round(2).tolist()
+    [-1.0, -20.0, nan]
+    """
+    alpha = check_alpha(alpha)
+    if not isinstance(pooled, pd.DataFrame):
+        raise TypeError(f"pooled must be a pandas DataFrame, got {type(pooled).__name__}")
+    missing = [c for c in ("n", "accuracy") if c not in pooled.columns]
+    if missing:
+        raise ValueError(f"pooled lacks column(s) {missing}; pass the output of pooled_singletons")
+    n = pooled["n"].astype(float).where(pooled["n"] > 0)
+    return (pooled["accuracy"] - (1 - alpha)) / np.sqrt(alpha * (1 - alpha) / n)
 
 
 def _protein_classes(frame):
