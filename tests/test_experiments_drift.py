@@ -214,10 +214,17 @@ def test_paired_difference_is_a_paired_t_test_over_base_models():
         t = stats.ttest_rel(per["conf."].to_numpy(), per["ours"].to_numpy())
         assert out.loc[drift, "mean"] / out.loc[drift, "se"] == pytest.approx(t.statistic, rel=1e-9)
         assert out.loc[drift, "p"] == pytest.approx(t.pvalue, rel=1e-9)
+        one_sided = stats.ttest_rel(per["conf."].to_numpy(), per["ours"].to_numpy(), alternative="greater")
+        assert bm.paired_difference(rows, "ece", "conf.", "ours", alternative="greater").loc[drift, "p"] == (
+            pytest.approx(one_sided.pvalue, rel=1e-9))
     with pytest.raises(ValueError, match="metric"):
         bm.paired_difference(rows, "crps", "conf.", "ours")
     with pytest.raises(ValueError, match="b must be a method"):
         bm.paired_difference(rows, "ece", "conf.", "mine")
+    with pytest.raises(ValueError, match="two different methods"):
+        bm.paired_difference(rows, "ece", "ours", "ours")
+    with pytest.raises(ValueError, match="alternative"):
+        bm.paired_difference(rows, "ece", "conf.", "ours", alternative="bigger")
 
 
 def test_paired_difference_does_not_count_sequences_of_one_model_as_independent():

@@ -160,7 +160,6 @@ def test_sqr_rows_use_cqr_in_both_forms():
     np.testing.assert_allclose(rows["test_std"], rows["test_std_quantile"])
 
 
-
 def test_crossing_cqr_quantiles_are_scored_as_the_authors_score_them():
     # per-level CQR on a discrete target crosses (the full run's wine_quality task failed
     # on it); the metrics keep the crossings, the PCE counting each level on its own

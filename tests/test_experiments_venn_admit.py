@@ -683,3 +683,7 @@ def test_accuracy_gap_sd_is_a_standardized_binomial_gap():
         accuracy_gap_sd(pd.DataFrame({"n": [10]}), 0.1)
     with pytest.raises(ValueError, match="alpha"):
         accuracy_gap_sd(pooled, 1.0)
+    with pytest.raises(ValueError, match="non-negative"):
+        accuracy_gap_sd(pd.DataFrame({"n": [-1], "accuracy": [0.5]}), 0.1)
+    with pytest.raises(ValueError, match=r"\[0, 1\]"):
+        accuracy_gap_sd(pd.DataFrame({"n": [10], "accuracy": [1.5]}), 0.1)

@@ -276,7 +276,7 @@ def test_paper_vs_ours_checks_arguments():
         paper_vs_ours(paper.iloc[:1], paper.assign(value=["a", "b"]), on="m")
     with pytest.raises(ValueError, match="decimals"):
         paper_vs_ours(paper.iloc[:1], paper, on="m", decimals=-1)
-    with pytest.raises(ValueError, match="profile"):
+    with pytest.raises(ValueError, match="live must be"):
         paper_vs_ours(paper.iloc[:1], paper, on="m", live="paper")
     with pytest.raises(ValueError, match="full=None"):
         paper_vs_ours(paper.iloc[:1], paper, on="m", live="full", full=paper)

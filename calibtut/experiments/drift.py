@@ -533,7 +533,7 @@ def table1_summary(rows):
     return long[order + [m for m in long.columns if m not in order]].rename_axis(columns=None)
 
 
-def paired_difference(rows, metric, a, b):
+def paired_difference(rows, metric, a, b, alternative="two-sided"):
     """Mean of ``metric`` of method ``a`` minus method ``b`` per drift, paired by base model, with a t-test.
 
     The sequences of one base model (one ``dataset`` and ``seed``) share its
@@ -547,7 +547,10 @@ def paired_difference(rows, metric, a, b):
         Columns ``dataset``, ``seed``, ``sequence``, ``drift``, ``method`` and ``metric``.
     metric : {"pinball", "ece", "sharpness"}
     a, b : str
-        Method labels in ``rows["method"]``.
+        Two different method labels in ``rows["method"]``.
+    alternative : {"two-sided", "greater", "less"}, default "two-sided"
+        The t-test's alternative for the mean of ``a`` minus ``b``: a claim
+        that ``a`` is larger is tested with ``"greater"``.
 
     Returns
     -------
@@ -555,8 +558,9 @@ def paired_difference(rows, metric, a, b):
         Index ``drift``; columns ``mean``, ``se`` (sample standard deviation
         over the base models' mean differences divided by the square root of
         their number), ``n`` (the number of base models) and ``p`` (the
-        two-sided p-value of the one-sample t-test of a zero mean, from
-        :func:`scipy.stats.ttest_1samp`; NaN with one base model).
+        p-value of the one-sample t-test of a zero mean against
+        ``alternative``, from :func:`scipy.stats.ttest_1samp`; NaN with one
+        base model).
 
     Examples
     --------
@@ -564,6 +568,8 @@ def paired_difference(rows, metric, a, b):
     ...                      "method": ["ours", "conf.", "ours", "conf."], "ece": [0.1, 0.3, 0.2, 0.6]})
     >>> paired_difference(rows, "ece", "conf.", "ours").round(3).to_dict("records")
     [{'mean': 0.3, 'se': 0.1, 'n': 2, 'p': 0.205}]
+    >>> round(paired_difference(rows, "ece", "conf.", "ours", alternative="greater")["p"].item(), 3)
+    0.102
     """
     from scipy import stats
 
@@ -573,10 +579,15 @@ def paired_difference(rows, metric, a, b):
     for name, label in (("a", a), ("b", b)):
         if label not in set(rows["method"]):
             raise ValueError(f"{name} must be a method of rows, one of {sorted(set(rows['method']))}, got {label!r}")
+    if a == b:
+        raise ValueError(f"a and b must be two different methods, got {a!r} twice")
+    if alternative not in ("two-sided", "greater", "less"):
+        raise ValueError(f"alternative must be 'two-sided', 'greater' or 'less', got {alternative!r}")
     wide = rows.pivot_table(index=["dataset", "seed", "sequence", "drift"], columns="method", values=metric)
     per_model = (wide[a] - wide[b]).groupby(level=["drift", "dataset", "seed"]).mean().dropna()
     d = per_model.groupby(level="drift")
-    p = d.apply(lambda x: stats.ttest_1samp(x.to_numpy(), 0.0).pvalue if len(x) > 1 else np.nan)
+    p = d.apply(lambda x: stats.ttest_1samp(x.to_numpy(), 0.0, alternative=alternative).pvalue
+                if len(x) > 1 else np.nan)
     return pd.DataFrame({"mean": d.mean(), "se": d.std(ddof=1) / np.sqrt(d.count()), "n": d.count(), "p": p})
 
 

@@ -114,7 +114,7 @@ def check_quantiles(y, quantiles, levels, *, monotone=True):
     levels = check_levels(levels)
     if quantiles.shape[1] != levels.size:
         raise ValueError(f"quantiles has {quantiles.shape[1]} columns but levels has {levels.size} entries")
-    if not isinstance(monotone, bool):
+    if not isinstance(monotone, (bool, np.bool_)):
         raise TypeError(f"monotone must be True or False, got {type(monotone).__name__}")
     if monotone and np.any(np.diff(quantiles, axis=1) < 0):
         raise ValueError("quantiles must be non-decreasing along each row (sort crossing quantiles)")

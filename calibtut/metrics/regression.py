@@ -192,7 +192,7 @@ def quantile_frequencies(y, quantiles, levels):
     return np.mean(y[:, None] <= quantiles, axis=0)
 
 
-def quantile_calibration_error(y, quantiles, levels, p=1, cumulative=False, allow_crossing=False):
+def quantile_calibration_error(y, quantiles, levels, p=1, cumulative=False, *, allow_crossing=False):
     r"""Calibration error of quantile predictions: :math:`\frac1K\sum_k |\hat F_k - \alpha_k|^p`.
 
     :math:`\hat F_k` is the fraction of observations at or below the
@@ -231,9 +231,9 @@ def quantile_calibration_error(y, quantiles, levels, p=1, cumulative=False, allo
     >>> quantile_calibration_error([0.0, 2.0], [[1.0, 0.5], [1.0, 0.5]], [0.25, 0.75], allow_crossing=True)
     0.25
     """
-    if not isinstance(allow_crossing, bool):
+    if not isinstance(allow_crossing, (bool, np.bool_)):
         raise TypeError(f"allow_crossing must be True or False, got {type(allow_crossing).__name__}")
-    y, quantiles, levels = check_quantiles(y, quantiles, levels, monotone=not allow_crossing)
+    y, quantiles, levels = check_quantiles(y, quantiles, levels, monotone=not bool(allow_crossing))
     p = _check_p(p)
     below = (y[:, None] <= quantiles).astype(np.float64)
     if not cumulative:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 
 from .._validation import check_int
-from .profiles import check_profile
+from .profiles import PROFILES
 
 __all__ = ["paper_vs_ours"]
 
@@ -77,7 +77,8 @@ def paper_vs_ours(paper, ours, *, on, value="value", full=None, live="ci", decim
         raise TypeError(f"value must be a column name, got {type(value).__name__}")
     if decimals is not None:
         check_int(decimals, "decimals", minimum=0)
-    live = check_profile(live)
+    if live not in PROFILES:
+        raise ValueError(f"live must be the profile of ours, one of {PROFILES}, got {live!r}")
     if live == "full" and full is not None:
         raise ValueError(
             "full= is the published full run shown beside a live ci run; with live='full' the live "
