@@ -32,6 +32,7 @@ from calibtut.experiments.quantile_regularization import (
     paper_vs_ours_view,
     qr_effect,
     recalibration_raises_error,
+    spacing_share_below,
 )
 
 MIRROR = os.environ.get(MIRROR_ENV)
@@ -261,3 +262,20 @@ def test_ablation_tables_ratio_to_the_same_fold():
     # the paper's L for ensembles is 5: spacing multipliers 1 and 3
     assert by_mult["spacing_mult"].tolist() == [1.0, 3.0]
     assert fixed64[["calib_error", "rmse_ratio"]].values.tolist() == [[22.0, 2.0]]
+
+
+def test_spacing_share_below_is_per_model_against_its_own_base():
+    by_lam = pd.DataFrame({"model": ["dropout", "dropout", "ensemble"], "dataset": ["yacht", "boston", "yacht"],
+                           "lam": [0.0, 0.0, 0.0], "calib_error": [10.0, 5.0, 20.0]})
+    by_mult = pd.DataFrame({"model": ["dropout"] * 4 + ["ensemble"] * 2,
+                            "dataset": ["yacht", "yacht", "boston", "boston", "yacht", "yacht"],
+                            "calib_error": [9.0, 11.0, 4.0, 6.0, 10.0, 10.0]})
+    # dropout: 9 < 10, 11 > 10, 4 < 5, 6 > 5 -> 1/2; an equal error does not count as below
+    by_mult.loc[4:, "calib_error"] = [19.0, 20.0]
+    assert spacing_share_below(by_lam, by_mult).to_dict() == {"dropout": 0.5, "ensemble": 0.5}
+    with pytest.raises(ValueError, match="without a base row"):
+        spacing_share_below(by_lam[by_lam["dataset"] == "yacht"], by_mult)
+    with pytest.raises(ValueError, match="several base rows"):
+        spacing_share_below(pd.concat([by_lam, by_lam]), by_mult)
+    with pytest.raises(ValueError, match="by_mult"):
+        spacing_share_below(by_lam, by_mult.drop(columns="calib_error"))

@@ -63,6 +63,7 @@ __all__ = [
     "qr_tasks",
     "recalibration_raises_error",
     "run_qr_config",
+    "spacing_share_below",
     "summarize_runs",
 ]
 
@@ -927,3 +928,39 @@ def ablation_tables(runs):
                       ["model", "dataset", "spacing_mult"])
     fixed64 = mean_by(runs[runs["spacing"].astype(str) == "64"], ["model", "dataset"])
     return by_lam, by_mult, fixed64
+
+
+def spacing_share_below(by_lam, by_mult):
+    """Per model, the share of the spacing ablation's settings whose calibration error is below the base model's.
+
+    Parameters
+    ----------
+    by_lam, by_mult : pandas.DataFrame
+        The first two tables of :func:`ablation_tables`; the base model is the
+        row of ``by_lam`` with ``lam == 0`` of the same model and dataset.
+
+    Returns
+    -------
+    pandas.Series
+        Indexed by model: the share of ``(dataset, spacing_mult)`` rows of
+        ``by_mult`` below the base model's calibration error.
+
+    Examples
+    --------
+    >>> by_lam = pd.DataFrame({"model": "dropout", "dataset": "yacht", "lam": [0.0, 1.0],
+    ...                        "calib_error": [20.0, 10.0], "rmse_ratio": [1.0, 1.1]})
+    >>> by_mult = pd.DataFrame({"model": "dropout", "dataset": "yacht", "spacing_mult": [1.0, 2.0, 3.0],
+    ...                         "calib_error": [10.0, 25.0, 15.0], "rmse_ratio": 1.1})
+    >>> spacing_share_below(by_lam, by_mult).round(3).to_dict()
+    {'dropout': 0.667}
+    """
+    _frame(by_lam, ["model", "dataset", "lam", "calib_error"], "by_lam")
+    _frame(by_mult, ["model", "dataset", "calib_error"], "by_mult")
+    base = by_lam[by_lam["lam"] == 0].set_index(["model", "dataset"])["calib_error"]
+    if base.index.has_duplicates:
+        raise ValueError("by_lam has several base rows (lam == 0) for one model and dataset")
+    base_ce = base.reindex(pd.MultiIndex.from_frame(by_mult[["model", "dataset"]])).to_numpy()
+    if np.isnan(base_ce).any():
+        raise ValueError("by_mult has a model and dataset without a base row (lam == 0) in by_lam")
+    below = pd.Series(by_mult["calib_error"].to_numpy() < base_ce, index=by_mult["model"].to_numpy())
+    return below.groupby(level=0).mean().rename("share_below_base")
