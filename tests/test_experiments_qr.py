@@ -269,9 +269,9 @@ def test_spacing_share_below_is_per_model_against_its_own_base():
                            "lam": [0.0, 0.0, 0.0], "calib_error": [10.0, 5.0, 20.0]})
     by_mult = pd.DataFrame({"model": ["dropout"] * 4 + ["ensemble"] * 2,
                             "dataset": ["yacht", "yacht", "boston", "boston", "yacht", "yacht"],
-                            "calib_error": [9.0, 11.0, 4.0, 6.0, 10.0, 10.0]})
-    # dropout: 9 < 10, 11 > 10, 4 < 5, 6 > 5 -> 1/2; an equal error does not count as below
-    by_mult.loc[4:, "calib_error"] = [19.0, 20.0]
+                            "calib_error": [9.0, 11.0, 4.0, 6.0, 19.0, 20.0]})
+    # dropout: 9 < 10, 11 > 10, 4 < 5, 6 > 5 -> 1/2; ensemble: 19 < 20, and an equal
+    # error does not count as below -> 1/2
     assert spacing_share_below(by_lam, by_mult).to_dict() == {"dropout": 0.5, "ensemble": 0.5}
     with pytest.raises(ValueError, match="without a base row"):
         spacing_share_below(by_lam[by_lam["dataset"] == "yacht"], by_mult)
