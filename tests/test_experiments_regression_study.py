@@ -540,8 +540,64 @@ def test_claims_table_puts_verdicts_side_by_side():
     full = ci.assign(verdict="holds")
     both = rs.claims_table(ci, full)
     assert both["difference"].tolist() == (ci["verdict"] != "holds").tolist()
+    assert "ours (full)" in both.columns
+    interim = rs.claims_table(ci, full, label="full, 2 of 5 runs")
+    assert interim.columns.tolist()[2:4] == ["ours (ci)", "ours (full, 2 of 5 runs)"]
     with pytest.raises(ValueError, match="verdict"):
         rs.claims_table(ci.drop(columns="verdict"))
+    with pytest.raises(TypeError, match="label must be"):
+        rs.claims_table(ci, full, label="")
+
+
+def _stored_study(root, tasks):
+    """A committed study store under ``root`` holding one finished line per (dataset, run, base)."""
+    from calibtut.run.store import SweepStore
+
+    store = SweepStore(root / "results" / "regression_study" / "04_comparison_at_scale" / "sweeps" / "study.jsonl")
+    for dataset, run, base in tasks:
+        task = {"dataset": dataset, "run": run, "base": base}
+        store.append({"key": f"{dataset}-{run}-{base}", "status": "ok", "task": task, "seconds": 1.0,
+                      "records": [{"method": rs.BASE_LABELS[base], "test_pce": 0.1}]})
+
+
+def test_complete_runs_keep_whole_runs_only():
+    rows = pd.DataFrame([{"dataset": d, "run": r, "base": b} for r in (0, 1, 2) for b in ("mix-nll", "sqr-affine")
+                         for d in ("A", "B") if (r, b, d) != (1, "sqr-affine", "B")])
+    kept = rs.complete_runs(rows, ["A", "B"], ["mix-nll", "sqr-affine"])
+    assert sorted(kept["run"].unique()) == [0, 2] and len(kept) == 8
+    # a dataset or base outside the study is dropped, not counted towards completeness
+    extra = pd.concat([rows, pd.DataFrame([{"dataset": "C", "run": 1, "base": "mix-nll"}])])
+    assert rs.complete_runs(extra, ["A", "B"], ["mix-nll", "sqr-affine"]).equals(kept)
+    assert rs.complete_runs(rows, ["A", "B", "C"], ["mix-nll"]).empty
+    assert rs.complete_runs(rows.iloc[:0], ["A"], ["mix-nll"]).empty
+    with pytest.raises(TypeError, match="rows must be"):
+        rs.complete_runs(rows.to_dict(), ["A"], ["mix-nll"])
+    with pytest.raises(TypeError, match="datasets must be"):
+        rs.complete_runs(rows, "A", ["mix-nll"])
+    with pytest.raises(ValueError, match="run"):
+        rs.complete_runs(rows.drop(columns="run"), ["A"], ["mix-nll"])
+
+
+def test_full_study_prefers_the_published_run_then_the_store(tmp_path):
+    every = [(d, r, b) for r in range(rs.STUDY_RUNS) for b in rs.STUDY_BASES for d in rs.OFFLINE_DATASETS]
+    per_run = len(rs.STUDY_BASES) * len(rs.OFFLINE_DATASETS)
+    _stored_study(tmp_path, every[: per_run + 5])  # run 0 and five tasks of run 1
+    found = rs.full_study(root=tmp_path)
+    assert found.rows is None and found.label is None
+    assert found.note.endswith(f"1 complete run ({per_run + 5} of 345 tasks stored).")
+    _stored_study(tmp_path, every[per_run + 5: 2 * per_run + 1])
+    found = rs.full_study(root=tmp_path)
+    assert found.label == "full, 2 of 5 runs" and sorted(found.rows["run"].unique()) == [0, 1]
+    assert len(found.rows) == 2 * per_run and found.rows.columns[:3].tolist() == ["dataset", "run", "base"]
+    assert "seconds" in found.rows and f"{2 * per_run + 1} of 345 tasks stored" in found.note
+    assert rs.full_study(min_runs=3, root=tmp_path).rows is None
+    published = tmp_path / "results" / "regression_study" / "04_comparison_at_scale"
+    found.rows.to_csv(published / "runs.csv", index=False)
+    (published / "provenance.json").write_text('{"finished": "2026-11-24T00:00:00+00:00"}')
+    final = rs.full_study(root=tmp_path)
+    assert final.label == "full" and final.note.startswith("The full run of 2026-11-24")
+    with pytest.raises(ValueError, match="min_runs"):
+        rs.full_study(min_runs=1, root=tmp_path)
 
 
 @needs_mirror

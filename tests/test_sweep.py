@@ -16,10 +16,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from calibtut.run import RUN_DIR_ENV, SweepFailed, stored_tasks, sweep
+from calibtut.run import RUN_DIR_ENV, SweepFailed, stored_rows, stored_tasks, sweep
 from calibtut.run import engine as engines
 from calibtut.run.provenance import cpu_label
-from calibtut.run.store import SweepStore
+from calibtut.run.store import SweepStore, entry_rows
 from calibtut.run.sweep import task_key
 
 pytest.importorskip("distributed")
@@ -246,6 +246,39 @@ def test_reading_without_repair_never_writes_and_counts_only_finished_tasks(tmp_
         store.entries(repair="no")
     with pytest.raises(ValueError, match="sweep"):
         stored_tasks("p0", "01_demo", "../grid", root=tmp_path)
+
+
+def test_stored_rows_are_what_the_sweep_returns_for_the_finished_tasks(tmp_path):
+    folder = tmp_path / "results" / "p0" / "01_demo" / "sweeps"
+    whole = sweep(TASKS, _noisy_mean, store=folder / "grid.jsonl", progress=False, seconds="s")
+    read = stored_rows("p0", "01_demo.md", "grid", seconds="s", root=tmp_path)
+    pd.testing.assert_frame_equal(read, whole)
+    # a store cut short holds the first tasks only; failed lines and a line being written are left out
+    lines = (folder / "grid.jsonl").read_text().splitlines(keepends=True)
+    (folder / "grid.jsonl").write_text("".join(lines[:3]) + '{"key": "x", "status": "failed", "error": "e"}\n'
+                                       + lines[3][:20])
+    part = stored_rows("p0", "01_demo", "grid", root=tmp_path)
+    pd.testing.assert_frame_equal(part, whole.drop(columns="s").iloc[:3])
+    assert stored_rows("p0", "01_demo", "other", root=tmp_path).empty
+    with pytest.raises(ValueError, match="sweep"):
+        stored_rows("p0", "01_demo", "../grid", root=tmp_path)
+    with pytest.raises(TypeError, match="seconds must be"):
+        stored_rows("p0", "01_demo", "grid", seconds=1, root=tmp_path)
+
+
+def test_entry_rows_refuse_unfinished_entries_and_clashing_records():
+    entry = {"key": "k", "status": "ok", "task": {"seed": 3}, "records": [{"v": 1}, {"v": 2}]}
+    assert entry_rows(entry) == [{"seed": 3, "v": 1}, {"seed": 3, "v": 2}]
+    assert entry_rows({**entry, "seconds": 1.5}, seconds="s")[1] == {"seed": 3, "v": 2, "s": 1.5}
+    assert np.isnan(entry_rows(entry, seconds="s")[0]["s"])  # a line without its time
+    with pytest.raises(ValueError, match="finished store line"):
+        entry_rows({**entry, "status": "failed"})
+    with pytest.raises(ValueError, match="finished store line"):
+        entry_rows({"key": "k", "status": "ok", "records": []})
+    with pytest.raises(ValueError, match=r"returned keys \['seed'\]"):
+        entry_rows({**entry, "records": [{"seed": 4}]})
+    with pytest.raises(ValueError, match=r"returned keys \['s'\]"):
+        entry_rows({**entry, "records": [{"s": 4}]}, seconds="s")
 
 
 def test_store_keeps_nan_and_inf_exactly(tmp_path):

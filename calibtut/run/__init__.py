@@ -8,7 +8,8 @@ Inside a notebook:
   committable store (:mod:`calibtut.run.store`);
 - :func:`save_table` saves a tidy table of the run;
 - :func:`load_result` shows a published full-scale table, and
-  :func:`stored_tasks` how far an unpublished full run has got;
+  :func:`stored_tasks` and :func:`stored_rows` how far an unpublished
+  full run has got and what it holds so far;
 - :func:`paper_vs_ours` builds the comparison table;
 - :func:`glue` pastes values into the text of the book.
 
@@ -19,7 +20,7 @@ executes a notebook into ``_build/runs/<part>/<nb>/<profile>-<hash>/``,
 """
 
 from ._paths import RUN_DIR_ENV, current_run_dir, find_root
-from .artifacts import load_result, publish, read_provenance, save_table, stored_tasks
+from .artifacts import load_result, publish, read_provenance, save_table, stored_rows, stored_tasks
 from .compare import paper_vs_ours
 from .execute import NotebookFailed, parse_value, run_notebook
 from .glue import glue
@@ -45,6 +46,7 @@ __all__ = [
     "run_notebook",
     "save_table",
     "settings",
+    "stored_rows",
     "stored_tasks",
     "sweep",
 ]

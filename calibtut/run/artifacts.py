@@ -11,7 +11,7 @@ from pathlib import Path
 import pandas as pd
 
 from ._paths import check_name, current_run_dir, find_root
-from .store import SweepStore
+from .store import SweepStore, entry_rows
 
 __all__ = [
     "INTERACTIVE",
@@ -23,6 +23,7 @@ __all__ = [
     "publish",
     "read_provenance",
     "save_table",
+    "stored_rows",
     "stored_tasks",
 ]
 
@@ -291,12 +292,56 @@ def stored_tasks(part, notebook, sweep, *, root=None):
     >>> stored_tasks("p0", "01_demo", "grid", root=root)
     1
     """
+    return len(_committed_store(part, notebook, sweep, root))
+
+
+def _committed_store(part, notebook, sweep, root):
+    """The finished entries of ``results/<part>/<notebook>/sweeps/<sweep>.jsonl``, read only."""
     check_name(part, "part")
     notebook = check_name(notebook, "notebook").removesuffix(".md").removesuffix(".ipynb")
     check_name(sweep, "sweep")
     if root is None:
         root = find_root(required=False)
         if root is None:
-            return 0
+            return {}
     path = Path(root) / "results" / part / notebook / "sweeps" / f"{sweep}.jsonl"
-    return len(SweepStore(path).load(repair=False)[0])
+    return SweepStore(path).load(repair=False)[0]
+
+
+def stored_rows(part, notebook, sweep, *, seconds=None, root=None):
+    """The rows of every task finished so far in a full run's committed store.
+
+    What :func:`calibtut.run.sweep` would return for the finished tasks, in
+    the order they finished, so that a notebook can show a long full run
+    while it is still under way (say so beside it: the tasks still missing
+    are not a random sample). The store is only read.
+
+    Parameters
+    ----------
+    part, notebook, sweep : str
+        As for :func:`stored_tasks`.
+    seconds : str, optional
+        Name of an extra column holding each task's compute time, as in
+        :func:`calibtut.run.sweep`.
+    root : str or path-like, optional
+        Repository root; found by walking up from the working directory by default.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Task keys first, then the result columns; empty (no columns) when
+        nothing is stored.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> root = pathlib.Path(tempfile.mkdtemp())
+    >>> store = SweepStore(root / "results" / "p0" / "01_demo" / "sweeps" / "grid.jsonl")
+    >>> store.append({"key": "a", "status": "ok", "task": {"seed": 0}, "records": [{"v": 1.5}]})
+    >>> store.append({"key": "b", "status": "failed", "task": {"seed": 1}, "error": "boom"})
+    >>> stored_rows("p0", "01_demo", "grid", root=root)
+       seed    v
+    0     0  1.5
+    """
+    done = _committed_store(part, notebook, sweep, root)
+    return pd.DataFrame([row for entry in done.values() for row in entry_rows(entry, seconds)])

@@ -16,7 +16,7 @@ import os
 import warnings
 from pathlib import Path
 
-__all__ = ["FAILED", "OK", "SweepStore", "dumps"]
+__all__ = ["FAILED", "OK", "SweepStore", "dumps", "entry_rows"]
 
 #: Status of a line whose task returned its rows.
 OK = "ok"
@@ -45,6 +45,49 @@ def dumps(obj):
     '{"b": 0.1, "a": [1, NaN]}'
     """
     return json.dumps(obj, default=_plain, allow_nan=True, separators=(", ", ": "))
+
+
+def entry_rows(entry, seconds=None):
+    """The table rows of one finished entry: the task's arguments, then each result record.
+
+    Parameters
+    ----------
+    entry : dict
+        A store line with status ``"ok"``: its ``task`` and its ``records``.
+    seconds : str, optional
+        Name of an extra column holding the entry's compute time in seconds.
+
+    Returns
+    -------
+    list of dict
+
+    Raises
+    ------
+    ValueError
+        If the entry did not finish, or a record reuses a task key (or the
+        ``seconds`` column).
+
+    Examples
+    --------
+    >>> entry = {"key": "k", "status": "ok", "task": {"seed": 1}, "seconds": 2.5,
+    ...          "records": [{"v": 0.1}, {"v": 0.2}]}
+    >>> entry_rows(entry, seconds="s")
+    [{'seed': 1, 'v': 0.1, 's': 2.5}, {'seed': 1, 'v': 0.2, 's': 2.5}]
+    """
+    if not isinstance(entry, dict) or entry.get("status") != OK or "task" not in entry:
+        raise ValueError(f"entry must be a finished store line with its task, got {str(entry)[:80]!r}")
+    if seconds is not None and not isinstance(seconds, str):
+        raise TypeError(f"seconds must be a column name (str) or None, got {type(seconds).__name__}")
+    task = entry["task"]
+    taken = set(task) | ({seconds} if seconds else set())
+    rows = []
+    for record in entry["records"]:
+        clash = sorted(set(record) & taken)
+        if clash:
+            raise ValueError(f"{entry.get('fn', 'the task function')} returned keys {clash} that are also "
+                             f"task keys (or the seconds column)")
+        rows.append({**task, **record, **({seconds: entry.get("seconds", float("nan"))} if seconds else {})})
+    return rows
 
 
 class SweepStore:

@@ -18,7 +18,7 @@ from . import engine as engines
 from ._paths import SWEEP_DIR_ENV, current_run_dir, find_root
 from .artifacts import SWEEPS, atomic_write_text
 from .progress import SweepProgress
-from .store import OK, SweepStore, dumps
+from .store import OK, SweepStore, dumps, entry_rows
 
 __all__ = ["SweepFailed", "code_version", "resolve_store", "summarize_entries", "sweep", "task_key"]
 
@@ -342,15 +342,7 @@ def sweep(tasks, fn, *, store=None, desc=None, progress=True, seconds=None, work
         raise SweepFailed(_failure_report(label, failures, store), failures)
     _record_summary(label, [saved[key] for key in keys], computed=len(todo))
 
-    rows = []
-    for key, task in zip(keys, tasks):
-        entry = saved[key]
-        for record in entry["records"]:
-            clash = sorted(set(record) & (set(task) | reserved))
-            if clash:
-                raise ValueError(f"fn {fn_name} returned keys {clash} that are also task keys (or the "
-                                 f"seconds column)")
-            rows.append({**task, **record, **({seconds: entry.get("seconds", float("nan"))} if seconds else {})})
+    rows = [row for key in keys for row in entry_rows(saved[key], seconds)]
     if not rows:
         return pd.DataFrame(columns=list(tasks[0]) if tasks else [])
     return pd.DataFrame(rows)
