@@ -1815,7 +1815,7 @@ def claims_table(ci, full=None, label="full"):
         :func:`claim_verdicts` of the full run (published, or its interim; see
         :func:`full_study`).
     label : str, default "full"
-        What the full run is (:attr:`FullStudy.label`), named in its column.
+        What the full run is (the ``label`` of :func:`full_study`), named in its column.
 
     Returns
     -------
