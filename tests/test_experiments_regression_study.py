@@ -549,6 +549,25 @@ def test_claims_table_puts_verdicts_side_by_side():
         rs.claims_table(ci, full, label="")
 
 
+def test_posthoc_gains_compare_each_map_with_the_network_it_corrects():
+    rows = _synthetic_rows(n_datasets=4, runs=2)
+    rows["map_split"] = np.where(rows["posthoc"] == "none", "none", "calibration")
+    gains = rs.posthoc_gains(rows)
+    assert gains[["base", "posthoc", "datasets"]].values.tolist() == [["MIX-NLL", "Rec-EMP", 4]]
+    # the synthetic EMP map sits near 0.02, far below every 65% network (0.09 upwards)
+    assert gains["share_lower"].item() == 1.0 and gains["median_ratio"].item() < 0.3
+    # a map of a regularized network, or one fitted on the training split, is not counted
+    extra = rows[rows["posthoc"] == "emp"].assign(regularizer="qr", test_pce=1.0)
+    train = rows[rows["posthoc"] == "emp"].assign(map_split="train", train_fraction=0.8, test_pce=1.0)
+    pd.testing.assert_frame_equal(rs.posthoc_gains(pd.concat([rows, extra, train])), gains)
+    worse = rows.assign(test_pce=np.where(rows["posthoc"] == "emp", 1.0, rows["test_pce"]))
+    assert rs.posthoc_gains(worse)["share_lower"].item() == 0.0
+    with pytest.raises(ValueError, match="no post-hoc map"):
+        rs.posthoc_gains(rows[rows["posthoc"] == "none"])
+    with pytest.raises(ValueError, match="map_split"):
+        rs.posthoc_gains(rows.drop(columns="map_split"))
+
+
 def _stored_study(root, tasks):
     """A committed study store under ``root`` holding one finished line per (dataset, run, base)."""
     from calibtut.run.store import SweepStore

@@ -68,6 +68,7 @@ from calibtut.calibration_penalties import REGULARIZERS
 from calibtut.data import Standardizer, train_val_cal_test_split
 from calibtut.data.regression_study import STUDY_DATASETS, load_study_dataset, study_subsample
 from calibtut.metrics import (
+    consistency_band,
     crps_mixture,
     crps_quantile,
     mixture_std,
@@ -117,8 +118,11 @@ __all__ = [
     "median_effects",
     "method_means",
     "per_base_effects",
+    "plot_calibration_test",
+    "posthoc_gains",
     "plot_cd_diagrams",
     "plot_main_figures",
+    "plot_reliability",
     "rejection_counts",
     "reliability_table",
     "run_mean_table",
@@ -875,6 +879,139 @@ def reliability_table(rows, method="MIX-NLL", train_fraction=0.8):
     long["level"] = long["column"].map(dict(zip(FREQ_COLUMNS, EVAL_LEVELS)))
     long = long.drop(columns="column").sort_values(["dataset", "run", "lam", "level"], kind="stable")
     return long[["dataset", "run", "lam", "n_test", "level", "frequency"]].reset_index(drop=True)
+
+
+def posthoc_gains(rows, metric="pce"):
+    """How often each post-hoc map improves on the network it corrects, per base model.
+
+    The map, fitted on the calibration split, is compared with the unmapped
+    vanilla network trained on 65% of the data (the one it corrects), on the
+    run-mean test metric per dataset. Maps of regularized networks and maps
+    fitted on the training split are left out.
+
+    Parameters
+    ----------
+    rows : pandas.DataFrame
+        Rows of :func:`run_study_task` with the post-hoc base (``fit_posthoc``).
+    metric : str, default "pce"
+        A test metric (reads ``test_<metric>``); lower is better.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``base``, ``posthoc`` (the map's label), ``datasets``, ``share_lower``
+        (datasets where the map's run mean is below the network's) and
+        ``median_ratio`` (median over datasets of map / network).
+
+    Examples
+    --------
+    >>> r = pd.DataFrame({"dataset": ["a", "a", "b", "b"], "run": 0, "base": "mix-nll",
+    ...                   "regularizer": "none", "train_fraction": 0.65,
+    ...                   "posthoc": ["none", "lin"] * 2, "map_split": ["none", "calibration"] * 2,
+    ...                   "test_pce": [0.10, 0.05, 0.04, 0.06]})
+    >>> posthoc_gains(r).round(2).values.tolist()
+    [['MIX-NLL', 'Rec-LIN', 2, 0.5, 1.0]]
+    """
+    if not isinstance(rows, pd.DataFrame):
+        raise TypeError(f"rows must be a pandas DataFrame, got {type(rows).__name__}")
+    column = f"test_{metric}"
+    _check_rows(rows, ["dataset", "run", "base", "regularizer", "train_fraction", "posthoc", "map_split", column])
+    own = rows[(rows["regularizer"] == "none") & (rows["train_fraction"] == 0.65)]
+    means = own.groupby(["base", "posthoc", "dataset"])[column].mean()
+    out = []
+    for (base, posthoc), mapped in means.groupby(level=["base", "posthoc"]):
+        if posthoc == "none" or (base, "none") not in means.index.droplevel("dataset"):
+            continue
+        network = means.loc[(base, "none")]
+        mapped = mapped.droplevel(["base", "posthoc"])
+        both = network.index.intersection(mapped.index)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratio = mapped[both] / network[both]
+        out.append({"base": BASE_LABELS[base], "posthoc": POSTHOC_LABELS[posthoc], "datasets": len(both),
+                    "share_lower": float(np.mean(mapped[both] < network[both])),
+                    "median_ratio": float(np.median(ratio))})
+    if not out:
+        raise ValueError("rows hold no post-hoc map beside the 65% network it corrects")
+    return pd.DataFrame(out)
+
+
+def plot_calibration_test(table, label="MIX-NLL"):
+    """Figure 2, top: each dataset's run-mean test PCE beside that of a calibrated model.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        From :func:`calibration_test_table`.
+    label : str, default "MIX-NLL"
+        The model's name in the legend.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+
+    Examples
+    --------
+    >>> t = pd.DataFrame({"dataset": ["a", "b"], "pce": [0.1, 0.05], "pce_se": 0.01,
+    ...                   "calibrated_pce": [0.04, 0.03]})
+    >>> [float(bar.get_height()) for bar in plot_calibration_test(t).axes[0].patches]
+    [0.1, 0.05, 0.04, 0.03]
+    """
+    import matplotlib.pyplot as plt
+
+    _check_rows(table, ["dataset", "pce", "pce_se", "calibrated_pce"])
+    fig, ax = plt.subplots(figsize=(max(4, 0.5 * len(table) + 2), 3))
+    x = np.arange(len(table))
+    ax.bar(x - 0.2, table["pce"], 0.4, yerr=table["pce_se"], label=label)
+    ax.bar(x + 0.2, table["calibrated_pce"], 0.4, color="tab:orange", label="calibrated model")
+    ax.set_xticks(x, table["dataset"], rotation=90)
+    ax.set_ylabel("mean test PCE")
+    ax.legend()
+    return fig
+
+
+def plot_reliability(curves, datasets):
+    """Figure 2, bottom: PIT reliability curves, one line per run, over a calibrated model's 90% band.
+
+    Parameters
+    ----------
+    curves : pandas.DataFrame
+        From :func:`reliability_table`.
+    datasets : sequence of str
+        The datasets to draw, one panel each.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+
+    Examples
+    --------
+    >>> c = pd.DataFrame({"dataset": "a", "run": [0, 0, 1, 1], "level": [0.25, 0.75] * 2,
+    ...                   "frequency": [0.2, 0.7, 0.3, 0.8], "n_test": 40})
+    >>> [len(ax.lines) for ax in plot_reliability(c, ["a"]).axes]  # the diagonal and two runs
+    [3]
+    """
+    import matplotlib.pyplot as plt
+
+    _check_rows(curves, ["dataset", "run", "level", "frequency", "n_test"])
+    datasets = list(datasets)
+    missing = sorted(set(datasets) - set(curves["dataset"]))
+    if not datasets or missing:
+        raise ValueError(f"datasets must be a non-empty list of datasets of curves; missing: {missing}")
+    fig, axes = plt.subplots(1, len(datasets), figsize=(2.6 * len(datasets), 2.8), sharey=True, squeeze=False)
+    for ax, name in zip(axes[0], datasets):
+        sub = curves[curves["dataset"] == name]
+        levels = np.sort(sub["level"].unique())
+        n = int(sub["n_test"].min())
+        lo, hi = consistency_band(np.full(levels.size, n), levels, alpha=0.1)
+        ax.fill_between(levels, lo, hi, color="0.85", label="90% band")
+        ax.plot([0, 1], [0, 1], color="0.4", lw=0.8)
+        for _, line in sub.groupby("run"):
+            ax.plot(line["level"], line["frequency"], marker=".", lw=1)
+        ax.set_title(f"{name} (n = {n})", fontsize=9)
+        ax.set_xlabel("level")
+    axes[0, 0].set_ylabel("observed frequency")
+    fig.tight_layout()
+    return fig
 
 
 def selected_lambdas(rows, tolerance=0.1, score="val_wis"):
@@ -1719,6 +1856,16 @@ def plot_main_figures(results, title=""):
     Returns
     -------
     matplotlib.figure.Figure
+
+    Examples
+    --------
+    >>> r = pd.DataFrame({"dataset": np.repeat(["a", "b"], 4), "run": [0, 1] * 4,
+    ...                   "train_fraction": 0.8, "posthoc": "none",
+    ...                   "method": ["MIX-NLL"] * 2 + ["MIX-NLL + QR"] * 2 + ["MIX-NLL"] * 2
+    ...                   + ["MIX-NLL + QR"] * 2, "test_pce": [0.1, 0.2, 0.0, 0.1] * 2,
+    ...                   "test_wis": 1.0, "test_nll": 1.0})
+    >>> [ax.get_title() for ax in plot_main_figures(r, " (demo)").axes]
+    ['Figure 3 (demo): PCE', 'Figure 4 (demo): CRPS (19-level WIS)', 'Figure 5 (demo): NLL']
     """
     import matplotlib.pyplot as plt
 
@@ -1726,10 +1873,14 @@ def plot_main_figures(results, title=""):
 
     fig, axes = plt.subplots(1, len(MAIN_FIGURES), figsize=(15, 5.5), constrained_layout=True)
     for ax, (figure, metric) in zip(axes, MAIN_FIGURES):
-        effects = figure_effects(results, figure, metric).replace(np.inf, np.nan)
-        letter_value_plot(effects.dropna(axis=1, how="all"), ax=ax)
+        effects = figure_effects(results, figure, metric).replace(np.inf, np.nan).dropna(axis=1, how="all")
         name = "CRPS (19-level WIS)" if metric == "wis" else metric.upper()
         ax.set_title(f"Figure {figure}{title}: {name}")
+        if effects.empty:
+            ax.text(0.5, 0.5, "no finite d", ha="center", va="center", transform=ax.transAxes)
+            ax.set_axis_off()
+        else:
+            letter_value_plot(effects, ax=ax)
     return fig
 
 
@@ -1750,6 +1901,11 @@ def plot_cd_diagrams(comparisons, title=""):
     -------
     matplotlib.figure.Figure or None
         ``None`` when no metric has a diagram.
+
+    Examples
+    --------
+    >>> plot_cd_diagrams({}) is None
+    True
     """
     import matplotlib.pyplot as plt
 
