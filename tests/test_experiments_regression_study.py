@@ -568,6 +568,31 @@ def test_posthoc_gains_compare_each_map_with_the_network_it_corrects():
         rs.posthoc_gains(rows.drop(columns="map_split"))
 
 
+def test_coverage_shift_compares_each_penalty_with_its_vanilla_network():
+    rows = _synthetic_rows(n_datasets=4, runs=2)
+    # vanilla networks cover 0.90; QR narrows the interval, PCE-KDE widens it
+    width = {"none": 0.45, "qr": 0.40, "pce-kde": 0.47}
+    rows["freq_05"] = 0.5 - rows["regularizer"].map(width)
+    rows["freq_95"] = 0.5 + rows["regularizer"].map(width)
+    shift = rs.coverage_shift(rows).set_index(["regularizer", "lam"])
+    assert shift["datasets"].tolist() == [4, 4, 4]
+    assert shift.loc[("QR", 1.0), "coverage_change"] == pytest.approx(-0.1)
+    assert shift.loc[("QR", 1.0), "lower_on"] == 4
+    assert shift.loc[("PCE-KDE", 5.0), "lower_on"] == 0
+    assert shift.loc[("PCE-KDE", 5.0), "pce_ratio"] < 1
+    np.testing.assert_allclose(shift["vanilla_coverage"], 0.9)
+    # the 65% network and its map are not vanilla networks of the comparison
+    wrong = rows.assign(freq_95=np.where(rows["train_fraction"] == 0.65, 0.0, rows["freq_95"]))
+    pd.testing.assert_frame_equal(rs.coverage_shift(wrong), rs.coverage_shift(rows))
+    assert rs.coverage_shift(rows, lambdas=[5.0])["lam"].tolist() == [5.0]
+    with pytest.raises(ValueError, match="lambdas"):
+        rs.coverage_shift(rows, lambdas=[-1.0])
+    with pytest.raises(ValueError, match="freq_05"):
+        rs.coverage_shift(rows.drop(columns="freq_05"))
+    with pytest.raises(ValueError, match="no regularized network"):
+        rs.coverage_shift(rows[rows["regularizer"] == "none"])
+
+
 def _stored_study(root, tasks):
     """A committed study store under ``root`` holding one finished line per (dataset, run, base)."""
     from calibtut.run.store import SweepStore

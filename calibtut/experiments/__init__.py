@@ -20,12 +20,20 @@ drift
 regression_study
     Paper 002 (the large-scale study of calibration in neural regression):
     one task per dataset, run and base model, its lambda grid trained batched.
+qr_optimum
+    Paper 002, chapter 3: where the QR penalty alone leads a Gaussian forecast
+    (over-confident at the authors' spacing).
 quantile_regularization
     Paper 003 (quantile regularization): the UCI experiments of Tables 1, 2,
     4-7 and the ablations of Figures 5-12.
 covariate_shift
     Paper 004 (calibration under covariate shift): Table 1's digit shifts, their
     stand-ins for SVHN and Office-31, and the rotation sweep.
+covariate_shift_chapters
+    Paper 004: what the teaching chapters of its part share.
+venn_admit, venn_admit_theory
+    Paper 001 (Venn-ADMIT): the experiments of its tables, and the synthetic
+    set-ups of its theory chapters.
 
 The quantile-regularization names are also reachable from the package itself
 (``from calibtut.experiments import qr_tasks``); they are imported on first use,

@@ -108,6 +108,7 @@ __all__ = [
     "combination_effects",
     "combined_results",
     "complete_runs",
+    "coverage_shift",
     "figure_comparisons",
     "figure_effects",
     "figure_methods",
@@ -932,6 +933,68 @@ def posthoc_gains(rows, metric="pce"):
                     "median_ratio": float(np.median(ratio))})
     if not out:
         raise ValueError("rows hold no post-hoc map beside the 65% network it corrects")
+    return pd.DataFrame(out)
+
+
+def coverage_shift(rows, lambdas=None):
+    """How each penalty moves the 90% central interval's test coverage, per strength.
+
+    The interval is ``[Q(0.05), Q(0.95)]``, so its coverage is
+    ``freq_95 - freq_05``; an over-confident model covers less than 0.9. Each
+    regularized network (80% of the data, no map) is compared with the vanilla
+    network of its base on the run-mean coverage and test PCE per dataset.
+
+    Parameters
+    ----------
+    rows : pandas.DataFrame
+        Rows of :func:`run_study_task`.
+    lambdas : sequence of float, optional
+        The strengths to report (default: every strength in ``rows``).
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``base`` and ``regularizer`` (labels), ``lam``, ``datasets``,
+        ``vanilla_pce`` and ``vanilla_coverage`` (medians over datasets of the
+        vanilla network's), ``coverage_change``
+        (median of regularized minus vanilla), ``lower_on`` (datasets where the
+        coverage falls) and ``pce_ratio`` (median of regularized / vanilla PCE).
+
+    Examples
+    --------
+    >>> r = pd.DataFrame({"dataset": ["a", "a", "b", "b"], "run": 0, "base": "mix-nll",
+    ...                   "regularizer": ["none", "qr"] * 2, "lam": [0.0, 1.0] * 2,
+    ...                   "posthoc": "none", "train_fraction": 0.8, "test_pce": 0.05,
+    ...                   "freq_05": [0.05, 0.10] * 2, "freq_95": [0.95, 0.90] * 2})
+    >>> coverage_shift(r)[["lam", "vanilla_coverage", "coverage_change", "lower_on"]].round(3).values.tolist()
+    [[1.0, 0.9, -0.1, 2.0]]
+    """
+    _check_rows(rows, ["dataset", "run", "base", "regularizer", "lam", "posthoc", "train_fraction", "test_pce",
+                       "freq_05", "freq_95"])
+    nets = rows[(rows["posthoc"] == "none") & (rows["train_fraction"] == 0.8)]
+    nets = nets.assign(coverage=nets["freq_95"] - nets["freq_05"])
+    means = nets.groupby(["base", "regularizer", "lam", "dataset"])[["coverage", "test_pce"]].mean()
+    if lambdas is not None:
+        lambdas = [check_real(lam, "lambdas", low=0, low_open=True) for lam in lambdas]
+    out = []
+    for (base, reg, lam), regularized in means.groupby(level=["base", "regularizer", "lam"]):
+        if reg == "none" or (lambdas is not None and lam not in lambdas):
+            continue
+        if (base, "none", 0.0) not in means.index.droplevel("dataset"):
+            continue
+        vanilla = means.loc[(base, "none", 0.0)]
+        regularized = regularized.droplevel(["base", "regularizer", "lam"])
+        both = vanilla.index.intersection(regularized.index)
+        change = regularized.loc[both, "coverage"] - vanilla.loc[both, "coverage"]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratio = regularized.loc[both, "test_pce"] / vanilla.loc[both, "test_pce"]
+        out.append({"base": BASE_LABELS[base], "regularizer": REGULARIZER_LABELS[reg], "lam": lam,
+                    "datasets": len(both), "vanilla_pce": float(vanilla.loc[both, "test_pce"].median()),
+                    "vanilla_coverage": float(vanilla.loc[both, "coverage"].median()),
+                    "coverage_change": float(change.median()), "lower_on": int((change < 0).sum()),
+                    "pce_ratio": float(np.median(ratio))})
+    if not out:
+        raise ValueError("rows hold no regularized network beside the vanilla network of its base")
     return pd.DataFrame(out)
 
 

@@ -1,0 +1,221 @@
+"""Where the QR penalty alone leads a forecast (paper 002, chapter 3 of its part).
+
+Quantile regularization penalises the negative entropy of the batch PITs,
+estimated from ``k``-spacings of the sorted PITs
+(:func:`calibtut.regularizers.pit_negentropy`). The true negentropy is smallest
+for uniform PITs, that is for a calibrated forecast. The *estimate* is not: its
+``n - k`` windows ``[Z_(i), Z_(i+k)]`` cover the PITs near 0 and 1 fewer times
+than those in the middle, so it gains by spreading the middle PITs and crowding
+the extreme ones, which is what an over-confident forecast does. The larger
+``k / n``, the larger the pull: at the authors' setting of paper 002
+(``k = 64`` in batches of 512) the minimiser over the scale of a Gaussian
+forecast is far from the calibrated scale.
+
+* :func:`gaussian_scale_pce`: the exact PCE of ``N(0, s^2)`` forecasts of
+  ``N(0, 1)`` outcomes.
+* :func:`qr_scale_curve`: the penalty as a function of ``s`` on fixed batches,
+  for several spacings, and :func:`qr_scale_optimum`, its minimiser and the
+  PCE there; :func:`plot_qr_scale_curve` draws the curves.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import torch
+from scipy import integrate, stats
+
+from calibtut._validation import check_int, check_real
+from calibtut.entropy import resolve_spacing
+from calibtut.regularizers import pit_negentropy
+
+__all__ = ["gaussian_scale_pce", "plot_qr_scale_curve", "qr_scale_curve", "qr_scale_optimum"]
+
+
+def gaussian_scale_pce(scale):
+    """Exact PCE of ``N(0, scale^2)`` forecasts of ``N(0, 1)`` outcomes.
+
+    The PIT is ``Phi(Y / scale)``, whose CDF is ``Phi(scale * Phi^-1(a))``, so
+    the PCE is ``int_0^1 |Phi(scale * Phi^-1(a)) - a| da`` (by quadrature, split
+    at ``a = 1/2`` where the sign changes).
+
+    Parameters
+    ----------
+    scale : float
+        Forecast standard deviation, > 0; 1 is calibrated, < 1 over-confident.
+
+    Returns
+    -------
+    float
+        The PCE, in ``[0, 1/4)``; it tends to 1/4 as ``scale`` tends to 0 or
+        to infinity (PITs all at 0 and 1, or all at 1/2). It is the same at
+        ``scale`` and ``1 / scale``: the two PIT CDFs are inverse functions,
+        mirror images across the diagonal.
+
+    Examples
+    --------
+    >>> round(gaussian_scale_pce(1.0), 12)
+    0.0
+    >>> round(gaussian_scale_pce(0.5), 4)  # = that of 2.0: the two PIT CDFs are inverses
+    0.1024
+    """
+    scale = check_real(scale, "scale", low=0, low_open=True)
+
+    def gap(a):
+        return abs(stats.norm.cdf(scale * stats.norm.ppf(a)) - a)
+
+    halves = (integrate.quad(gap, lo, hi, limit=200)[0] for lo, hi in ((0, 0.5), (0.5, 1)))
+    return float(sum(halves))
+
+
+def _check_scales(scales):
+    scales = np.asarray(scales, dtype=float)
+    if scales.ndim != 1 or scales.size < 2:
+        raise ValueError(f"scales must be a 1-d grid of at least 2 values, got shape {scales.shape}")
+    if not np.all(np.isfinite(scales)) or np.any(scales <= 0) or np.any(np.diff(scales) <= 0):
+        raise ValueError("scales must be finite, positive and strictly increasing")
+    return scales
+
+
+def qr_scale_curve(n=512, spacings=(64,), scales=None, seeds=3, sort="neural"):
+    """The QR penalty of ``N(0, s^2)`` forecasts on batches of ``N(0, 1)`` outcomes.
+
+    For each seed, one batch of ``n`` standard normal outcomes is drawn; every
+    point gets the forecast ``N(0, s^2)``, whose PITs are ``Phi(y / s)``. The
+    penalty is the one paper 002's study trains with (NeuralSort at
+    ``tau = 1e-3``, ``eps = 1e-5``; :func:`calibtut.regularizers.pit_negentropy`).
+
+    Parameters
+    ----------
+    n : int, default 512
+        Batch size (the study's).
+    spacings : sequence of int, "sqrt" or callable, default (64,)
+        Spacing rules (:func:`calibtut.entropy.resolve_spacing`): 64 is the
+        authors' rule of paper 002 at ``n = 512``, ``"sqrt"`` that of paper 003.
+    scales : array-like, optional
+        Increasing grid of forecast scales; default 121 values from 0.5 to 1.5
+        on a log scale.
+    seeds : int, default 3
+        Number of batches (seeds ``0 .. seeds - 1``).
+    sort : {"neural", "hard"}, default "neural"
+        The sort inside the penalty.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``k``, ``seed``, ``scale`` and ``penalty``, one row per
+        (spacing, seed, scale).
+
+    Examples
+    --------
+    >>> curve = qr_scale_curve(128, spacings=(8,), scales=[0.8, 1.0], seeds=1)
+    >>> curve[["k", "seed", "scale"]].to_numpy().tolist()
+    [[8.0, 0.0, 0.8], [8.0, 0.0, 1.0]]
+    """
+    n = check_int(n, "n", minimum=4)
+    seeds = check_int(seeds, "seeds", minimum=1)
+    scales = _check_scales(np.geomspace(0.5, 1.5, 121) if scales is None else scales)
+    if isinstance(spacings, (str, int)) or callable(spacings):
+        raise TypeError("spacings must be a sequence of spacing rules, e.g. (64, 'sqrt')")
+    ks = []
+    for i, rule in enumerate(spacings):
+        try:
+            ks.append(resolve_spacing(rule, n))
+        except (TypeError, ValueError) as bad:
+            raise type(bad)(f"spacings[{i}]: {bad}") from None
+    if not ks:
+        raise ValueError("spacings must name at least one spacing rule")
+    rows = []
+    for seed in range(seeds):
+        y = torch.randn(n, generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
+        for k in ks:
+            for s in scales:
+                pit = torch.special.ndtr(y / s)
+                penalty = float(pit_negentropy(pit, k, sort=sort, tau=1e-3, eps=1e-5))
+                rows.append((k, seed, s, penalty))
+    return pd.DataFrame(rows, columns=["k", "seed", "scale", "penalty"])
+
+
+def _check_curve(curve):
+    if not isinstance(curve, pd.DataFrame) or not {"k", "seed", "scale", "penalty"} <= set(curve):
+        raise TypeError("curve must be the DataFrame returned by qr_scale_curve")
+
+
+def qr_scale_optimum(curve, n=512):
+    """The scale that minimises each spacing's seed-mean curve, and the PCE there.
+
+    Parameters
+    ----------
+    curve : pandas.DataFrame
+        The output of :func:`qr_scale_curve`.
+    n : int, default 512
+        The batch size the curve was computed with (for the ``k_over_n`` column).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Indexed by ``k``: ``k_over_n``, ``scale`` (the minimiser on the grid of
+        the penalty averaged over the seeds), ``pce``
+        (:func:`gaussian_scale_pce` at that scale) and ``seeds_below``: the
+        share of seeds whose own penalty is lower at that scale than at the
+        grid point nearest to 1 (the calibrated forecast).
+
+    Examples
+    --------
+    >>> curve = qr_scale_curve(128, spacings=(8, 32), seeds=2)
+    >>> optimum = qr_scale_optimum(curve, n=128)
+    >>> bool(optimum.loc[32, "scale"] < optimum.loc[8, "scale"] < 1)
+    True
+    """
+    _check_curve(curve)
+    n = check_int(n, "n", minimum=4)
+    rows = {}
+    for k, one in curve.groupby("k", sort=False):
+        table = one.pivot(index="scale", columns="seed", values="penalty")
+        best = table.mean(axis=1).idxmin()
+        calibrated = table.index[np.abs(table.index - 1.0).argmin()]
+        rows[int(k)] = {
+            "k_over_n": k / n,
+            "scale": best,
+            "pce": gaussian_scale_pce(best),
+            "seeds_below": float((table.loc[best] < table.loc[calibrated]).mean()),
+        }
+    return pd.DataFrame.from_dict(rows, orient="index").rename_axis("k")
+
+
+def plot_qr_scale_curve(curve, ax=None):
+    """Seed-mean penalty minus its value at the calibrated scale, one line per spacing.
+
+    Parameters
+    ----------
+    curve : pandas.DataFrame
+        The output of :func:`qr_scale_curve`.
+    ax : matplotlib.axes.Axes, optional
+        Where to draw; a new figure when omitted.
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+
+    Examples
+    --------
+    >>> ax = plot_qr_scale_curve(qr_scale_curve(128, spacings=(8,), seeds=1))
+    >>> ax.get_xlabel()
+    'forecast scale s (1 = calibrated)'
+    """
+    import matplotlib.pyplot as plt
+
+    _check_curve(curve)
+    if ax is None:
+        _, ax = plt.subplots(figsize=(6, 3.5))
+    for k, one in curve.groupby("k", sort=False):
+        mean = one.groupby("scale")["penalty"].mean()
+        calibrated = mean.iloc[np.abs(mean.index - 1.0).argmin()]
+        (line,) = ax.plot(mean.index, mean - calibrated, label=f"k = {k}")
+        ax.plot(mean.idxmin(), mean.min() - calibrated, "o", color=line.get_color())
+    ax.axvline(1.0, color="grey", lw=0.8, ls="--")
+    ax.axhline(0.0, color="grey", lw=0.8)
+    ax.set_xlabel("forecast scale s (1 = calibrated)")
+    ax.set_ylabel("QR penalty minus its value at s = 1")
+    ax.legend(title="spacing")
+    return ax

@@ -1,0 +1,98 @@
+"""Tests of calibtut.experiments.qr_optimum: where the QR penalty alone leads a forecast."""
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from calibtut.experiments.qr_optimum import (
+    gaussian_scale_pce,
+    plot_qr_scale_curve,
+    qr_scale_curve,
+    qr_scale_optimum,
+)
+from calibtut.metrics import pce
+
+
+@pytest.mark.parametrize("scale", [0.6, 0.9, 1.3])
+def test_gaussian_scale_pce_matches_the_pce_of_simulated_pits(scale):
+    y = np.random.default_rng(0).normal(size=400_000)
+    simulated = pce(stats.norm.cdf(y / scale))
+    # the sorted estimator's error at n = 4e5 is a few 1e-4
+    assert gaussian_scale_pce(scale) == pytest.approx(simulated, abs=2e-3)
+
+
+def test_gaussian_scale_pce_limits_and_mirror_symmetry():
+    assert gaussian_scale_pce(1.0) == pytest.approx(0.0, abs=1e-12)
+    # PITs all at 0 and 1 (s -> 0) or all at 1/2 (s -> inf): F_Z is 1/2 or a step at 1/2
+    assert gaussian_scale_pce(1e-5) == pytest.approx(0.25, abs=1e-3)
+    assert gaussian_scale_pce(1e5) == pytest.approx(0.25, abs=1e-3)
+    for s in (0.3, 0.77, 0.95):
+        assert gaussian_scale_pce(s) == pytest.approx(gaussian_scale_pce(1 / s), rel=1e-7)
+    values = [gaussian_scale_pce(s) for s in (0.5, 0.7, 0.9, 1.0)]
+    assert values == sorted(values, reverse=True)
+
+
+def test_the_authors_spacing_makes_the_optimum_over_confident():
+    scales = np.geomspace(0.6, 1.2, 41)
+    curve = qr_scale_curve(512, spacings=(64, "sqrt"), scales=scales, seeds=2, sort="hard")
+    optimum = qr_scale_optimum(curve, n=512)
+    assert list(optimum.index) == [64, 23]
+    assert optimum.loc[64, "scale"] < 0.82 and optimum.loc[64, "seeds_below"] == 1.0
+    assert optimum.loc[64, "scale"] < optimum.loc[23, "scale"] < 0.95
+    assert optimum.loc[64, "pce"] > 0.03
+
+
+def test_the_pull_depends_on_k_over_n_and_vanishes_for_small_spacings():
+    scales = np.geomspace(0.6, 1.2, 41)
+    same_ratio = qr_scale_optimum(qr_scale_curve(128, spacings=(16,), scales=scales, seeds=3, sort="hard"), n=128)
+    assert same_ratio.loc[16, "scale"] < 0.85  # k / n = 1/8 again
+    small = qr_scale_optimum(qr_scale_curve(4096, spacings=(8,), scales=scales, seeds=2, sort="hard"), n=4096)
+    assert small.loc[8, "scale"] > 0.95
+
+
+def test_neural_sort_gives_the_hard_sort_curve():
+    scales = np.geomspace(0.7, 1.1, 9)
+    neural = qr_scale_curve(512, spacings=(64,), scales=scales, seeds=1)
+    hard = qr_scale_curve(512, spacings=(64,), scales=scales, seeds=1, sort="hard")
+    np.testing.assert_allclose(neural["penalty"], hard["penalty"], atol=0.02)
+    assert neural["penalty"].idxmin() == hard["penalty"].idxmin()
+
+
+def test_curve_is_deterministic_and_plots():
+    a = qr_scale_curve(64, spacings=(8,), scales=[0.9, 1.0], seeds=2, sort="hard")
+    pd.testing.assert_frame_equal(a, qr_scale_curve(64, spacings=(8,), scales=[0.9, 1.0], seeds=2, sort="hard"))
+    ax = plot_qr_scale_curve(a)
+    assert len(ax.get_legend().get_texts()) == 1
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "match"),
+    [
+        ({"spacings": 64}, TypeError, "sequence of spacing rules"),
+        ({"spacings": "sqrt"}, TypeError, "sequence of spacing rules"),
+        ({"spacings": ()}, ValueError, "at least one"),
+        ({"spacings": (600,)}, ValueError, "smaller than"),
+        ({"scales": [1.0]}, ValueError, "at least 2"),
+        ({"scales": [1.0, 0.9]}, ValueError, "strictly increasing"),
+        ({"scales": [0.0, 1.0]}, ValueError, "positive"),
+        ({"scales": [0.5, np.nan]}, ValueError, "finite"),
+        ({"seeds": 0}, ValueError, "seeds"),
+        ({"n": 2}, ValueError, "n"),
+        ({"sort": "bubble"}, ValueError, "sort must be"),
+    ],
+)
+def test_bad_arguments_are_named(kwargs, error, match):
+    with pytest.raises(error, match=match):
+        qr_scale_curve(**{"n": 512, "spacings": (64,), "scales": [0.9, 1.0], "seeds": 1, **kwargs})
+
+
+def test_bad_curve_and_scale_are_refused():
+    with pytest.raises(TypeError, match="qr_scale_curve"):
+        qr_scale_optimum(pd.DataFrame({"k": [1]}))
+    with pytest.raises(TypeError, match="qr_scale_curve"):
+        plot_qr_scale_curve("curve")
+    with pytest.raises(ValueError, match="scale"):
+        gaussian_scale_pce(0.0)
+    with pytest.raises(ValueError, match="scale"):
+        gaussian_scale_pce(float("nan"))
