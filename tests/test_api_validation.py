@@ -274,9 +274,10 @@ VALID_FOR = {
         "rows": lambda: _study_rows(), "results": lambda: _study_rows(), "test_table": lambda: _study_rows(),
         "base": "mix-nll", "values": (0.1, 1.0),
     },
-    "calibtut.experiments.qr_optimum": {
-        "curve": lambda: calibtut.experiments.qr_optimum.qr_scale_curve(64, (8,), [0.9, 1.0], 1, "hard"),
-        "spacings": (8,), "scales": [0.9, 1.0], "seeds": 1, "sort": "hard",
+    "calibtut.experiments.penalty_optima": {
+        "curve": lambda: calibtut.experiments.penalty_optima.qr_scale_curve(64, (8,), [0.9, 1.0], 1, "hard"),
+        "spacings": (8,), "scales": [0.9, 1.0], "seeds": 1, "sort": "hard", "level": 0.9, "batch": 16,
+        "batches": (16,), "levels": (0.05, 0.95), "steps": 3, "burn_in": 1,
     },
     "calibtut.experiments.venn_admit_theory": {
         "accuracy": 0.85, "pool": lambda: _tiny_knn_pool(), "n_seeds": 1, "n_cal": 100, "n_mc": 50, "n_vp": 50,

@@ -20,9 +20,9 @@ drift
 regression_study
     Paper 002 (the large-scale study of calibration in neural regression):
     one task per dataset, run and base model, its lambda grid trained batched.
-qr_optimum
-    Paper 002, chapter 3: where the QR penalty alone leads a Gaussian forecast
-    (over-confident at the authors' spacing).
+penalty_optima
+    Paper 002, chapter 3: where the QR and Trunc penalties alone lead a
+    forecast (both towards over-confidence at the authors' settings).
 quantile_regularization
     Paper 003 (quantile regularization): the UCI experiments of Tables 1, 2,
     4-7 and the ablations of Figures 5-12.

@@ -1,15 +1,18 @@
-"""Tests of calibtut.experiments.qr_optimum: where the QR penalty alone leads a forecast."""
+"""Tests of calibtut.experiments.penalty_optima: where the QR and Trunc penalties alone lead a forecast."""
 
 import numpy as np
 import pandas as pd
 import pytest
 from scipy import stats
 
-from calibtut.experiments.qr_optimum import (
+from calibtut.experiments.penalty_optima import (
     gaussian_scale_pce,
     plot_qr_scale_curve,
     qr_scale_curve,
     qr_scale_optimum,
+    trunc_adam_level,
+    trunc_stationary_level,
+    trunc_stationary_table,
 )
 from calibtut.metrics import pce
 
@@ -96,3 +99,43 @@ def test_bad_curve_and_scale_are_refused():
         gaussian_scale_pce(0.0)
     with pytest.raises(ValueError, match="scale"):
         gaussian_scale_pce(float("nan"))
+
+
+def test_trunc_stationary_level_hand_cases_and_symmetry():
+    # one point per batch: f is 0 (push up by 1) or 1 (push down by 1), so p = 1/2 at any level
+    for level in (0.05, 0.3, 0.9):
+        assert trunc_stationary_level(level, 1) == pytest.approx(0.5, abs=1e-9)
+    assert trunc_stationary_level(0.5, 512) == pytest.approx(0.5, abs=1e-9)
+    for level in (0.05, 0.2):
+        assert trunc_stationary_level(level, 300) == pytest.approx(1 - trunc_stationary_level(1 - level, 300))
+
+
+def test_trunc_settles_inside_and_tends_to_the_level_with_the_batch():
+    coverage = [trunc_stationary_level(0.95, b) for b in (64, 512, 4096, 32768)]
+    assert all(c < 0.95 for c in coverage) and coverage == sorted(coverage)
+    assert coverage[-1] == pytest.approx(0.95, abs=0.003)
+    table = trunc_stationary_table(levels=(0.05, 0.5, 0.95), batches=(512,))
+    assert table.loc["0.95 - 0.05", 512] == pytest.approx(0.868, abs=1e-3)
+
+
+@pytest.mark.parametrize(("level", "batch"), [(0.95, 512), (0.1, 128)])
+def test_adam_on_trunc_alone_reaches_the_stationary_coverage(level, batch):
+    reached = trunc_adam_level(level, batch=batch, steps=4000, burn_in=1000)
+    assert reached == pytest.approx(trunc_stationary_level(level, batch), abs=0.004)
+    assert abs(reached - level) > 0.01  # and not the level itself
+
+
+@pytest.mark.parametrize(
+    ("call", "error", "match"),
+    [
+        (lambda: trunc_stationary_level(1.0, 10), ValueError, "level"),
+        (lambda: trunc_stationary_level(0.5, 0), ValueError, "batch"),
+        (lambda: trunc_stationary_table(levels=()), ValueError, "at least one"),
+        (lambda: trunc_stationary_table(batches=(0,)), ValueError, "batches"),
+        (lambda: trunc_adam_level(0.5, steps=10, burn_in=10), ValueError, "burn_in"),
+        (lambda: trunc_adam_level(0.5, lr=0.0), ValueError, "lr"),
+    ],
+)
+def test_bad_trunc_arguments_are_named(call, error, match):
+    with pytest.raises(error, match=match):
+        call()

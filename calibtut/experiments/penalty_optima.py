@@ -1,7 +1,7 @@
-"""Where the QR penalty alone leads a forecast (paper 002, chapter 3 of its part).
+"""Where two of the study's penalties lead a forecast by themselves (paper 002, chapter 3).
 
-Quantile regularization penalises the negative entropy of the batch PITs,
-estimated from ``k``-spacings of the sorted PITs
+**QR.** Quantile regularization penalises the negative entropy of the batch
+PITs, estimated from ``k``-spacings of the sorted PITs
 (:func:`calibtut.regularizers.pit_negentropy`). The true negentropy is smallest
 for uniform PITs, that is for a calibrated forecast. The *estimate* is not: its
 ``n - k`` windows ``[Z_(i), Z_(i+k)]`` cover the PITs near 0 and 1 fewer times
@@ -16,6 +16,18 @@ forecast is far from the calibrated scale.
 * :func:`qr_scale_curve`: the penalty as a function of ``s`` on fixed batches,
   for several spacings, and :func:`qr_scale_optimum`, its minimiser and the
   PCE there; :func:`plot_qr_scale_curve` draws the curves.
+
+**Trunc.** On a batch whose frequency of ``y <= q`` is below the level, the
+truncation penalty pushes the quantile up with gradient ``1 - freq``;
+otherwise down with gradient ``freq``. At a level near 1 the downward push is
+about 19 times the upward one, so under minibatch noise the quantile settles
+where the batch overshoots the level only rarely: below the level. Extreme
+quantiles move inwards and the central interval covers less than it should.
+
+* :func:`trunc_stationary_level`: the exact coverage where the expected
+  minibatch gradient vanishes (a binomial root), and
+  :func:`trunc_stationary_table` for a grid of levels and batch sizes;
+* :func:`trunc_adam_level`: the same by training one quantile with Adam.
 """
 
 from __future__ import annotations
@@ -23,13 +35,22 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import torch
-from scipy import integrate, stats
+from scipy import integrate, optimize, stats
 
-from calibtut._validation import check_int, check_real
+from calibtut._validation import check_int, check_levels, check_real
+from calibtut.calibration_penalties import trunc_penalty
 from calibtut.entropy import resolve_spacing
 from calibtut.regularizers import pit_negentropy
 
-__all__ = ["gaussian_scale_pce", "plot_qr_scale_curve", "qr_scale_curve", "qr_scale_optimum"]
+__all__ = [
+    "gaussian_scale_pce",
+    "plot_qr_scale_curve",
+    "qr_scale_curve",
+    "qr_scale_optimum",
+    "trunc_adam_level",
+    "trunc_stationary_level",
+    "trunc_stationary_table",
+]
 
 
 def gaussian_scale_pce(scale):
@@ -219,3 +240,137 @@ def plot_qr_scale_curve(curve, ax=None):
     ax.set_ylabel("QR penalty minus its value at s = 1")
     ax.legend(title="spacing")
     return ax
+
+
+def _check_level(level):
+    return check_real(level, "level", low=0, high=1, low_open=True, high_open=True)
+
+
+def trunc_stationary_level(level, batch):
+    """The coverage at which Trunc's expected minibatch gradient on a quantile vanishes.
+
+    For one quantile ``q`` of level ``a`` and a batch of ``B`` outcomes with
+    frequency ``f`` of ``y <= q``, the gradient of
+    :func:`calibtut.calibration_penalties.trunc_penalty` in ``q`` is
+    ``-(1 - f)`` when ``f <= a`` and ``f`` when ``f >= a``. With
+    ``p = P(Y <= q)``, ``B f`` is binomial ``(B, p)``; gradient descent on
+    minibatches settles where the expected gradient is zero, which is solved
+    for ``p`` by root finding.
+
+    Parameters
+    ----------
+    level : float
+        The quantile level, in (0, 1).
+    batch : int
+        Batch size, >= 1.
+
+    Returns
+    -------
+    float
+        The stationary coverage ``p``: below ``level`` above 1/2, above it
+        below 1/2, and equal at 1/2; it tends to ``level`` as ``batch`` grows.
+
+    Examples
+    --------
+    >>> round(trunc_stationary_level(0.5, 512), 6)
+    0.5
+    >>> round(trunc_stationary_level(0.95, 512), 3)
+    0.934
+    """
+    level = _check_level(level)
+    batch = check_int(batch, "batch", minimum=1)
+    freq = np.arange(batch + 1) / batch
+    push = np.where(freq <= level, -(1 - freq), 0.0) + np.where(freq >= level, freq, 0.0)
+
+    def expected_gradient(p):
+        return float(stats.binom.pmf(np.arange(batch + 1), batch, p) @ push)
+
+    return float(optimize.brentq(expected_gradient, 1e-12, 1 - 1e-12, xtol=1e-12))
+
+
+def trunc_stationary_table(levels=(0.05, 0.25, 0.5, 0.75, 0.95), batches=(64, 512, 4096)):
+    """:func:`trunc_stationary_level` on a grid, with the 90% interval's coverage.
+
+    Parameters
+    ----------
+    levels : sequence of float, default (0.05, 0.25, 0.5, 0.75, 0.95)
+        Quantile levels, strictly increasing in (0, 1).
+    batches : sequence of int, default (64, 512, 4096)
+        Batch sizes.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per level (index ``level``), one column per batch size, plus
+        the row ``"0.95 - 0.05"`` when both levels are present: the coverage
+        of the central 90% interval at the stationary quantiles.
+
+    Examples
+    --------
+    >>> trunc_stationary_table(levels=(0.05, 0.95), batches=(512,)).round(3)[512].tolist()
+    [0.066, 0.934, 0.868]
+    """
+    if not len(levels) or not len(batches):
+        raise ValueError("levels and batches must each hold at least one value")
+    levels = check_levels(levels).tolist()
+    batches = [check_int(b, "batches", minimum=1) for b in batches]
+    table = pd.DataFrame({b: [trunc_stationary_level(a, b) for a in levels] for b in batches},
+                         index=pd.Index(levels, name="level"))
+    if 0.05 in levels and 0.95 in levels:
+        table.loc["0.95 - 0.05"] = table.loc[0.95] - table.loc[0.05]
+    return table
+
+
+def trunc_adam_level(level, batch=512, steps=6000, burn_in=2000, lr=1e-3, seed=0):
+    """Coverage of one quantile trained on ``N(0, 1)`` outcomes by Trunc alone, with Adam.
+
+    The quantile starts at the true one, ``Phi^-1(level)``; each step draws a
+    fresh batch and takes an Adam step on
+    :func:`calibtut.calibration_penalties.trunc_penalty`. The result is the
+    coverage ``Phi(mean q)`` over the steps after ``burn_in``, to compare with
+    :func:`trunc_stationary_level`.
+
+    Parameters
+    ----------
+    level : float
+        The quantile level, in (0, 1).
+    batch : int, default 512
+        Batch size.
+    steps, burn_in : int, default 6000, 2000
+        Adam steps in all, and those left out of the mean (``burn_in < steps``).
+    lr : float, default 1e-3
+        Adam's learning rate.
+    seed : int, default 0
+        Seed of the batches.
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> round(trunc_adam_level(0.5, batch=64, steps=400, burn_in=100), 1)
+    0.5
+    """
+    level = _check_level(level)
+    batch = check_int(batch, "batch", minimum=1)
+    steps = check_int(steps, "steps", minimum=2)
+    burn_in = check_int(burn_in, "burn_in", minimum=0)
+    if burn_in >= steps:
+        raise ValueError(f"burn_in ({burn_in}) must be smaller than steps ({steps})")
+    lr = check_real(lr, "lr", low=0, low_open=True)
+    seed = check_int(seed, "seed", minimum=0)
+    gen = torch.Generator().manual_seed(seed)
+    q = torch.tensor(stats.norm.ppf(level), dtype=torch.float64, requires_grad=True)
+    levels = torch.tensor([level], dtype=torch.float64)
+    opt = torch.optim.Adam([q], lr=lr)
+    kept = []
+    for step in range(steps):
+        y = torch.randn(batch, generator=gen, dtype=torch.float64)
+        loss = trunc_penalty(q.expand(batch, 1), y, levels)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        if step >= burn_in:
+            kept.append(q.item())
+    return float(stats.norm.cdf(np.mean(kept)))
