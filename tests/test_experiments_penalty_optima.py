@@ -39,7 +39,7 @@ def test_gaussian_scale_pce_limits_and_mirror_symmetry():
 def test_the_authors_spacing_makes_the_optimum_over_confident():
     scales = np.geomspace(0.6, 1.2, 41)
     curve = qr_scale_curve(512, spacings=(64, "sqrt"), scales=scales, seeds=2, sort="hard")
-    optimum = qr_scale_optimum(curve, n=512)
+    optimum = qr_scale_optimum(curve)
     assert list(optimum.index) == [64, 23]
     assert optimum.loc[64, "scale"] < 0.82 and optimum.loc[64, "seeds_below"] == 1.0
     assert optimum.loc[64, "scale"] < optimum.loc[23, "scale"] < 0.95
@@ -48,9 +48,9 @@ def test_the_authors_spacing_makes_the_optimum_over_confident():
 
 def test_the_pull_depends_on_k_over_n_and_vanishes_for_small_spacings():
     scales = np.geomspace(0.6, 1.2, 41)
-    same_ratio = qr_scale_optimum(qr_scale_curve(128, spacings=(16,), scales=scales, seeds=3, sort="hard"), n=128)
+    same_ratio = qr_scale_optimum(qr_scale_curve(128, spacings=(16,), scales=scales, seeds=3, sort="hard"))
     assert same_ratio.loc[16, "scale"] < 0.85  # k / n = 1/8 again
-    small = qr_scale_optimum(qr_scale_curve(4096, spacings=(8,), scales=scales, seeds=2, sort="hard"), n=4096)
+    small = qr_scale_optimum(qr_scale_curve(4096, spacings=(8,), scales=scales, seeds=2, sort="hard"))
     assert small.loc[8, "scale"] > 0.95
 
 

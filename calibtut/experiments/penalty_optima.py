@@ -37,7 +37,7 @@ import pandas as pd
 import torch
 from scipy import integrate, optimize, stats
 
-from calibtut._validation import check_int, check_levels, check_real
+from calibtut._validation import check_int, check_levels, check_positive, check_real
 from calibtut.calibration_penalties import trunc_penalty
 from calibtut.entropy import resolve_spacing
 from calibtut.regularizers import pit_negentropy
@@ -90,11 +90,9 @@ def gaussian_scale_pce(scale):
 
 
 def _check_scales(scales):
-    scales = np.asarray(scales, dtype=float)
-    if scales.ndim != 1 or scales.size < 2:
-        raise ValueError(f"scales must be a 1-d grid of at least 2 values, got shape {scales.shape}")
-    if not np.all(np.isfinite(scales)) or np.any(scales <= 0) or np.any(np.diff(scales) <= 0):
-        raise ValueError("scales must be finite, positive and strictly increasing")
+    scales = check_positive(scales, "scales", ndim=1)
+    if scales.size < 2 or np.any(np.diff(scales) <= 0):
+        raise ValueError(f"scales must be a strictly increasing grid of at least 2 values, got {scales}")
     return scales
 
 
@@ -124,7 +122,7 @@ def qr_scale_curve(n=512, spacings=(64,), scales=None, seeds=3, sort="neural"):
     Returns
     -------
     pandas.DataFrame
-        Columns ``k``, ``seed``, ``scale`` and ``penalty``, one row per
+        Columns ``n``, ``k``, ``seed``, ``scale`` and ``penalty``, one row per
         (spacing, seed, scale).
 
     Examples
@@ -153,29 +151,27 @@ def qr_scale_curve(n=512, spacings=(64,), scales=None, seeds=3, sort="neural"):
             for s in scales:
                 pit = torch.special.ndtr(y / s)
                 penalty = float(pit_negentropy(pit, k, sort=sort, tau=1e-3, eps=1e-5))
-                rows.append((k, seed, s, penalty))
-    return pd.DataFrame(rows, columns=["k", "seed", "scale", "penalty"])
+                rows.append((n, k, seed, s, penalty))
+    return pd.DataFrame(rows, columns=["n", "k", "seed", "scale", "penalty"])
 
 
 def _check_curve(curve):
-    if not isinstance(curve, pd.DataFrame) or not {"k", "seed", "scale", "penalty"} <= set(curve):
+    if not isinstance(curve, pd.DataFrame) or not {"n", "k", "seed", "scale", "penalty"} <= set(curve):
         raise TypeError("curve must be the DataFrame returned by qr_scale_curve")
 
 
-def qr_scale_optimum(curve, n=512):
+def qr_scale_optimum(curve):
     """The scale that minimises each spacing's seed-mean curve, and the PCE there.
 
     Parameters
     ----------
     curve : pandas.DataFrame
         The output of :func:`qr_scale_curve`.
-    n : int, default 512
-        The batch size the curve was computed with (for the ``k_over_n`` column).
 
     Returns
     -------
     pandas.DataFrame
-        Indexed by ``k``: ``k_over_n``, ``scale`` (the minimiser on the grid of
+        Indexed by ``k``: ``k_over_n`` (of the curve's batch size ``n``), ``scale`` (the minimiser on the grid of
         the penalty averaged over the seeds), ``pce``
         (:func:`gaussian_scale_pce` at that scale) and ``seeds_below``: the
         share of seeds whose own penalty is lower at that scale than at the
@@ -184,19 +180,18 @@ def qr_scale_optimum(curve, n=512):
     Examples
     --------
     >>> curve = qr_scale_curve(128, spacings=(8, 32), seeds=2)
-    >>> optimum = qr_scale_optimum(curve, n=128)
+    >>> optimum = qr_scale_optimum(curve)
     >>> bool(optimum.loc[32, "scale"] < optimum.loc[8, "scale"] < 1)
     True
     """
     _check_curve(curve)
-    n = check_int(n, "n", minimum=4)
     rows = {}
     for k, one in curve.groupby("k", sort=False):
         table = one.pivot(index="scale", columns="seed", values="penalty")
         best = table.mean(axis=1).idxmin()
         calibrated = table.index[np.abs(table.index - 1.0).argmin()]
         rows[int(k)] = {
-            "k_over_n": k / n,
+            "k_over_n": k / one["n"].iloc[0],
             "scale": best,
             "pce": gaussian_scale_pce(best),
             "seeds_below": float((table.loc[best] < table.loc[calibrated]).mean()),
