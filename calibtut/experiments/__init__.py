@@ -23,6 +23,9 @@ regression_study
 penalty_optima
     Paper 002, chapter 3: where the QR and Trunc penalties alone lead a
     forecast (both towards over-confidence at the authors' settings).
+study_cost
+    Paper 002, chapter 6: trainings and task-hours of the full run, measured
+    on its stored tasks and projected to the whole run.
 quantile_regularization
     Paper 003 (quantile regularization): the UCI experiments of Tables 1, 2,
     4-7 and the ablations of Figures 5-12.
