@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from calibtut._validation import check_int
+from calibtut.experiments.regression_study import _check_rows
 
 __all__ = ["study_cost", "trainings_per_task"]
 
@@ -27,11 +28,7 @@ _TRAINING = ["regularizer", "lam", "train_fraction"]
 
 
 def _check_study_rows(rows, needed):
-    if not isinstance(rows, pd.DataFrame):
-        raise TypeError(f"rows must be a pandas DataFrame, got {type(rows).__name__}")
-    missing = [c for c in needed if c not in rows.columns]
-    if missing:
-        raise ValueError(f"rows must have the columns {needed}; missing {missing}")
+    _check_rows(rows, needed)
     if rows.empty:
         raise ValueError("rows must hold at least one task, got no rows")
 
