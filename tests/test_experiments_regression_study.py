@@ -663,20 +663,47 @@ def test_ablation_tasks_run_and_label_their_factor():
         rs.ablation_tasks(["Yacht"], [0], {"n_hidden": (1, 2)})
 
 
-def test_ablation_verdict_reads_the_effects():
+def _ablation_rows(effects, n_datasets=3, n_runs=3):
+    """Ablation rows whose test metrics are ``1 + effect`` (plus small noise) for each (factor, value).
+
+    ``effects`` maps (factor, value) to {metric: effect}; the defaults get 0.
+    """
     rng = np.random.default_rng(0)
+    configs = [("n_components", None), ("n_levels", None)] + list(effects)
     rows = []
-    for d in range(3):
-        for run in range(3):
-            for factor, value, nll, wis in (("n_components", None, 1.0, 1.0), ("n_components", 1, 2.0, 1.0),
-                                            ("n_components", 5, 1.0, 1.0), ("n_hidden", 2, 1.0, 0.9),
-                                            ("n_hidden", 20, 1.0, 1.5)):
-                rows.append({"dataset": f"d{d}", "run": run, "base": "mix-nll", "method": "MIX-NLL",
-                             "train_fraction": 0.8, "posthoc": "none", factor: value,
-                             "test_nll": nll + 0.01 * rng.normal(), "test_wis": wis + 0.01 * rng.normal()})
-    ablations = pd.DataFrame(rows)
-    verdict, evidence = rs._ablation_verdict(ablations)
-    # no n_levels ablation: the claim cannot be fully checked
-    assert verdict == "not run" and "best: 2 layers" in evidence and "n_components" in evidence
-    d = rs.ablation_effects(ablations, "n_components", "nll", form="textbook")
+    for d in range(n_datasets):
+        for run in range(n_runs):
+            for factor, value in configs:
+                base = "sqr-affine" if factor == "n_levels" else "mix-nll"
+                shift = effects.get((factor, value), {})
+                rows.append({"dataset": f"d{d}", "run": run, "base": base, "method": "m", "train_fraction": 0.8,
+                             "posthoc": "none", factor: value,
+                             **{f"test_{m}": 1.0 + shift.get(m, 0.0) + 0.01 * rng.normal()
+                                for m in ("pce", "wis", "nll", "std")}})
+    return pd.DataFrame(rows)
+
+
+def test_ablation_verdict_reads_each_sentence_on_its_metrics():
+    worse = {"wis": 1.0, "nll": 1.0, "std": 1.0, "pce": 1.0}
+    as_paper = {("n_components", 1): worse, ("n_components", 5): {},
+                ("n_levels", 4): worse, ("n_levels", 16): {m: 0.5 for m in worse},
+                ("n_hidden", 2): {"wis": -0.1, "nll": -0.1}, ("n_hidden", 20): worse}
+    verdict, evidence = rs._ablation_verdict(_ablation_rows(as_paper))
+    assert verdict == "holds", evidence
+    assert "best: 2 layers on wis, 2 layers on nll" in evidence and "n_components = 3" in evidence
+    # each sentence can fail on its own
+    for key, effect in ((("n_components", 1), {**worse, "std": 0.0}),  # not worse on STD
+                        (("n_components", 5), {"nll": 2.0}),  # five components differ more than one
+                        (("n_levels", 16), {**worse, "pce": -0.5}),  # 16 levels better calibrated than 64
+                        (("n_hidden", 20), {"nll": -0.5})):  # 20 layers best on NLL
+        verdict, evidence = rs._ablation_verdict(_ablation_rows({**as_paper, key: effect}))
+        assert verdict == "does not hold", (key, evidence)
+    # no n_levels ablation, or no single-component model: that part cannot be checked
+    no_levels = {k: v for k, v in as_paper.items() if k[0] != "n_levels"}
+    verdict, evidence = rs._ablation_verdict(_ablation_rows(no_levels).drop(columns="n_levels"))
+    assert verdict == "not run" and "no n_levels ablation" in evidence
+    no_single = {k: v for k, v in as_paper.items() if k != ("n_components", 1)}
+    verdict, evidence = rs._ablation_verdict(_ablation_rows(no_single))
+    assert verdict == "not run" and "no single-component model" in evidence
+    d = rs.ablation_effects(_ablation_rows(as_paper), "n_components", "nll", form="textbook")
     assert (d["n_components = 1"] > 20).all() and (d["n_components = 5"].abs() < 5).all()
