@@ -683,6 +683,14 @@ def _ablation_rows(effects, n_datasets=3, n_runs=3):
     return pd.DataFrame(rows)
 
 
+def test_ablation_tasks_go_run_by_run():
+    tasks = rs.ablation_tasks(["Yacht", "CPU"], [2, 0], {"n_components": (1, 3), "n_hidden": (3, 5)}, epochs=5)
+    assert [t["run"] for t in tasks] == [2] * 6 + [0] * 6
+    first = [(t["dataset"], t.get("n_components"), t.get("n_hidden")) for t in tasks[:6]]
+    assert first == [("Yacht", 1, None), ("CPU", 1, None), ("Yacht", None, None), ("CPU", None, None),
+                     ("Yacht", None, 5), ("CPU", None, 5)]
+
+
 def test_ablation_verdict_reads_each_sentence_on_its_metrics():
     worse = {"wis": 1.0, "nll": 1.0, "std": 1.0, "pce": 1.0}
     as_paper = {("n_components", 1): worse, ("n_components", 5): {},

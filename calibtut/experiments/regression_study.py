@@ -2094,7 +2094,9 @@ def ablation_tasks(datasets, runs, values=None, **fixed):
     Returns
     -------
     list of dict
-        The default model of each factor appears once per base model.
+        The default model of each factor appears once per base model. The
+        tasks go run by run (every factor, value and dataset of a run before
+        the next run), so a sweep stopped part way holds whole runs.
 
     Examples
     --------
@@ -2122,7 +2124,8 @@ def ablation_tasks(datasets, runs, values=None, **fixed):
                 if key not in seen:
                     seen.add(key)
                     tasks.append(task)
-    return tasks
+    order = {run: i for i, run in enumerate(dict.fromkeys(task["run"] for task in tasks))}
+    return sorted(tasks, key=lambda task: order[task["run"]])
 
 
 def ablation_effects(rows, factor, metric, form="authors"):
