@@ -274,7 +274,7 @@ VALID_FOR = {
         "rows": lambda: _study_rows(), "results": lambda: _study_rows(), "test_table": lambda: _study_rows(),
         "base": "mix-nll", "values": (0.1, 1.0),
     },
-    "calibtut.experiments.study_cost": {"rows": lambda: _study_rows().assign(seconds=60.0), "runs": 5, "workers": 2},
+    "calibtut.experiments.study_cost": {"rows": lambda: _study_rows().assign(seconds=60.0), "n_runs": 5, "workers": 2},
     "calibtut.experiments.penalty_optima": {
         "curve": lambda: calibtut.experiments.penalty_optima.qr_scale_curve(64, (8,), [0.9, 1.0], 1, "hard"),
         "spacings": (8,), "scales": [0.9, 1.0], "seeds": 1, "sort": "hard", "level": 0.9, "batch": 16,

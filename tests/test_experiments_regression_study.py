@@ -644,6 +644,49 @@ def test_full_study_prefers_the_published_run_then_the_store(tmp_path):
         rs.full_study(min_runs=1, root=tmp_path)
 
 
+def test_complete_ablation_runs_need_every_model_of_the_grids():
+    tasks = rs.ablation_tasks(["Yacht", "CPU"], [0, 1, 2], epochs=1)
+    rows = pd.DataFrame([t for t in tasks if not (t["run"] == 1 and t.get("n_hidden") == 20 and t["dataset"] == "CPU")])
+    rows = rows.assign(test_pce=0.1)
+    kept = rs.complete_ablation_runs(rows, ["Yacht", "CPU"])
+    assert sorted(kept["run"].unique()) == [0, 2] and len(kept) == 2 * len(tasks) // 3
+    # a model off the grids (here six components) neither completes a run nor is kept
+    odd = pd.concat([rows, pd.DataFrame([{**tasks[0], "n_components": 6, "run": 1}])])
+    assert rs.complete_ablation_runs(odd, ["Yacht", "CPU"]).equals(kept)
+    # without the n_levels column the levels ablation reads as default models: no run is complete
+    assert rs.complete_ablation_runs(rows.drop(columns="n_levels"), ["Yacht", "CPU"]).empty
+    assert rs.complete_ablation_runs(rows.iloc[:0], ["Yacht"]).empty
+    with pytest.raises(TypeError, match="rows must be"):
+        rs.complete_ablation_runs(rows.to_dict(), ["Yacht"])
+    with pytest.raises(TypeError, match="datasets must be"):
+        rs.complete_ablation_runs(rows, "Yacht")
+    with pytest.raises(ValueError, match="run"):
+        rs.complete_ablation_runs(rows.drop(columns="run"), ["Yacht"])
+
+
+def test_full_ablations_prefer_the_published_run_then_the_store(tmp_path):
+    from calibtut.run.store import SweepStore
+
+    tasks = rs.ablation_tasks(rs.OFFLINE_DATASETS, range(rs.STUDY_RUNS), epochs=5000)
+    per_run = len(tasks) // rs.STUDY_RUNS
+    published = tmp_path / "results" / "regression_study" / "05_combining_and_where_to_fit"
+    store = SweepStore(published / "sweeps" / "ablations.jsonl")
+    for i, task in enumerate(tasks[: 2 * per_run + 3]):  # runs 0 and 1, three tasks of run 2
+        store.append({"key": str(i), "status": "ok", "task": task, "seconds": 1.0,
+                      "records": [{"method": "MIX-NLL", "test_pce": 0.1}]})
+    found = rs.full_ablations(root=tmp_path)
+    assert found.label == "full, 2 of 5 runs" and sorted(found.rows["run"].unique()) == [0, 1]
+    assert len(found.rows) == 2 * per_run and f"{2 * per_run + 3} of 1725 tasks stored" in found.note
+    assert "every dataset and ablated model" in found.note
+    assert rs.full_ablations(min_runs=3, root=tmp_path).rows is None
+    found.rows.to_csv(published / "ablations.csv", index=False)
+    (published / "provenance.json").write_text('{"finished": "2026-11-25T00:00:00+00:00"}')
+    final = rs.full_ablations(root=tmp_path)
+    assert final.label == "full" and final.note.startswith("The full ablation run of 2026-11-25")
+    with pytest.raises(ValueError, match="min_runs"):
+        rs.full_ablations(min_runs=0, root=tmp_path)
+
+
 @needs_mirror
 def test_ablation_tasks_run_and_label_their_factor():
     tasks = rs.ablation_tasks(["Yacht"], [0], {"n_components": (1, 3), "n_levels": (4, 64)}, epochs=20)
@@ -715,3 +758,28 @@ def test_ablation_verdict_reads_each_sentence_on_its_metrics():
     assert verdict == "not run" and "no single-component model" in evidence
     d = rs.ablation_effects(_ablation_rows(as_paper), "n_components", "nll", form="textbook")
     assert (d["n_components = 1"] > 20).all() and (d["n_components = 5"].abs() < 5).all()
+
+
+def test_ablation_summary_and_figures_leave_out_what_a_model_lacks():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    rows = _ablation_rows({("n_components", 1): {"nll": 1.0}, ("n_levels", 4): {"wis": 1.0},
+                           ("n_hidden", 5): {"wis": -1.0}})
+    rows.loc[rows["base"] == "sqr-affine", "test_nll"] = np.nan  # quantile models have no NLL
+    summary = rs.ablation_summary(rows)
+    assert set(summary["figure"]) == {"17", "18", "19"}
+    assert set(summary.loc[summary["figure"] == "18", "metric"]) == {"pce", "wis", "std"}
+    nll = summary.set_index(["method", "metric"]).loc[("n_components = 1", "nll"), "median_d"]
+    assert nll > 10
+    fig = rs.plot_ablation_figures(rows, title=" (demo)")
+    titles = [ax.get_title() for ax in fig.axes if ax.get_title()]
+    assert titles[:4] == ["Figure 17 (demo): PCE", "Figure 17 (demo): CRPS (19-level WIS)",
+                          "Figure 17 (demo): NLL", "Figure 17 (demo): STD"]
+    off = [ax for ax in fig.axes if not ax.axison]
+    assert len(off) == 1 and off[0].get_title() == "Figure 18 (demo): NLL"
+    matplotlib.pyplot.close(fig)
+    with pytest.raises(ValueError, match="no ablated model"):
+        rs.ablation_summary(rows, ["crps_missing"])
+    with pytest.raises(TypeError, match="metrics"):
+        rs.ablation_summary(rows, "pce")

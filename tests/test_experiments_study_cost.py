@@ -26,7 +26,7 @@ def test_trainings_per_task_counts_distinct_models():
 
 
 def test_study_cost_by_hand():
-    cost = study_cost(_rows(), runs=5, workers=2)
+    cost = study_cost(_rows(), n_runs=5, workers=2)
     assert list(cost.index) == ["mix-nll", "sqr-affine", "all"]
     nll, sqr, total = cost.loc["mix-nll"], cost.loc["sqr-affine"], cost.loc["all"]
     assert (nll["tasks"], nll["trainings"], nll["task_hours"]) == (2, 4, 0.5)
@@ -63,7 +63,7 @@ def test_bad_rows_are_refused():
         study_cost(_rows(seconds=(-1.0, 1.0, 1.0)))
 
 
-@pytest.mark.parametrize("name", ["runs", "workers"])
+@pytest.mark.parametrize("name", ["n_runs", "workers"])
 @pytest.mark.parametrize("value", [0, 1.5, "2"])
 def test_bad_counts_are_refused(name, value):
     with pytest.raises((TypeError, ValueError), match=name):

@@ -100,6 +100,7 @@ __all__ = [
     "STUDY_RUNS",
     "VERDICTS",
     "ablation_effects",
+    "ablation_summary",
     "ablation_tasks",
     "calibration_test_table",
     "claim_verdicts",
@@ -107,18 +108,21 @@ __all__ = [
     "cohens_d_table",
     "combination_effects",
     "combined_results",
+    "complete_ablation_runs",
     "complete_runs",
     "coverage_shift",
     "figure_comparisons",
     "figure_effects",
     "figure_methods",
     "format_grid",
+    "full_ablations",
     "full_study",
     "FullStudy",
     "median_effects",
     "method_label",
     "method_means",
     "per_base_effects",
+    "plot_ablation_figures",
     "plot_calibration_test",
     "plot_cd_diagrams",
     "plot_main_figures",
@@ -394,30 +398,36 @@ def full_study(*, min_runs=2, root=None):
     >>> found.rows is None, found.note
     (True, 'The full run is not yet published and its store holds no complete runs (0 of 345 tasks stored).')
     """
+    return _published_or_stored("04_comparison_at_scale", "runs", "study", ["dataset", "run", "base"],
+                                complete_runs, len(OFFLINE_DATASETS) * len(STUDY_BASES) * STUDY_RUNS,
+                                min_runs, root, what="run", covers="every dataset and base model")
+
+
+def _published_or_stored(notebook, table, store, keys, complete, total, min_runs, root, *, what, covers):
+    """The published table of a full run, else the complete runs of its store (:func:`full_study`)."""
     from calibtut.run import load_result, stored_rows
 
     min_runs = check_int(min_runs, "min_runs", minimum=2)
-    part, notebook = "regression_study", "04_comparison_at_scale"
+    part = "regression_study"
     try:
-        rows, provenance = load_result(part, notebook, "runs", root=root)
+        rows, provenance = load_result(part, notebook, table, root=root)
     except FileNotFoundError:
         pass
     else:
         runs = rows["run"].nunique()
-        return FullStudy(rows, "full", f"The full run of {provenance['finished']}: {rows['dataset'].nunique()} "
+        return FullStudy(rows, "full", f"The full {what} of {provenance['finished']}: {rows['dataset'].nunique()} "
                                        f"datasets, {runs} runs.")
-    stored = stored_rows(part, notebook, "study", seconds="seconds", root=root)
-    total = len(OFFLINE_DATASETS) * len(STUDY_BASES) * STUDY_RUNS
-    done = 0 if stored.empty else len(stored.groupby(["dataset", "run", "base"]))
-    rows = complete_runs(stored)
+    stored = stored_rows(part, notebook, store, seconds="seconds", root=root)
+    done = 0 if stored.empty else len(stored.reindex(columns=keys).drop_duplicates())
+    rows = complete(stored)
     runs = sorted(rows["run"].unique()) if not rows.empty else []
     if len(runs) < min_runs:
         have = f"{len(runs)} complete run" + ("" if len(runs) == 1 else "s") if runs else "no complete runs"
-        return FullStudy(None, None, f"The full run is not yet published and its store holds {have} "
+        return FullStudy(None, None, f"The full {what} is not yet published and its store holds {have} "
                                      f"({done} of {total} tasks stored).")
     label = f"full, {len(runs)} of {STUDY_RUNS} runs"
-    return FullStudy(rows, label, f"The full run is not yet published: shown are the {len(runs)} runs complete in "
-                                  f"its store (runs {', '.join(map(str, runs))} of every dataset and base model; "
+    return FullStudy(rows, label, f"The full {what} is not yet published: shown are the {len(runs)} runs complete "
+                                  f"in its store (runs {', '.join(map(str, runs))} of {covers}; "
                                   f"{done} of {total} tasks stored), an interim result.")
 
 
@@ -2128,6 +2138,82 @@ def ablation_tasks(datasets, runs, values=None, **fixed):
     return sorted(tasks, key=lambda task: order[task["run"]])
 
 
+_ABLATION_KEYS = ["dataset", "base", *ABLATIONS]
+
+
+def complete_ablation_runs(rows, datasets=OFFLINE_DATASETS):
+    """The rows of the ablation runs that hold every model of :func:`ablation_tasks`, the others dropped.
+
+    Parameters
+    ----------
+    rows : pandas.DataFrame
+        Rows of :func:`run_study_task` for :func:`ablation_tasks` with the
+        paper's grids, with the task keys (``dataset``, ``run``, ``base`` and
+        the factor columns that the grids set).
+    datasets : sequence of str
+        What a complete run holds (default: the offline datasets).
+
+    Returns
+    -------
+    pandas.DataFrame
+        The rows of the complete runs; of no run when none is complete.
+
+    Examples
+    --------
+    >>> tasks = ablation_tasks(["Yacht"], [0, 1], epochs=1)
+    >>> rows = pd.DataFrame(tasks[:-1]).assign(test_pce=0.1)  # run 1 lacks its last model
+    >>> complete_ablation_runs(rows, ["Yacht"])["run"].unique().tolist()
+    [0]
+    """
+    if not isinstance(rows, pd.DataFrame):
+        raise TypeError(f"rows must be a pandas DataFrame, got {type(rows).__name__}")
+    if isinstance(datasets, (str, bytes)) or not hasattr(datasets, "__iter__") or not len(datasets):
+        raise TypeError(f"datasets must be a non-empty sequence of names, got {datasets!r}")
+    if rows.empty:
+        return rows
+    _check_rows(rows, ["dataset", "run", "base"])
+    expected = {tuple(task.get(k) for k in _ABLATION_KEYS) for task in ablation_tasks(datasets, [0])}
+    keys = rows.reindex(columns=_ABLATION_KEYS).astype(object)
+    identity = pd.Series([tuple(None if pd.isna(v) else v for v in row) for row in keys.itertuples(index=False)],
+                         index=rows.index)
+    known = identity.map(lambda key: key in expected)
+    held = identity[known].groupby(rows.loc[known, "run"]).apply(lambda ids: expected <= set(ids))
+    return rows[known & rows["run"].isin(held.index[held])]
+
+
+def full_ablations(*, min_runs=2, root=None):
+    """The Appendix C ablations at full scale: published, else their complete runs stored so far, else nothing.
+
+    The ablations are the ``full`` profile of chapter
+    ``05_combining_and_where_to_fit`` (1,725 trainings); like
+    :func:`full_study`, an unpublished run shows its complete runs
+    (:func:`complete_ablation_runs`) as an interim result.
+
+    Parameters
+    ----------
+    min_runs : int, default 2
+        The fewest complete runs worth showing (at least 2).
+    root : str or path-like, optional
+        Repository root; found from the working directory by default.
+
+    Returns
+    -------
+    FullStudy
+        As :func:`full_study` returns it.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> found = full_ablations(root=tempfile.mkdtemp())
+    >>> found.rows is None, found.note
+    (True, 'The full ablation run is not yet published and its store holds no complete runs (0 of 1725 tasks stored).')
+    """
+    total = len(ablation_tasks(OFFLINE_DATASETS, range(STUDY_RUNS)))
+    return _published_or_stored("05_combining_and_where_to_fit", "ablations", "ablations", ["run", *_ABLATION_KEYS],
+                                complete_ablation_runs, total, min_runs, root, what="ablation run",
+                                covers="every dataset and ablated model")
+
+
 def ablation_effects(rows, factor, metric, form="authors"):
     """Cohen's d per dataset of each value of one Appendix C factor against its default (Figures 17-19).
 
@@ -2164,6 +2250,100 @@ def ablation_effects(rows, factor, metric, form="authors"):
     return cohens_d_table(labelled, metric, f"{factor} = {default}", form)
 
 
+def ablation_summary(rows, metrics=("pce", "wis", "nll", "std")):
+    """Median Cohen's d of every ablated model against its default, per figure and metric (Figures 17-19).
+
+    Parameters
+    ----------
+    rows : pandas.DataFrame
+        Rows of :func:`run_study_task` for :func:`ablation_tasks`.
+    metrics : sequence of str, default ("pce", "wis", "nll", "std")
+        A metric that a factor's models lack (the NLL of quantile models) is
+        left out for that factor.
+
+    Returns
+    -------
+    pandas.DataFrame
+        The columns of :func:`median_effects` and ``figure``.
+
+    Examples
+    --------
+    >>> rows = pd.DataFrame({"dataset": "a", "run": [0, 1, 0, 1], "base": "mix-nll", "method": "MIX-NLL",
+    ...                      "train_fraction": 0.8, "posthoc": "none", "n_components": [None, None, 1, 1],
+    ...                      "test_nll": [1.0, 1.2, 1.5, 1.7]})
+    >>> ablation_summary(rows, ["nll"])[["figure", "method", "metric"]].values.tolist()
+    [['17', 'n_components = 1', 'nll']]
+    """
+    _check_rows(rows, ["dataset", "run", "base"])
+    if isinstance(metrics, str) or not len(metrics):
+        raise TypeError(f"metrics must be a non-empty sequence of metric names, got {metrics!r}")
+    out = []
+    for factor, (_, _, figure) in ABLATIONS.items():
+        if factor not in rows.columns:
+            continue
+        for metric in metrics:
+            if f"test_{metric}" not in rows.columns:
+                continue
+            d = ablation_effects(rows, factor, metric)
+            if d.notna().any().any():
+                out.append(median_effects({metric: d}).assign(figure=figure))
+    if not out:
+        raise ValueError("rows hold no ablated model with one of the metrics")
+    return pd.concat(out, ignore_index=True)
+
+
+def plot_ablation_figures(rows, title=""):
+    """Figures 17-19: letter-value plots of each ablated model's Cohen's d against its default.
+
+    One row of panels per factor (mixture components, quantiles per step,
+    hidden layers) and one column per metric (PCE, CRPS as the 19-level WIS,
+    NLL, STD); quantile models have no NLL.
+
+    Parameters
+    ----------
+    rows : pandas.DataFrame
+        Rows of :func:`run_study_task` for :func:`ablation_tasks`.
+    title : str, default ""
+        Added to each panel's title, e.g. ``" (full)"``.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+
+    Examples
+    --------
+    >>> rows = pd.DataFrame({"dataset": np.repeat(["a", "b"], 4), "run": [0, 1] * 4, "base": "mix-nll",
+    ...                      "method": "MIX-NLL", "train_fraction": 0.8, "posthoc": "none",
+    ...                      "n_components": [None, None, 1, 1] * 2, "test_pce": [0.1, 0.2, 0.3, 0.2] * 2,
+    ...                      "test_wis": 1.0, "test_nll": [1.0, 1.2, 1.5, 1.7] * 2, "test_std": 1.0})
+    >>> plot_ablation_figures(rows).axes[2].get_title()
+    'Figure 17: NLL'
+    """
+    import matplotlib.pyplot as plt
+
+    from calibtut.stats import letter_value_plot
+
+    _check_rows(rows, ["dataset", "run", "base"])
+    metrics = ("pce", "wis", "nll", "std")
+    fig, axes = plt.subplots(len(ABLATIONS), len(metrics), figsize=(16, 9), constrained_layout=True, squeeze=False)
+    for row, (factor, (default, _, figure)) in zip(axes, ABLATIONS.items()):
+        for ax, metric in zip(row, metrics):
+            name = "CRPS (19-level WIS)" if metric == "wis" else metric.upper()
+            ax.set_title(f"Figure {figure}{title}: {name}")
+            effects = pd.DataFrame()
+            if factor in rows.columns and f"test_{metric}" in rows.columns:
+                effects = ablation_effects(rows, factor, metric).replace([np.inf, -np.inf], np.nan)
+                effects = effects.dropna(axis=1, how="all")
+            if effects.empty:
+                ax.text(0.5, 0.5, f"no {name} d for {factor}", ha="center", va="center", transform=ax.transAxes)
+                ax.set_axis_off()
+            else:
+                letter_value_plot(effects, ax=ax)
+                ax.set_xlabel(f"Cohen's d against {factor} = {default}")
+                ax.set_ylabel("")
+    return fig
+
+
 # the metrics that each sentence of Appendix C names, by factor (Figures 17-19)
 _ABLATION_METRICS = {"n_components": ("wis", "nll", "std"), "n_levels": ("pce", "wis", "std"),
                      "n_hidden": ("wis", "nll")}
@@ -2193,7 +2373,8 @@ def _ablation_verdict(ablations):
     if ablations is None:
         return "not run", "the appendix ablations (mixture size, quantiles per step, depth) are not trained"
     parts = []
-    large = _large_d(ablations["run"].nunique()) if "run" in ablations.columns else _large_d(5)
+    n_runs = ablations["run"].nunique() if "run" in ablations.columns else STUDY_RUNS
+    large = _large_d(n_runs)
     for factor, metrics in _ABLATION_METRICS.items():
         default = ABLATIONS[factor][0]
         medians = _ablation_medians(ablations, factor)
@@ -2202,7 +2383,7 @@ def _ablation_verdict(ablations):
             continue
         shown = "; ".join(f"{metric} " + ", ".join(f"{v}: {m:.2f}" for v, m in sorted(values.items()))
                           for metric, values in medians.items())
-        text = f"median d against {factor} = {default} ({shown})"
+        text = f"median d against {factor} = {default} over {n_runs} runs ({shown})"
         if factor == "n_components":
             if any(1 not in values for values in medians.values()):
                 parts.append(("not run", f"{text}; no single-component model"))

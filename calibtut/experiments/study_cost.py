@@ -63,7 +63,7 @@ def trainings_per_task(rows):
     return rows.groupby(_TASK)[_TRAINING].apply(lambda g: len(g.drop_duplicates())).rename("trainings")
 
 
-def study_cost(rows, *, runs=5, workers=2):
+def study_cost(rows, *, n_runs=5, workers=2):
     """Measured cost of the stored tasks per base model, and the whole run projected from it.
 
     Parameters
@@ -72,9 +72,9 @@ def study_cost(rows, *, runs=5, workers=2):
         Rows of ``run_study_task`` with the columns of :func:`trainings_per_task`
         and ``seconds`` (the task's wall seconds on one worker thread, the same
         on each of its rows).
-    runs : int, default 5
+    n_runs : int, default 5
         Runs of the whole study: the projection of a base model is the mean
-        task time of each of its datasets in ``rows`` times ``runs``, summed
+        task time of each of its datasets in ``rows`` times ``n_runs``, summed
         over them.
     workers : int, default 2
         Worker processes of the sweep, for the projected wall time.
@@ -92,11 +92,11 @@ def study_cost(rows, *, runs=5, workers=2):
     >>> rows = pd.DataFrame({"dataset": ["A", "A", "B"], "run": 0, "base": "mix-nll",
     ...                      "regularizer": ["none", "qr", "none"], "lam": [0.0, 1.0, 0.0],
     ...                      "train_fraction": 0.8, "seconds": [1800.0, 1800.0, 3600.0]})
-    >>> study_cost(rows, runs=2).loc["all", ["tasks", "trainings", "task_hours", "projected_task_hours"]].tolist()
+    >>> study_cost(rows, n_runs=2).loc["all", ["tasks", "trainings", "task_hours", "projected_task_hours"]].tolist()
     [2.0, 3.0, 1.5, 3.0]
     """
     _check_study_rows(rows, _TASK + _TRAINING + ["seconds"])
-    runs = check_int(runs, "runs", minimum=1)
+    n_runs = check_int(n_runs, "n_runs", minimum=1)
     workers = check_int(workers, "workers", minimum=1)
     seconds = rows.groupby(_TASK)["seconds"].agg(["first", "nunique"])
     if (seconds["nunique"] > 1).any():
@@ -109,7 +109,7 @@ def study_cost(rows, *, runs=5, workers=2):
     out = tasks.groupby("base").agg(tasks=("seconds", "size"), trainings=("trainings", "sum"),
                                     seconds=("seconds", "sum"))
     out.loc["all"] = out.sum()
-    out["projected_task_hours"] = per_dataset.groupby("base").sum() * runs / 3600
+    out["projected_task_hours"] = per_dataset.groupby("base").sum() * n_runs / 3600
     out.loc["all", "projected_task_hours"] = out["projected_task_hours"].iloc[:-1].sum()
     out["task_hours"] = out.pop("seconds") / 3600
     out["minutes_per_task"] = 60 * out["task_hours"] / out["tasks"]
