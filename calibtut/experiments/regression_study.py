@@ -2138,11 +2138,16 @@ def ablation_tasks(datasets, runs, values=None, **fixed):
     return sorted(tasks, key=lambda task: order[task["run"]])
 
 
-_ABLATION_KEYS = ["dataset", "base", *ABLATIONS]
+def _ablation_model(base, values):
+    """One label per ablated model: its base and the factors it sets, e.g. ``"mix-nll n_hidden=5"``."""
+    return base + "".join(f" {f}={int(v)}" for f, v in zip(ABLATIONS, values) if v is not None and not pd.isna(v))
 
 
 def complete_ablation_runs(rows, datasets=OFFLINE_DATASETS):
     """The rows of the ablation runs that hold every model of :func:`ablation_tasks`, the others dropped.
+
+    :func:`complete_runs` with each ablated model (its base and the factors it
+    sets) in place of the base model.
 
     Parameters
     ----------
@@ -2172,13 +2177,11 @@ def complete_ablation_runs(rows, datasets=OFFLINE_DATASETS):
     if rows.empty:
         return rows
     _check_rows(rows, ["dataset", "run", "base"])
-    expected = {tuple(task.get(k) for k in _ABLATION_KEYS) for task in ablation_tasks(datasets, [0])}
-    keys = rows.reindex(columns=_ABLATION_KEYS).astype(object)
-    identity = pd.Series([tuple(None if pd.isna(v) else v for v in row) for row in keys.itertuples(index=False)],
-                         index=rows.index)
-    known = identity.map(lambda key: key in expected)
-    held = identity[known].groupby(rows.loc[known, "run"]).apply(lambda ids: expected <= set(ids))
-    return rows[known & rows["run"].isin(held.index[held])]
+    models = {_ablation_model(t["base"], [t.get(f) for f in ABLATIONS]) for t in ablation_tasks(datasets[:1], [0])}
+    factors = rows.reindex(columns=list(ABLATIONS)).itertuples(index=False)
+    # positions, not labels: the index of rows need not be unique
+    labelled = rows.reset_index(drop=True).assign(base=[_ablation_model(b, v) for b, v in zip(rows["base"], factors)])
+    return rows.iloc[complete_runs(labelled, datasets, sorted(models)).index]
 
 
 def full_ablations(*, min_runs=2, root=None):
@@ -2209,7 +2212,8 @@ def full_ablations(*, min_runs=2, root=None):
     (True, 'The full ablation run is not yet published and its store holds no complete runs (0 of 1725 tasks stored).')
     """
     total = len(ablation_tasks(OFFLINE_DATASETS, range(STUDY_RUNS)))
-    return _published_or_stored("05_combining_and_where_to_fit", "ablations", "ablations", ["run", *_ABLATION_KEYS],
+    keys = ["run", "dataset", "base", *ABLATIONS]
+    return _published_or_stored("05_combining_and_where_to_fit", "ablations", "ablations", keys,
                                 complete_ablation_runs, total, min_runs, root, what="ablation run",
                                 covers="every dataset and ablated model")
 
