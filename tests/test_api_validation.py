@@ -201,6 +201,13 @@ def _singleton_runs():
                          "correct_singletons": [7]})
 
 
+#: Valid arguments of the paper 002 modules (rows of run_study_task and the names they take).
+_STUDY_VALID = {
+    "datasets": ["Yacht"], "runs": [0], "bases": ["mix-nll"], "dataset": "Yacht", "metric": "pce",
+    "rows": lambda: _study_rows(), "results": lambda: _study_rows(), "test_table": lambda: _study_rows(),
+    "base": "mix-nll", "values": (0.1, 1.0),
+}
+
 #: Valid arguments that differ from ``VALID`` for one callable (qualified name -> {parameter: value}).
 VALID_FOR = {
     "calibtut.conformal.SplitConformalRegressor": {},
@@ -269,11 +276,8 @@ VALID_FOR = {
         "effects": lambda: _method_table(),
     },
     "calibtut.stats.pce_study_test": {"n_sim": 100},
-    "calibtut.experiments.regression_study": {
-        "datasets": ["Yacht"], "runs": [0], "bases": ["mix-nll"], "dataset": "Yacht", "metric": "pce",
-        "rows": lambda: _study_rows(), "results": lambda: _study_rows(), "test_table": lambda: _study_rows(),
-        "base": "mix-nll", "values": (0.1, 1.0),
-    },
+    **{f"calibtut.experiments.regression_study{part}": _STUDY_VALID
+       for part in ("", "_tables", "_figures", "_ablations", "_claims")},
     "calibtut.experiments.study_cost": {"rows": lambda: _study_rows().assign(seconds=60.0), "n_runs": 5, "workers": 2},
     "calibtut.experiments.penalty_optima": {
         "curve": lambda: calibtut.experiments.penalty_optima.qr_scale_curve(64, (8,), [0.9, 1.0], 1, "hard"),

@@ -20,6 +20,9 @@ drift
 regression_study
     Paper 002 (the large-scale study of calibration in neural regression):
     one task per dataset, run and base model, its lambda grid trained batched.
+regression_study_tables, regression_study_figures, regression_study_ablations, regression_study_claims
+    Paper 002: the tables of chapters 1-3, Figures 3-10, the Appendix C
+    ablations and the seventeen claims, each from the study's rows.
 penalty_optima
     Paper 002, chapter 3: where the QR and Trunc penalties alone lead a
     forecast (both towards over-confidence at the authors' settings).
