@@ -556,8 +556,9 @@ def run_study_task(
     n_components, n_hidden, n_levels : int, default 3, 3, 64
         Appendix C: mixture components (mixtures only), hidden layers, and
         random levels per SQR step (SQR only); each >= 1. The rows do not
-        repeat them: a sweep of :func:`ablation_tasks` adds them as task
-        columns.
+        repeat them: a sweep of
+        :func:`~calibtut.experiments.regression_study_ablations.ablation_tasks`
+        adds them as task columns.
 
     Returns
     -------

@@ -57,7 +57,7 @@ def ablation_tasks(datasets, runs, values=None, **fixed):
         paper's grids (components 1, 3, 5, 10, 20, 50; levels 1, 4, 16, 64;
         hidden layers 1, 2, 3, 5, 10, 20). Each grid must hold the default.
     **fixed
-        Further arguments of :func:`run_study_task` (e.g. ``epochs``).
+        Further arguments of :func:`~calibtut.experiments.regression_study.run_study_task` (e.g. ``epochs``).
 
     Returns
     -------
@@ -104,13 +104,13 @@ def _ablation_model(base, values):
 def complete_ablation_runs(rows, datasets=OFFLINE_DATASETS):
     """The rows of the ablation runs that hold every model of :func:`ablation_tasks`, the others dropped.
 
-    :func:`complete_runs` with each ablated model (its base and the factors it
+    :func:`~calibtut.experiments.regression_study.complete_runs` with each ablated model (its base and the factors it
     sets) in place of the base model.
 
     Parameters
     ----------
     rows : pandas.DataFrame
-        Rows of :func:`run_study_task` for :func:`ablation_tasks` with the
+        Rows of :func:`~calibtut.experiments.regression_study.run_study_task` for :func:`ablation_tasks` with the
         paper's grids, with the task keys (``dataset``, ``run``, ``base`` and
         the factor columns that the grids set).
     datasets : sequence of str
@@ -147,7 +147,7 @@ def full_ablations(*, min_runs=2, root=None):
 
     The ablations are the ``full`` profile of chapter
     ``05_combining_and_where_to_fit`` (1,725 trainings); like
-    :func:`full_study`, an unpublished run shows its complete runs
+    :func:`~calibtut.experiments.regression_study.full_study`, an unpublished run shows its complete runs
     (:func:`complete_ablation_runs`) as an interim result.
 
     Parameters
@@ -160,7 +160,7 @@ def full_ablations(*, min_runs=2, root=None):
     Returns
     -------
     FullStudy
-        As :func:`full_study` returns it.
+        As :func:`~calibtut.experiments.regression_study.full_study` returns it.
 
     Examples
     --------
@@ -182,7 +182,7 @@ def ablation_effects(rows, factor, metric, form="authors"):
     Parameters
     ----------
     rows : pandas.DataFrame
-        Rows of :func:`run_study_task` for :func:`ablation_tasks`.
+        Rows of :func:`~calibtut.experiments.regression_study.run_study_task` for :func:`ablation_tasks`.
     factor : {"n_components", "n_levels", "n_hidden"}
     metric : str
         E.g. ``"pce"``.
@@ -218,7 +218,7 @@ def ablation_summary(rows, metrics=("pce", "wis", "nll", "std")):
     Parameters
     ----------
     rows : pandas.DataFrame
-        Rows of :func:`run_study_task` for :func:`ablation_tasks`.
+        Rows of :func:`~calibtut.experiments.regression_study.run_study_task` for :func:`ablation_tasks`.
     metrics : sequence of str, default ("pce", "wis", "nll", "std")
         A metric that a factor's models lack (the NLL of quantile models) is
         left out for that factor.
@@ -226,7 +226,7 @@ def ablation_summary(rows, metrics=("pce", "wis", "nll", "std")):
     Returns
     -------
     pandas.DataFrame
-        The columns of :func:`median_effects` and ``figure``.
+        The columns of :func:`~calibtut.experiments.regression_study_figures.median_effects` and ``figure``.
 
     Examples
     --------
@@ -264,7 +264,7 @@ def plot_ablation_figures(rows, title=""):
     Parameters
     ----------
     rows : pandas.DataFrame
-        Rows of :func:`run_study_task` for :func:`ablation_tasks`.
+        Rows of :func:`~calibtut.experiments.regression_study.run_study_task` for :func:`ablation_tasks`.
     title : str, default ""
         Added to each panel's title, e.g. ``" (full)"``.
 

@@ -166,8 +166,9 @@ def claim_verdicts(rows, *, ablations=None, sqr="sqr-affine", alpha=0.05, min_da
 
     Methods are compared on their run means per dataset (lower is better),
     regularized methods at the lambda of the paper's rule
-    (:func:`study_results`, :func:`combined_results`). A direction needs a
-    majority of datasets. "Significantly" is read, as in the paper, off the
+    (:func:`~calibtut.experiments.regression_study_tables.study_results`,
+    :func:`~calibtut.experiments.regression_study_figures.combined_results`).
+    A direction needs a majority of datasets. "Significantly" is read, as in the paper, off the
     critical-difference diagram of the claim's figure: Friedman's test over
     the figure's methods, then the pair's Wilcoxon signed-rank p-value
     (``zero_method="pratt"``) with Holm's correction over every pair of the
@@ -180,10 +181,11 @@ def claim_verdicts(rows, *, ablations=None, sqr="sqr-affine", alpha=0.05, min_da
     Parameters
     ----------
     rows : pandas.DataFrame
-        Rows of :func:`run_study_task` with ``dataset`` and ``run`` (several
+        Rows of :func:`~calibtut.experiments.regression_study.run_study_task` with ``dataset`` and ``run`` (several
         datasets; Figures 9-10 need ``combine=True`` and ``map_on_train=True``).
     ablations : pandas.DataFrame, optional
-        Rows of :func:`ablation_tasks` (claim C16, "not run" without them),
+        Rows of :func:`~calibtut.experiments.regression_study_ablations.ablation_tasks`
+        (claim C16, "not run" without them),
         read on the metrics each sentence of Appendix C names: one component
         is "much worse" when its median authors' d is above the large effect
         (0.8 at five runs, scaled to the runs) on WIS, NLL and STD, and more
@@ -401,9 +403,10 @@ def claims_table(ci, full=None, label="full"):
         :func:`claim_verdicts` of the live run.
     full : pandas.DataFrame, optional
         :func:`claim_verdicts` of the full run (published, or its interim; see
-        :func:`full_study`).
+        :func:`~calibtut.experiments.regression_study.full_study`).
     label : str, default "full"
-        What the full run is (the ``label`` of :func:`full_study`), named in its column.
+        What the full run is (the ``label`` of
+        :func:`~calibtut.experiments.regression_study.full_study`), named in its column.
 
     Returns
     -------
@@ -452,7 +455,10 @@ def _ablation_medians(ablations, factor):
 
 
 def _ablation_verdict(ablations):
-    """Claim C16 from the rows of :func:`ablation_tasks` (see :func:`claim_verdicts`).
+    """Claim C16 from ablation rows (see :func:`claim_verdicts`).
+
+    The rows are those of
+    :func:`~calibtut.experiments.regression_study_ablations.ablation_tasks`.
 
     Each part reads its sentence of Appendix C on the metrics the sentence
     names, by the median d of each value against the default: one component

@@ -41,7 +41,9 @@ _FIGURE_BASES = {"6": "mix-nll", "7": "mix-crps", "8": "sqr"}
 
 
 def figure_methods(figure, sqr="sqr-affine"):
-    """The methods a figure of paper 002 compares, as :func:`method_label` labels.
+    """The methods a figure of paper 002 compares, as ``method_label`` labels.
+
+    See :func:`~calibtut.experiments.regression_study.method_label`.
 
     Parameters
     ----------
@@ -101,12 +103,12 @@ def combined_results(rows, tolerance=0.1, score="val_wis"):
     For each (dataset, base, regularizer, post-hoc map), lambda = 0 is the
     post-hoc method alone (the same network trained on 65%) and the others
     are the regularized networks of ``run_study_task(..., combine=True)``
-    with the same map; the rule of :func:`selected_lambdas` picks one.
+    with the same map; the rule of :func:`~calibtut.experiments.regression_study_tables.selected_lambdas` picks one.
 
     Parameters
     ----------
     rows : pandas.DataFrame
-        Rows of :func:`run_study_task` with ``dataset`` and ``run``.
+        Rows of :func:`~calibtut.experiments.regression_study.run_study_task` with ``dataset`` and ``run``.
     tolerance : float, default 0.1
         >= 0.
     score : {"val_wis", "val_crps"}, default "val_wis"
@@ -186,7 +188,7 @@ def figure_effects(results, figure, metric, *, sqr="sqr-affine", form="authors")
     Parameters
     ----------
     results : pandas.DataFrame
-        From :func:`study_results`.
+        From :func:`~calibtut.experiments.regression_study_tables.study_results`.
     figure : {"3", "4", "5", "6", "7", "8", "10"}
         See :func:`figure_methods` (Figure 9: :func:`combination_effects`).
     metric : str
@@ -229,14 +231,14 @@ def figure_comparisons(results, figures=MAIN_FIGURES):
     Parameters
     ----------
     results : pandas.DataFrame
-        From :func:`study_results`.
+        From :func:`~calibtut.experiments.regression_study_tables.study_results`.
     figures : sequence of (figure, metric), default :data:`MAIN_FIGURES`
 
     Returns
     -------
     dict
         ``{metric: ComparisonResult}`` of :func:`calibtut.stats.friedman_wilcoxon`
-        over the run-mean table (:func:`run_mean_table`) of the figure's
+        over the run-mean table (:func:`~calibtut.experiments.regression_study_tables.run_mean_table`) of the figure's
         methods present in ``results``.
 
     Examples
@@ -263,7 +265,7 @@ def per_base_effects(results, metrics=("pce", "wis", "nll", "std")):
     Parameters
     ----------
     results : pandas.DataFrame
-        From :func:`study_results`.
+        From :func:`~calibtut.experiments.regression_study_tables.study_results`.
     metrics : sequence of str, default ("pce", "wis", "nll", "std")
         Metrics without any finite d (the NLL of quantile models) are left out.
 
@@ -305,7 +307,7 @@ def plot_main_figures(results, title=""):
     Parameters
     ----------
     results : pandas.DataFrame
-        From :func:`study_results`.
+        From :func:`~calibtut.experiments.regression_study_tables.study_results`.
     title : str, default ""
         Added to each panel's title, e.g. ``" (full)"``.
 

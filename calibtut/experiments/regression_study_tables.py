@@ -80,7 +80,7 @@ def calibration_test_table(rows, base="mix-nll", *, n_sim=10_000, alpha=0.01, se
     Parameters
     ----------
     rows : pandas.DataFrame
-        Rows of :func:`run_study_task` (with ``dataset`` and ``run`` columns).
+        Rows of :func:`~calibtut.experiments.regression_study.run_study_task` (with ``dataset`` and ``run`` columns).
     base : str, default "mix-nll"
     n_sim : int, default 10000
         Null draws per dataset, >= 1.
@@ -180,9 +180,9 @@ def reliability_table(rows, method="MIX-NLL", train_fraction=0.8):
     Parameters
     ----------
     rows : pandas.DataFrame
-        Rows of :func:`run_study_task`.
+        Rows of :func:`~calibtut.experiments.regression_study.run_study_task`.
     method : str, default "MIX-NLL"
-        A label of :func:`method_label`; regularized methods at every lambda.
+        A label of :func:`~calibtut.experiments.regression_study.method_label`; regularized methods at every lambda.
     train_fraction : {0.8, 0.65}, default 0.8
 
     Returns
@@ -220,7 +220,7 @@ def posthoc_gains(rows, metric="pce"):
     Parameters
     ----------
     rows : pandas.DataFrame
-        Rows of :func:`run_study_task` with the post-hoc base (``fit_posthoc``).
+        Rows of :func:`~calibtut.experiments.regression_study.run_study_task` with the post-hoc base (``fit_posthoc``).
     metric : str, default "pce"
         A test metric (reads ``test_<metric>``); lower is better.
 
@@ -274,7 +274,7 @@ def coverage_shift(rows, lambdas=None):
     Parameters
     ----------
     rows : pandas.DataFrame
-        Rows of :func:`run_study_task`.
+        Rows of :func:`~calibtut.experiments.regression_study.run_study_task`.
     lambdas : sequence of float, optional
         The strengths to report (default: every strength in ``rows``).
 
@@ -415,7 +415,7 @@ def selected_lambdas(rows, tolerance=0.1, score="val_wis"):
     Parameters
     ----------
     rows : pandas.DataFrame
-        Rows of :func:`run_study_task` with ``dataset``, ``run``, ``base``.
+        Rows of :func:`~calibtut.experiments.regression_study.run_study_task` with ``dataset``, ``run``, ``base``.
     tolerance : float, default 0.1
         >= 0.
     score : {"val_wis", "val_crps"}, default "val_wis"
@@ -461,7 +461,7 @@ def study_results(rows, tolerance=0.1):
     Parameters
     ----------
     rows : pandas.DataFrame
-        Rows of :func:`run_study_task` with ``dataset``, ``run``, ``base``.
+        Rows of :func:`~calibtut.experiments.regression_study.run_study_task` with ``dataset``, ``run``, ``base``.
     tolerance : float, default 0.1
         Of :func:`selected_lambdas`, >= 0.
 
@@ -532,7 +532,7 @@ def method_means(rows, metrics=("pce", "wis", "nll", "std")):
     Parameters
     ----------
     rows : pandas.DataFrame
-        Rows of :func:`run_study_task`.
+        Rows of :func:`~calibtut.experiments.regression_study.run_study_task`.
     metrics : sequence of str, default ("pce", "wis", "nll", "std")
         Metric names (read from the ``test_`` columns).
 
