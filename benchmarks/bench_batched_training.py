@@ -10,12 +10,14 @@ grid over the base model's regularizers, as a dataset/split shares them) are
 trained for ``--epochs`` epochs on synthetic data of ``--n`` rows (10 steps of
 512 per epoch at the default) with early stopping switched off, once with
 :func:`calibtut.models.fit_study` model after model and once together with
-:func:`calibtut.models.fit_study_batched`. The time per model-epoch gives the
-trainings per hour at ``--assumed-epochs`` epochs per training (about 100 in
-the study). Times are CPU seconds of this process (``time.process_time``) on
-CPU and wall seconds on CUDA; wall times are stored as well. Writes
-``results/regression_study/benchmarks/batched_training.csv`` and
-``provenance.json``.
+:func:`calibtut.models.fit_study_batched`. Both paths first run one untimed
+epoch (first calls pay for allocation and dispatch caches), then alternate
+``--repeats`` times; the median of each is kept. The time per model-epoch gives
+the trainings per hour at ``--assumed-epochs`` epochs per training (about 100
+in the study). Times are CPU seconds of this process (``time.process_time``)
+on CPU and wall seconds on CUDA; wall times are stored as well. Writes
+``results/regression_study/benchmarks/batched_training.csv`` (with a suffix
+for another device or thread count) and its provenance.
 """
 
 from __future__ import annotations
@@ -52,11 +54,11 @@ def _build(name, specs, d, device):
     return [p[0].to(device) for p in pairs], [p[1] for p in pairs]
 
 
-def _timed(fn, device):
+def _timed(device, fn, *args):
     if device.type == "cuda":
         torch.cuda.synchronize()
     wall, cpu = time.perf_counter(), time.process_time()
-    fn()
+    fn(*args)
     if device.type == "cuda":
         torch.cuda.synchronize()
     return time.perf_counter() - wall, time.process_time() - cpu
@@ -67,20 +69,25 @@ def measure(name, m, args, device):
     X = rng.normal(size=(args.n, args.d))
     y = X[:, 0] + 0.5 * rng.normal(size=args.n)
     val = (X[: args.n // 8], y[: args.n // 8])
-    settings = dict(epochs=args.epochs, patience=10**6, batch_size=512)
     specs = _specs(name, m)
-    models, losses = _build(name, specs, args.d, device)
 
-    def alone():
+    def alone(models, losses, epochs):
         for i, (model, loss) in enumerate(zip(models, losses)):
-            fit_study(model, X, y, loss=loss, val=val, seed=i, device=device, **settings)
+            fit_study(model, X, y, loss=loss, val=val, seed=i, device=device, epochs=epochs, patience=10**6,
+                      batch_size=512)
 
-    wall_a, cpu_a = _timed(alone, device)
-    models, losses = _build(name, specs, args.d, device)
-    wall_b, cpu_b = _timed(
-        lambda: fit_study_batched(models, X, y, losses=losses, val=val, seeds=list(range(m)), device=device, **settings),
-        device,
-    )
+    def batched(models, losses, epochs):
+        fit_study_batched(models, X, y, losses=losses, val=val, seeds=list(range(m)), device=device,
+                          epochs=epochs, patience=10**6, batch_size=512)
+
+    paths = {"alone": alone, "batched": batched}
+    for fit in paths.values():  # warm-up: one untimed epoch of each path
+        fit(*_build(name, specs, args.d, device), 1)
+    times = {key: [] for key in paths}
+    for _ in range(args.repeats):
+        for key, fit in paths.items():
+            times[key].append(_timed(device, fit, *_build(name, specs, args.d, device), args.epochs))
+    (wall_a, cpu_a), (wall_b, cpu_b) = (np.median(np.array(times[k]), axis=0) for k in ("alone", "batched"))
     seconds_a = wall_a if device.type == "cuda" else cpu_a
     seconds_b = wall_b if device.type == "cuda" else cpu_b
     per_training = args.assumed_epochs / args.epochs
@@ -88,6 +95,7 @@ def measure(name, m, args, device):
         "model": name,
         "stack_size": m,
         "epochs": args.epochs,
+        "repeats": args.repeats,
         "steps_per_epoch": args.n // 512,
         "alone_s": round(seconds_a, 3),
         "batched_s": round(seconds_b, 3),
@@ -106,7 +114,8 @@ def main(argv=None):
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--n", type=int, default=5120)
     parser.add_argument("--d", type=int, default=8)
-    parser.add_argument("--epochs", type=int, default=2)
+    parser.add_argument("--epochs", type=int, default=3)
+    parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--assumed-epochs", type=int, default=100)
     parser.add_argument("--sizes", type=int, nargs="+", default=[1, 5, 15])
     parser.add_argument("--models", nargs="+", default=["mix-nll", "sqr-affine", "sqr"])
@@ -125,6 +134,7 @@ def main(argv=None):
     df = pd.DataFrame(rows)
     args.out.mkdir(parents=True, exist_ok=True)
     suffix = "" if device.type == "cpu" else f"_{device.type}"
+    suffix += "" if args.threads == 1 else f"_{args.threads}threads"
     atomic_write_text(args.out / f"batched_training{suffix}.csv", df.to_csv(index=False))
     provenance = {
         "script": "benchmarks/bench_batched_training.py",
