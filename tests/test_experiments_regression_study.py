@@ -747,12 +747,15 @@ def test_ablation_verdict_reads_each_sentence_on_its_metrics():
     assert verdict == "holds", evidence
     assert "best: 2 layers on wis, 2 layers on nll" in evidence and "n_components = 3" in evidence
     # each sentence can fail on its own
+    assert evidence.count("(holds)") == 3
     for key, effect in ((("n_components", 1), {**worse, "std": 0.0}),  # not worse on STD
                         (("n_components", 5), {"nll": 2.0}),  # five components differ more than one
                         (("n_levels", 16), {**worse, "pce": -0.5}),  # 16 levels better calibrated than 64
                         (("n_hidden", 20), {"nll": -0.5})):  # 20 layers best on NLL
         verdict, evidence = rs_claims._ablation_verdict(_ablation_rows({**as_paper, key: effect}))
         assert verdict == "does not hold", (key, evidence)
+        sentence = rs_claims._ABLATION_SENTENCES[key[0]]
+        assert f"{sentence} (does not hold)" in evidence and evidence.count("(holds)") == 2, evidence
     # no n_levels ablation, or no single-component model: that part cannot be checked
     no_levels = {k: v for k, v in as_paper.items() if k[0] != "n_levels"}
     verdict, evidence = rs_claims._ablation_verdict(_ablation_rows(no_levels).drop(columns="n_levels"))

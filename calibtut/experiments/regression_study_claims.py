@@ -438,6 +438,9 @@ def claims_table(ci, full=None, label="full"):
     return out.reset_index(drop=True)
 
 
+# the sentence of Appendix C on each factor, as the evidence names it
+_ABLATION_SENTENCES = {"n_components": "one component much worse, more differ less",
+                       "n_levels": "fewer levels worse", "n_hidden": "best depth 2, 3 or 5"}
 # the metrics that each sentence of Appendix C names, by factor (Figures 17-19)
 _ABLATION_METRICS = {"n_components": ("wis", "nll", "std"), "n_levels": ("pce", "wis", "std"),
                      "n_hidden": ("wis", "nll")}
@@ -494,5 +497,6 @@ def _ablation_verdict(ablations):
                     for metric, values in medians.items()}
             ok = all(b in (2, 3, 5) for b in best.values())
             text += "; best: " + ", ".join(f"{b} layers on {metric}" for metric, b in best.items())
-        parts.append(("holds" if ok else "does not hold", text))
+        verdict = "holds" if ok else "does not hold"
+        parts.append((verdict, f"{_ABLATION_SENTENCES[factor]} ({verdict}): {text}"))
     return _combine(parts)
