@@ -1,4 +1,4 @@
-"""The experiments layer of paper 002: task list, one-task runner, summary tables."""
+"""The experiments layer of paper 002: tasks and runner, chapter tables, figures, ablations and claims."""
 
 import math
 import os
