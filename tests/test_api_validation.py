@@ -277,7 +277,7 @@ VALID_FOR = {
     },
     "calibtut.stats.pce_study_test": {"n_sim": 100},
     **{f"calibtut.experiments.regression_study{part}": _STUDY_VALID
-       for part in ("", "_tables", "_figures", "_ablations", "_claims")},
+       for part in ("", "_tables", "_figures", "_ablations", "_claims", "_sqr_forms")},
     "calibtut.experiments.study_cost": {"rows": lambda: _study_rows().assign(seconds=60.0), "n_runs": 5, "workers": 2},
     "calibtut.experiments.penalty_optima": {
         "curve": lambda: calibtut.experiments.penalty_optima.qr_scale_curve(64, (8,), [0.9, 1.0], 1, "hard"),

@@ -1,4 +1,4 @@
-"""The experiments layer of paper 002: tasks and runner, chapter tables, figures, ablations and claims."""
+"""The experiments layer of paper 002: tasks and runner, chapter tables, figures, ablations, claims and SQR forms."""
 
 import math
 import os
@@ -13,6 +13,7 @@ from calibtut.experiments import regression_study as rs
 from calibtut.experiments import regression_study_ablations as rs_ablations
 from calibtut.experiments import regression_study_claims as rs_claims
 from calibtut.experiments import regression_study_figures as rs_figures
+from calibtut.experiments import regression_study_sqr_forms as rs_forms
 from calibtut.experiments import regression_study_tables as rs_tables
 from calibtut.metrics import weighted_interval_score
 from calibtut.models.sqr import EVAL_LEVELS
@@ -790,3 +791,75 @@ def test_ablation_summary_and_figures_leave_out_what_a_model_lacks():
         rs_ablations.ablation_summary(rows, ["crps_missing"])
     with pytest.raises(TypeError, match="metrics"):
         rs_ablations.ablation_summary(rows, "pce")
+
+
+def _form_rows(paper_pce, authors_pce, runs=3):
+    """Rows of the SQR-form sweep: per dataset the vanilla, 65% base and CQR rows of both forms."""
+    rows = []
+    for i, (paper, authors) in enumerate(zip(paper_pce, authors_pce)):
+        for run in range(runs):
+            for base, pce, seconds in (("sqr", paper, 40.0 + i), ("sqr-affine", authors, 2.0)):
+                for posthoc, fraction in (("none", 0.8), ("none", 0.65), ("cqr", 0.65)):
+                    rows.append({"dataset": f"d{i}", "run": run, "base": base, "posthoc": posthoc,
+                                 "train_fraction": fraction, "n_train": 100 - i, "seconds": seconds,
+                                 "test_pce": pce + 0.01 * run + (0.5 if fraction == 0.65 and posthoc == "none" else 0),
+                                 "test_wis": 1.0 + i, "test_std_quantile": 2.0})
+    return pd.DataFrame(rows)
+
+
+def test_sqr_form_table_and_summary_against_scipy():
+    rng = np.random.default_rng(3)
+    paper, authors = rng.uniform(0.02, 0.2, 8), rng.uniform(0.02, 0.2, 8)
+    table = rs_forms.sqr_form_table(_form_rows(paper, authors))
+    # smallest dataset first; run means (the 65% base rows, offset by 0.5, are not read)
+    assert table.index.get_level_values("dataset").tolist() == [f"d{i}" for i in range(7, -1, -1)]
+    assert np.allclose(table[("vanilla", "pce", "sqr")].loc["d2"], paper[2] + 0.01)
+    assert np.allclose(table[("+ CQR", "pce", "sqr-affine")].loc["d5"], authors[5] + 0.01)
+    summary = rs_forms.sqr_form_summary(table)
+    expected = stats.wilcoxon(paper, authors, zero_method="pratt").pvalue
+    assert np.isclose(summary.loc[("vanilla", "pce"), "p"], expected)
+    assert summary.loc[("vanilla", "pce"), "lower"] == (paper < authors).sum()
+    assert np.isclose(summary.loc[("vanilla", "pce"), "median_ratio"], np.median((paper + 0.01) / (authors + 0.01)))
+    # equal WIS everywhere: no test, ratio 1; the cost row compares seconds per task
+    assert np.isnan(summary.loc[("vanilla", "wis"), "p"]) and summary.loc[("vanilla", "wis"), "lower"] == 0
+    assert np.isclose(summary.loc[("cost", "seconds"), "median_ratio"], np.median((40.0 + np.arange(8)) / 2.0))
+    with pytest.raises(ValueError, match="only the SQR forms"):
+        rs_forms.sqr_form_table(_form_rows(paper, authors).replace({"base": {"sqr": "mix-nll"}}))
+    with pytest.raises(ValueError, match="seconds"):
+        rs_forms.sqr_form_table(_form_rows(paper, authors).drop(columns="seconds"))
+    with pytest.raises(TypeError, match="sqr_form_table"):
+        rs_forms.sqr_form_summary(_form_rows(paper, authors))
+
+
+def test_full_sqr_forms_prefer_the_published_run_then_the_store(tmp_path):
+    from calibtut.run.store import SweepStore
+
+    tasks = rs_forms.sqr_form_tasks(rs_forms.SQR_FORM_DATASETS, range(rs.STUDY_RUNS), epochs=5000)
+    assert {(t["base"], t["lambdas"], t["regularizers"]) for t in tasks} == {("sqr", "", ""), ("sqr-affine", "", "")}
+    per_run = len(tasks) // rs.STUDY_RUNS
+    assert per_run == 2 * len(rs_forms.SQR_FORM_DATASETS) and set(rs_forms.SQR_FORM_DATASETS) <= set(rs.OFFLINE_DATASETS)
+    published = tmp_path / "results" / "regression_study" / "06_paper_vs_ours"
+    store = SweepStore(published / "sweeps" / "sqr_forms.jsonl")
+    for i, task in enumerate(tasks[: 2 * per_run + 1]):
+        store.append({"key": str(i), "status": "ok", "task": task, "seconds": 1.0,
+                      "records": [{"method": "SQR-CRPS", "test_pce": 0.1}]})
+    found = rs_forms.full_sqr_forms(root=tmp_path)
+    assert found.label == "full, 2 of 5 runs" and len(found.rows) == 2 * per_run
+    assert f"{2 * per_run + 1} of 110 tasks stored" in found.note
+    assert rs_forms.full_sqr_forms(min_runs=3, root=tmp_path).rows is None
+    found.rows.to_csv(published / "sqr_forms.csv", index=False)
+    (published / "provenance.json").write_text('{"finished": "2026-11-24T00:00:00+00:00"}')
+    assert rs_forms.full_sqr_forms(root=tmp_path).label == "full"
+    with pytest.raises(ValueError, match="datasets must be"):
+        rs_forms.sqr_form_tasks(["nowhere"], [0])
+
+
+@needs_mirror
+def test_sqr_forms_run_both_networks():
+    from calibtut.run import sweep
+
+    rows = sweep(rs_forms.sqr_form_tasks(["Yacht"], [0], epochs=3), rs.run_study_task, progress=False,
+                 seconds="seconds")
+    assert set(rows["base"]) == set(rs_forms.SQR_FORMS) and (rows["regularizer"] == "none").all()
+    table = rs_forms.sqr_form_table(rows)
+    assert table.shape[0] == 1 and table.notna().all().all()
