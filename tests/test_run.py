@@ -30,7 +30,7 @@ from calibtut.run import (
 )
 from calibtut.run.__main__ import main
 from calibtut.run.glue import GLUE_PREFIX, glue_bundle
-from calibtut.run.provenance import cpu_label
+from calibtut.run.provenance import cpu_label, git_state
 
 
 @pytest.fixture
@@ -427,3 +427,28 @@ def test_runner_names_the_missing_extra(monkeypatch, book, capsys):
     monkeypatch.setitem(sys.modules, "papermill", None)  # as if calibtut[run] were not installed
     assert main(["notebooks/p9/01_tiny.md"]) == 1
     assert "pip install \"calibtut[run]\"" in capsys.readouterr().err
+
+
+def test_git_state_ignores_what_the_runner_writes_under_results(tmp_path):
+    def git(*args):
+        subprocess.run(["git", "-C", str(tmp_path), *args], check=True, capture_output=True)
+
+    git("init", "-q")
+    (tmp_path / "results" / "part").mkdir(parents=True)
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "code.py").write_text("a = 1\n")
+    (tmp_path / "sub" / "more.py").write_text("b = 1\n")
+    (tmp_path / "results" / "part" / "store.jsonl").write_text("{}\n")
+    git("add", "-A")
+    git("-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "init")
+    assert git_state(tmp_path)["dirty"] is False
+    # a growing store and a table about to be published leave the code clean
+    (tmp_path / "results" / "part" / "store.jsonl").write_text("{}\n{}\n")
+    (tmp_path / "results" / "part" / "table.csv").write_text("x\n")
+    assert git_state(tmp_path)["dirty"] is False and git_state(tmp_path / "sub")["dirty"] is False
+    # a change to code anywhere in the tree, seen from any folder of it, does not
+    (tmp_path / "code.py").write_text("a = 2\n")
+    assert git_state(tmp_path / "sub")["dirty"] is True
+    (tmp_path / "code.py").write_text("a = 1\n")
+    (tmp_path / "results.py").write_text("c = 1\n")
+    assert git_state(tmp_path)["dirty"] is True

@@ -52,10 +52,13 @@ def _git(root, *args):
 
 
 def git_state(root):
-    """The commit checked out at ``root`` and whether the tree has changes.
+    """The commit checked out at ``root`` and whether the tree has changes outside ``results/``.
 
-    Returns ``{"commit": None, "dirty": None}`` outside a git repository (or
-    before the first commit, where ``dirty`` is still reported).
+    Changes under ``results/`` are what the runner itself writes (sweep stores
+    growing during a resumed run, tables about to be published), not code, so
+    they do not make the tree dirty. Returns ``{"commit": None, "dirty": None}``
+    outside a git repository (or before the first commit, where ``dirty`` is
+    still reported).
 
     Examples
     --------
@@ -65,7 +68,7 @@ def git_state(root):
     """
     if _git(root, "rev-parse", "--is-inside-work-tree") != "true":
         return {"commit": None, "dirty": None}
-    status = _git(root, "status", "--porcelain")
+    status = _git(root, "status", "--porcelain", "--", ":/", ":(exclude,top)results")
     return {"commit": _git(root, "rev-parse", "HEAD"), "dirty": None if status is None else bool(status)}
 
 
