@@ -158,7 +158,7 @@ def sqr_form_summary(table):
         One row per (model, metric): ``lower`` (datasets on which the paper's
         form has the lower run mean), ``datasets``, ``median_ratio`` (paper's
         over authors'), and ``p`` (two-sided Wilcoxon signed-rank test, zero
-        method "pratt"; missing with fewer than two datasets). The row
+        method "pratt"; missing with fewer than two datasets or no difference). The row
         ``("cost", "seconds")`` compares the time of one task.
 
     Examples
