@@ -31,6 +31,7 @@ from calibtut.stats import friedman_wilcoxon
 __all__ = [
     "claim_verdicts",
     "claims_table",
+    "full_calibration_test",
     "VERDICTS",
 ]
 
@@ -161,7 +162,8 @@ def _combine(checks, notes=()):
     return "holds", evidence
 
 
-def claim_verdicts(rows, *, ablations=None, sqr="sqr-affine", alpha=0.05, min_datasets=6, n_sim=10_000, seed=0):
+def claim_verdicts(rows, *, ablations=None, test_table=None, sqr="sqr-affine", alpha=0.05, min_datasets=6,
+                   n_sim=10_000, seed=0):
     """Each of paper 002's 17 directional claims checked on our rows, with a verdict and its evidence.
 
     Methods are compared on their run means per dataset (lower is better),
@@ -192,6 +194,12 @@ def claim_verdicts(rows, *, ablations=None, sqr="sqr-affine", alpha=0.05, min_da
         components differ less than one does; fewer quantiles per step are
         worse (median d above 0) on PCE, WIS and STD; the depth of lowest
         median d on WIS and on NLL is 2, 3 or 5.
+    test_table : pandas.DataFrame, optional
+        The per-dataset PCE test of ``rows`` (claim C1) when already computed:
+        :func:`~calibtut.experiments.regression_study_tables.calibration_test_table`
+        of the MIX-NLL rows, e.g. as :func:`full_calibration_test` reads it;
+        computed with ``n_sim`` and ``seed`` otherwise. It must cover the same
+        datasets as the rows' MIX-NLL models.
     sqr : {"sqr", "sqr-affine"}, default "sqr-affine"
         Which SQR stands for SQR-CRPS.
     alpha : float, default 0.05
@@ -240,7 +248,15 @@ def claim_verdicts(rows, *, ablations=None, sqr="sqr-affine", alpha=0.05, min_da
         return ("not run", f"no rows of {', '.join(missing)}") if missing else None
 
     # C1: the per-dataset PCE test
-    table = calibration_test_table(rows, n_sim=n_sim, seed=seed)
+    if test_table is None:
+        table = calibration_test_table(rows, n_sim=n_sim, seed=seed)
+    else:
+        _check_rows(test_table, ["dataset", "reject_paper", "pvalue_paper", "pvalue"])
+        tested = set(rows.loc[rows["base"] == "mix-nll", "dataset"])
+        if set(test_table["dataset"]) != tested:
+            raise ValueError(f"test_table must test the datasets of the rows' MIX-NLL models {sorted(tested)}, "
+                             f"got {sorted(test_table['dataset'])}")
+        table = test_table
     k, n = int(table["reject_paper"].sum()), len(table)
     readings = rejection_counts(table)  # the printed reading first, then "not rejected for 11"
     verdict = ["holds" if r.ours_share >= r.paper_share else "does not hold" for r in readings.itertuples()]
@@ -392,6 +408,58 @@ def claim_verdicts(rows, *, ablations=None, sqr="sqr-affine", alpha=0.05, min_da
     out["evidence"] = [verdicts[c][1] for c in out["claim"]]
     out["datasets"] = rows["dataset"].nunique()
     return out
+
+
+def full_calibration_test(full, *, recompute=False, seed=0, root=None):
+    """The per-dataset PCE test of the full run's MIX-NLL (claim C1), 10,000 null draws.
+
+    Chapter 6 publishes it with its full profile (table ``full_calibration_test``);
+    reading it back saves the about 25 s of the simulation whenever the
+    chapter runs at ``ci``. Chapter 1 computes the same table from the same
+    rows and seed at every profile and checks that it equals the published
+    one, so a stale table fails there.
+
+    Parameters
+    ----------
+    full : FullStudy
+        As :func:`~calibtut.experiments.regression_study.full_study` returns it (with rows).
+    recompute : bool, default False
+        Compute the table even when it is published.
+    seed : int, default 0
+        Seed of the test, >= 0.
+    root : str or path-like, optional
+        Repository root; found from the working directory by default.
+
+    Returns
+    -------
+    pandas.DataFrame
+        As :func:`~calibtut.experiments.regression_study_tables.calibration_test_table`
+        returns it. Only the published full run (label ``"full"``) reads the
+        published table; an interim one is always computed.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from calibtut.experiments.regression_study import FullStudy
+    >>> rows = pd.DataFrame({"dataset": "a", "run": [0, 1], "base": "mix-nll", "method": "MIX-NLL",
+    ...     "regularizer": "none", "posthoc": "none", "train_fraction": 0.8, "n_test": 50, "test_pce": 0.2})
+    >>> table = full_calibration_test(FullStudy(rows, "full", ""), root=tempfile.mkdtemp())
+    >>> table[["dataset", "reject_paper"]].values.tolist()
+    [['a', True]]
+    """
+    from calibtut.run import load_result
+
+    if not hasattr(full, "rows") or not hasattr(full, "label") or not isinstance(full.rows, pd.DataFrame):
+        raise TypeError(f"full must be a FullStudy with rows, got {full!r}")
+    if not isinstance(recompute, bool):
+        raise TypeError(f"recompute must be True or False, got {recompute!r}")
+    seed = check_int(seed, "seed", minimum=0)
+    if full.label == "full" and not recompute:
+        try:
+            return load_result("regression_study", "06_paper_vs_ours", "full_calibration_test", root=root)[0]
+        except FileNotFoundError:
+            pass
+    return calibration_test_table(full.rows, "mix-nll", seed=seed)
 
 
 def claims_table(ci, full=None, label="full"):
