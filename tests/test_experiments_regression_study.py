@@ -863,3 +863,37 @@ def test_sqr_forms_run_both_networks():
     assert set(rows["base"]) == set(rs_forms.SQR_FORMS) and (rows["regularizer"] == "none").all()
     table = rs_forms.sqr_form_table(rows)
     assert table.shape[0] == 1 and table.notna().all().all()
+
+
+def test_claim_verdicts_take_a_precomputed_pce_test(tmp_path):
+    rows = _claim_rows({})
+    table = rs_tables.calibration_test_table(rows, n_sim=300, seed=1)
+    given = rs_claims.claim_verdicts(rows, test_table=table, n_sim=300, seed=1)
+    assert given.equals(rs_claims.claim_verdicts(rows, n_sim=300, seed=1))
+    # C1 reads the given table: all rejected there, the verdict's evidence says so
+    forced = rs_claims.claim_verdicts(rows, test_table=table.assign(reject_paper=True), n_sim=300)
+    assert f"for {len(table)} of {len(table)} datasets" in forced.set_index("claim").loc["C1", "evidence"]
+    with pytest.raises(ValueError, match="test_table must test the datasets"):
+        rs_claims.claim_verdicts(rows, test_table=table.iloc[1:])
+    with pytest.raises(ValueError, match="reject_paper"):
+        rs_claims.claim_verdicts(rows, test_table=table.drop(columns="reject_paper"))
+
+
+def test_full_calibration_test_reads_the_published_table_only_for_the_full_run(tmp_path):
+    rows = _claim_rows({}, n_datasets=3)
+    computed = rs_tables.calibration_test_table(rows, seed=0)
+    full = rs.FullStudy(rows, "full", "")
+    pd.testing.assert_frame_equal(rs_claims.full_calibration_test(full, root=tmp_path), computed)
+    published = tmp_path / "results" / "regression_study" / "06_paper_vs_ours"
+    published.mkdir(parents=True)
+    computed.assign(pvalue=0.5).to_csv(published / "full_calibration_test.csv", index=False)
+    (published / "provenance.json").write_text('{"finished": "2026-11-24T00:00:00+00:00"}')
+    assert (rs_claims.full_calibration_test(full, root=tmp_path)["pvalue"] == 0.5).all()
+    # recomputed on request, and always for an interim run
+    pd.testing.assert_frame_equal(rs_claims.full_calibration_test(full, recompute=True, root=tmp_path), computed)
+    interim = rs.FullStudy(rows, "full, 2 of 5 runs", "")
+    pd.testing.assert_frame_equal(rs_claims.full_calibration_test(interim, root=tmp_path), computed)
+    with pytest.raises(TypeError, match="full must be"):
+        rs_claims.full_calibration_test(rows)
+    with pytest.raises(TypeError, match="recompute"):
+        rs_claims.full_calibration_test(full, recompute="yes")
