@@ -887,8 +887,11 @@ def test_full_calibration_test_reads_the_published_table_only_for_the_full_run(t
     published = tmp_path / "results" / "regression_study" / "06_paper_vs_ours"
     published.mkdir(parents=True)
     computed.assign(pvalue=0.5).to_csv(published / "full_calibration_test.csv", index=False)
-    (published / "provenance.json").write_text('{"finished": "2026-11-24T00:00:00+00:00"}')
+    (published / "provenance.json").write_text('{"finished": "2026-11-24", "parameters": {"seed": 0}}')
     assert (rs_claims.full_calibration_test(full, root=tmp_path)["pvalue"] == 0.5).all()
+    # drawn with another seed: computed with this one
+    other = rs_claims.full_calibration_test(full, seed=1, root=tmp_path)
+    pd.testing.assert_frame_equal(other, rs_tables.calibration_test_table(rows, seed=1))
     # recomputed on request, and always for an interim run
     pd.testing.assert_frame_equal(rs_claims.full_calibration_test(full, recompute=True, root=tmp_path), computed)
     interim = rs.FullStudy(rows, "full, 2 of 5 runs", "")

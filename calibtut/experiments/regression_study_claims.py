@@ -435,7 +435,8 @@ def full_calibration_test(full, *, recompute=False, seed=0, root=None):
     pandas.DataFrame
         As :func:`~calibtut.experiments.regression_study_tables.calibration_test_table`
         returns it. Only the published full run (label ``"full"``) reads the
-        published table; an interim one is always computed.
+        published table, and only when it was drawn with ``seed``; an interim
+        run's, or another seed's, is computed.
 
     Examples
     --------
@@ -456,9 +457,12 @@ def full_calibration_test(full, *, recompute=False, seed=0, root=None):
     seed = check_int(seed, "seed", minimum=0)
     if full.label == "full" and not recompute:
         try:
-            return load_result("regression_study", "06_paper_vs_ours", "full_calibration_test", root=root)[0]
+            table, provenance = load_result("regression_study", "06_paper_vs_ours", "full_calibration_test", root=root)
         except FileNotFoundError:
             pass
+        else:
+            if provenance.get("parameters", {}).get("seed") == seed:
+                return table
     return calibration_test_table(full.rows, "mix-nll", seed=seed)
 
 
