@@ -900,3 +900,14 @@ def test_full_calibration_test_reads_the_published_table_only_for_the_full_run(t
         rs_claims.full_calibration_test(rows)
     with pytest.raises(TypeError, match="recompute"):
         rs_claims.full_calibration_test(full, recompute="yes")
+
+
+def test_published_calibration_test_needs_the_same_seed(tmp_path):
+    published = tmp_path / "results" / "regression_study" / "06_paper_vs_ours"
+    published.mkdir(parents=True)
+    pd.DataFrame({"dataset": ["a"], "pvalue": [0.5]}).to_csv(published / "full_calibration_test.csv", index=False)
+    (published / "provenance.json").write_text('{"finished": "2026-11-24", "parameters": {"seed": 3}}')
+    assert rs_claims.published_calibration_test(seed=3, root=tmp_path)["pvalue"].tolist() == [0.5]
+    assert rs_claims.published_calibration_test(seed=0, root=tmp_path) is None
+    with pytest.raises(ValueError, match="seed"):
+        rs_claims.published_calibration_test(seed=-1, root=tmp_path)

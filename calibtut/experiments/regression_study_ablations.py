@@ -5,7 +5,7 @@ is varied one value at a time on a vanilla model, all else at the study's
 defaults. :func:`ablation_tasks` lists the sweep's tasks (each a
 :func:`calibtut.experiments.regression_study.run_study_task` call without
 the lambda grid), :func:`full_ablations` reads the published or stored full
-run, and :func:`ablation_effects`, :func:`ablation_summary` and
+run, and :func:`ablation_effects`, :func:`ablation_summary`, :func:`ablation_median_table` and
 :func:`plot_ablation_figures` compare every value with the default.
 """
 
@@ -28,6 +28,7 @@ from calibtut.experiments.regression_study_tables import cohens_d_table
 
 __all__ = [
     "ablation_effects",
+    "ablation_median_table",
     "ablation_summary",
     "ablation_tasks",
     "ABLATIONS",
@@ -252,6 +253,30 @@ def ablation_summary(rows, metrics=("pce", "wis", "nll", "std")):
     if not out:
         raise ValueError("rows hold no ablated model with one of the metrics")
     return pd.concat(out, ignore_index=True)
+
+
+def ablation_median_table(summary):
+    """The median d of :func:`ablation_summary` as one table: (figure, model) x metric.
+
+    Parameters
+    ----------
+    summary : pandas.DataFrame
+        As :func:`ablation_summary` returns it.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Median authors' Cohen's d against the default; a metric a model lacks is missing.
+
+    Examples
+    --------
+    >>> summary = pd.DataFrame({"figure": "17", "method": "n_components = 1", "metric": ["nll", "pce"],
+    ...                         "median_d": [1.5, 0.2]})
+    >>> ablation_median_table(summary).values.tolist()
+    [[1.5, 0.2]]
+    """
+    _check_rows(summary, ["figure", "method", "metric", "median_d"])
+    return summary.pivot_table(index=["figure", "method"], columns="metric", values="median_d")
 
 
 def plot_ablation_figures(rows, title=""):

@@ -32,6 +32,7 @@ __all__ = [
     "claim_verdicts",
     "claims_table",
     "full_calibration_test",
+    "published_calibration_test",
     "VERDICTS",
 ]
 
@@ -448,22 +449,46 @@ def full_calibration_test(full, *, recompute=False, seed=0, root=None):
     >>> table[["dataset", "reject_paper"]].values.tolist()
     [['a', True]]
     """
-    from calibtut.run import load_result
-
     if not hasattr(full, "rows") or not hasattr(full, "label") or not isinstance(full.rows, pd.DataFrame):
         raise TypeError(f"full must be a FullStudy with rows, got {full!r}")
     if not isinstance(recompute, bool):
         raise TypeError(f"recompute must be True or False, got {recompute!r}")
     seed = check_int(seed, "seed", minimum=0)
     if full.label == "full" and not recompute:
-        try:
-            table, provenance = load_result("regression_study", "06_paper_vs_ours", "full_calibration_test", root=root)
-        except FileNotFoundError:
-            pass
-        else:
-            if provenance.get("parameters", {}).get("seed") == seed:
-                return table
+        table = published_calibration_test(seed=seed, root=root)
+        if table is not None:
+            return table
     return calibration_test_table(full.rows, "mix-nll", seed=seed)
+
+
+def published_calibration_test(*, seed=0, root=None):
+    """The full run's PCE test as chapter 6 published it, if drawn with ``seed``; else None.
+
+    Parameters
+    ----------
+    seed : int, default 0
+        Seed the published table must have been drawn with, >= 0.
+    root : str or path-like, optional
+        Repository root; found from the working directory by default.
+
+    Returns
+    -------
+    pandas.DataFrame or None
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> published_calibration_test(root=tempfile.mkdtemp()) is None
+    True
+    """
+    from calibtut.run import load_result
+
+    seed = check_int(seed, "seed", minimum=0)
+    try:
+        table, provenance = load_result("regression_study", "06_paper_vs_ours", "full_calibration_test", root=root)
+    except FileNotFoundError:
+        return None
+    return table if provenance.get("parameters", {}).get("seed") == seed else None
 
 
 def claims_table(ci, full=None, label="full"):
