@@ -8,7 +8,7 @@ Run from the repository root::
 Synthetic KNN outputs (3 classes, ``q`` in 0..25 with most mass at 25 as in the
 paper's Protein task, exponential ``d``) for two calibration splits of
 ``--n-cal`` points each and ``--n-test`` test points. The library
-(:func:`calibtut.admit.admit_sets`, :func:`calibtut.admit.venn_admit`) runs
+(:func:`calibtut.selective.admit.admit_sets`, :func:`calibtut.selective.admit.venn_admit`) runs
 on all test points; the per-point loop (Alg. 2 written directly, one band
 and one sort per point and class) runs on ``--loop-sample`` of them, its time
 is scaled to all points, and its sets are compared with the library's on
@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from calibtut.admit import admit_sets, venn_admit
+from calibtut.selective import admit_sets, venn_admit
 
 OUT = Path(__file__).resolve().parents[1] / "results" / "venn_admit" / "benchmarks"
 

@@ -45,7 +45,7 @@ def _child(args):
     if args.method == "torch":
         import torch
 
-        from calibtut.neighbors import nearest_neighbors
+        from calibtut.selective import nearest_neighbors
 
         q, r = torch.from_numpy(queries).to(args.device), torch.from_numpy(ref).to(args.device)
         d, i = nearest_neighbors(q, r, args.k, block_size=args.block_size)

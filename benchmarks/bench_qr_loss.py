@@ -43,8 +43,7 @@ from pathlib import Path
 import pandas as pd
 import torch
 
-from calibtut.entropy import resolve_spacing
-from calibtut.regularizers import QuantileRegularizedLoss
+from calibtut.regularizers import QuantileRegularizedLoss, resolve_spacing
 from calibtut.run.artifacts import atomic_write_text
 from calibtut.run.provenance import git_state, machine, package_versions
 

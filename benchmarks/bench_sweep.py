@@ -47,7 +47,7 @@ def _one_thread():
 
 
 def _timed(task):
-    from calibtut.experiments import run_qr_config
+    from calibtut.experiments.quantile_regularization import run_qr_config
 
     start = time.perf_counter()
     run_qr_config(**task)
@@ -81,7 +81,7 @@ def main(argv=None):
     import torch
 
     torch.set_num_threads(1)
-    from calibtut.experiments import run_qr_config
+    from calibtut.experiments.quantile_regularization import run_qr_config
     from calibtut.run import sweep
     from calibtut.run.provenance import machine, package_versions
 

@@ -7,7 +7,7 @@ Run from the repository root::
 
 Writes ``results/covariate_shift/benchmarks/bench_weighted_conformal.csv`` and
 ``provenance.json``. ``n`` calibration scores and ``m`` test points with
-exponential weights: :func:`calibtut.conformal.weighted_conformal_quantile`
+exponential weights: :func:`calibtut.conformal.quantiles.weighted_conformal_quantile`
 (one sort, one ``searchsorted``) against the reference loop of
 ``tests/test_conformal_weighted.py`` (for each test point: append its mass at
 ``+inf``, normalise, sort, accumulate, read the quantile), which must give the

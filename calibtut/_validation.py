@@ -19,6 +19,25 @@ def _shown(value):
     return reprlib.repr(value)
 
 
+def _refuse_non_real(x, name):
+    """Refuse complex numbers and strings, which numpy would silently cast or parse."""
+    if isinstance(x, np.ndarray) or hasattr(x, "__array__") or isinstance(x, (list, tuple)):
+        try:
+            kind = np.asarray(x).dtype.kind
+        except (TypeError, ValueError):  # ragged input: the float conversion reports it
+            return
+        if kind == "c":
+            raise TypeError(f"{name} must hold real numbers, got complex values")
+        if kind in "USV":
+            raise TypeError(f"{name} must hold numbers, got strings ({np.asarray(x).dtype})")
+        if kind == "O":
+            bad = next((v for v in np.asarray(x).ravel() if isinstance(v, (str, bytes, complex))), None)
+            if bad is not None:
+                raise TypeError(f"{name} must hold real numbers, got {_shown(bad)} ({type(bad).__name__})")
+    elif isinstance(x, complex):
+        raise TypeError(f"{name} must be a real number, got complex {x!r}")
+
+
 def as_float_array(x, name, *, ndim=None, min_ndim=None, allow_empty=False, finite=True):
     """Convert ``x`` to a float64 array and check its shape and values.
 
@@ -49,6 +68,7 @@ def as_float_array(x, name, *, ndim=None, min_ndim=None, allow_empty=False, fini
     """
     if isinstance(x, (str, bytes)) or x is None:
         raise TypeError(f"{name} must be array-like of numbers, got {type(x).__name__}")
+    _refuse_non_real(x, name)
     try:
         arr = np.asarray(x, dtype=np.float64)
     except (TypeError, ValueError) as exc:
@@ -101,6 +121,127 @@ def check_probabilities(p, name, *, simplex_axis=None, atol=1e-6, **kwargs):
         if not np.allclose(sums, 1.0, atol=atol, rtol=0):
             worst = float(np.max(np.abs(sums - 1)))
             raise ValueError(f"{name} must sum to 1 along axis {simplex_axis} (largest deviation {worst:.3g})")
+    return arr
+
+
+def check_class_probs(probs, name, *, min_classes=2, n=None):
+    """Check class probabilities: shape ``(n, n_classes)``, rows in [0, 1] summing to 1.
+
+    Parameters
+    ----------
+    probs : array_like, shape (n, n_classes)
+    name : str
+        The argument's name, used in error messages.
+    min_classes : int, default 2
+    n : int, optional
+        Required number of rows.
+
+    Returns
+    -------
+    numpy.ndarray
+
+    Examples
+    --------
+    >>> check_class_probs([[0.3, 0.7]], "probs")
+    array([[0.3, 0.7]])
+    >>> check_class_probs([[0.3, 0.3]], "probs")
+    Traceback (most recent call last):
+    ...
+    ValueError: probs must sum to 1 along axis 1 (largest deviation 0.4)
+    """
+    arr = check_probabilities(probs, name, simplex_axis=1, ndim=2)
+    if arr.shape[1] < min_classes:
+        raise ValueError(f"{name} must have at least {min_classes} columns, got shape {arr.shape}")
+    if n is not None and arr.shape[0] != n:
+        raise ValueError(f"{name} must have {n} rows, got {arr.shape[0]}")
+    return arr
+
+
+def check_labels(labels, name, *, n_classes=None, n=None):
+    """Check class labels: 1-d integers in ``0 .. n_classes - 1``.
+
+    Integral floats (``1.0``) are accepted and returned as integers; ``0.5``,
+    booleans, strings and negative values are refused.
+
+    Parameters
+    ----------
+    labels : array_like, shape (n,)
+    name : str
+        The argument's name, used in error messages.
+    n_classes : int, optional
+        Number of classes; without it, any non-negative integer is accepted.
+    n : int, optional
+        Required length.
+
+    Returns
+    -------
+    numpy.ndarray of int64
+
+    Examples
+    --------
+    >>> check_labels([0, 2, 1.0], "labels", n_classes=3)
+    array([0, 2, 1])
+    >>> check_labels([0, 3], "labels", n_classes=3)
+    Traceback (most recent call last):
+    ...
+    ValueError: labels must be integers in 0..2, got 3.0
+    """
+    if np.asarray(labels).dtype.kind == "b":
+        raise TypeError(f"{name} must hold integer class labels, got booleans")
+    arr = as_float_array(labels, name, ndim=1)
+    high = np.inf if n_classes is None else n_classes
+    bad = (arr != np.round(arr)) | (arr < 0) | (arr >= high)
+    if np.any(bad):
+        span = "non-negative integers" if n_classes is None else f"integers in 0..{n_classes - 1}"
+        raise ValueError(f"{name} must be {span}, got {float(arr[bad][0])!r}")
+    if n is not None and arr.size != n:
+        raise ValueError(f"{name} must have one entry per point ({n}), got {arr.size}")
+    return arr.astype(np.int64)
+
+
+def check_weights(weights, name, *, n=None):
+    """Check sample weights: 1-d, finite, non-negative, not all zero.
+
+    Examples
+    --------
+    >>> check_weights([1.0, 0.0, 2.5], "sample_weight")
+    array([1. , 0. , 2.5])
+    """
+    arr = as_float_array(weights, name, ndim=1)
+    if np.any(arr < 0):
+        raise ValueError(f"{name} must be non-negative, got {arr[arr < 0][0]!r}")
+    if n is not None and arr.size != n:
+        raise ValueError(f"{name} must have one entry per point ({n}), got {arr.size}")
+    if not np.any(arr > 0):
+        raise ValueError(f"{name} must not be all zero")
+    return arr
+
+
+def check_distances(distances, name, *, ndim=None):
+    """Check distances: finite and non-negative.
+
+    Examples
+    --------
+    >>> check_distances([0.0, 1.5], "d")
+    array([0. , 1.5])
+    """
+    arr = as_float_array(distances, name, ndim=ndim)
+    if np.any(arr < 0):
+        raise ValueError(f"{name} must be non-negative, got {arr[arr < 0][0]!r}")
+    return arr
+
+
+def check_categories(categories, name, *, n=None):
+    """Check Mondrian categories: a 1-d array of integer codes, one per point.
+
+    Examples
+    --------
+    >>> check_categories([0, 1, 1], "categories")
+    array([0, 1, 1])
+    """
+    arr = check_labels(categories, name)
+    if n is not None and arr.size != n:
+        raise ValueError(f"{name} must have one entry per point ({n}), got {arr.size}")
     return arr
 
 

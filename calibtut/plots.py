@@ -22,9 +22,8 @@ import numpy as np
 from mpl_toolkits.axes_grid1 import make_axes_locatable
 from scipy import stats
 
-from calibtut._validation import as_float_array, check_alpha, check_int, check_same_length
-from calibtut._validation import check_levels
-from calibtut.conformal import coverage_count_distribution
+from calibtut._validation import as_float_array, check_alpha, check_int, check_levels, check_same_length
+from calibtut.conformal.coverage import coverage_count_distribution
 from calibtut.metrics import consistency_band, pit_reliability_data, quantile_frequencies, reliability_data
 from calibtut.metrics.pit import check_quantiles
 from calibtut.metrics.regression import check_pit
@@ -427,7 +426,7 @@ def coverage_histogram(coverage, n_cal, alpha, n_test, ax=None, band=0.9):
     Each entry of ``coverage`` is the fraction of ``n_test`` test points
     covered by one split conformal run with ``n_cal`` calibration points. The
     beta-binomial law of a valid method
-    (:func:`calibtut.conformal.coverage_count_distribution`) is drawn as a
+    (:func:`calibtut.conformal.coverage.coverage_count_distribution`) is drawn as a
     step line, its central ``band`` interval shaded and ``1 - alpha`` marked.
 
     Parameters

@@ -1,12 +1,12 @@
-"""ADMIT and Venn-ADMIT (calibtut.admit)."""
+"""ADMIT and Venn-ADMIT (calibtut.selective.admit)."""
 
 import math
 
 import numpy as np
 import pytest
 
-from calibtut.admit import admit_sets, admitted_accuracy_by_class, venn_admit
-from calibtut.venn import venn_probability_bounds
+from calibtut.recalibration import venn_probability_bounds
+from calibtut.selective import admit_sets, admitted_accuracy_by_class, venn_admit
 
 
 def _split(rng, n, n_classes=3, q_max=3, ties=False):
@@ -211,7 +211,7 @@ def test_localizer_weight_is_one_over_the_category_mass():
 def test_localizer_psi_as_a_function_of_blocks_gives_the_same_result(monkeypatch):
     # the rows of psi are asked for in blocks of bounded size, each test point at most once, and the
     # result is exactly that of the dense matrix
-    import calibtut.admit as admit_module
+    import calibtut.selective.admit as admit_module
 
     rng = np.random.default_rng(12)
     mc, vp, test = _split(rng, 1500, q_max=2), _split(rng, 1000, q_max=2), _split(rng, 400, q_max=2)
@@ -223,7 +223,7 @@ def test_localizer_psi_as_a_function_of_blocks_gives_the_same_result(monkeypatch
         asked.append(np.asarray(index).copy())
         return psi[index]
 
-    monkeypatch.setattr(admit_module, "_BLOCK_CELLS", 50_000)  # at most 50 rows of 1000 at once
+    monkeypatch.setattr(admit_module, "BLOCK_CELLS", 50_000)  # at most 50 rows of 1000 at once
     admitted, lower = venn_admit(*args, omega=0.4, kappa=5, localizer_psi=rows)
     dense_admitted, dense_lower = venn_admit(*args, omega=0.4, kappa=5, localizer_psi=psi)
     assert np.array_equal(admitted, dense_admitted) and np.array_equal(lower, dense_lower, equal_nan=True)

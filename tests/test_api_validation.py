@@ -210,7 +210,7 @@ _STUDY_VALID = {
 
 #: Valid arguments that differ from ``VALID`` for one callable (qualified name -> {parameter: value}).
 VALID_FOR = {
-    "calibtut.conformal.SplitConformalRegressor": {},
+    "calibtut.conformal.intervals.SplitConformalRegressor": {},
     "calibtut.metrics.torch": {
         "y": lambda: torch.zeros(N),
         "mean": lambda: torch.zeros(N),
@@ -221,8 +221,8 @@ VALID_FOR = {
         "means": lambda: torch.zeros((N, 2)),
         "stds": lambda: torch.ones((N, 2)),
     },
-    "calibtut.entropy.spacing_entropy_torch": {"x": lambda: torch.rand(N, dtype=torch.float64)},
-    "calibtut.sorting": {"scores": lambda: torch.rand(N)},
+    "calibtut.regularizers.entropy.spacing_entropy_torch": {"x": lambda: torch.rand(N, dtype=torch.float64)},
+    "calibtut.regularizers.sorting": {"scores": lambda: torch.rand(N)},
     "calibtut.regularizers": {"pit": lambda: torch.rand(N), "nll": lambda: torch.tensor(1.0)},
     "calibtut.models.fgsm_perturb": {
         "loss": lambda: (lambda out, y: torch.mean(out[0] ** 2)),
@@ -241,7 +241,7 @@ VALID_FOR = {
     "calibtut.plots.plot_predictive_band": {"x": np.arange(N, dtype=float)},
     "calibtut.plots.plot_quantile_paths": {"quantiles": np.zeros((10, K)) + [-1.0, 0.0, 1.0]},
     # Paper 002 (regression study): torch batches, study models and losses, result tables.
-    "calibtut.calibration_penalties": {
+    "calibtut.regularizers.calibration_penalties": {
         "pit": lambda: torch.rand(N, dtype=torch.float64),
         "values": lambda: torch.rand(N, dtype=torch.float64),
         "quantiles": lambda: torch.tensor(_quantiles),
@@ -254,14 +254,14 @@ VALID_FOR = {
     "calibtut.models.predict_quantiles": {"model": lambda: calibtut.models.SQRNet(2, hidden=(4,), seed=0)},
     "calibtut.models.fit_study": {
         "model": lambda: calibtut.models.MixtureMLP(2, hidden=(4,), seed=0),
-        "loss": lambda: calibtut.calibration_penalties.StudyLoss("mixture"),
+        "loss": lambda: calibtut.regularizers.calibration_penalties.StudyLoss("mixture"),
         "val": (VALID["X"][:10], _y[:10]),
         "seed": 0,
         "epochs": 1,
     },
     "calibtut.models.fit_study_batched": {
         "models": lambda: [calibtut.models.MixtureMLP(2, hidden=(4,), seed=0)],
-        "losses": lambda: [calibtut.calibration_penalties.StudyLoss("mixture")],
+        "losses": lambda: [calibtut.regularizers.calibration_penalties.StudyLoss("mixture")],
         "val": (VALID["X"][:10], _y[:10]),
         "seeds": [0],
         "epochs": 1,
@@ -342,30 +342,30 @@ VALID_FOR = {
                              "dataset": "yacht", "runs": lambda: _runs_table(), "by": "lam", "metrics": "rmse"},
     "calibtut.shift.gaussian_bound_terms": {"shift": lambda: calibtut.shift.GaussianShift(1.0, 0.7), "n_grid": 101},
     # Paper 001 (Venn-ADMIT): conformal classification sets, Venn predictors, nearest neighbours.
-    "calibtut.conformal_classification": {"cal_probs": _probs, "cal_labels": np.arange(N) % 3,
+    "calibtut.conformal.sets": {"cal_probs": _probs, "cal_labels": np.arange(N) % 3,
                                           "test_probs": _probs[:5], "too_small": "include",
                                           "kernel": np.ones((5, N))},
-    "calibtut.conformal_classification.class_scores": {"score": "raps"},
-    "calibtut.venn": {"cal_categories": np.arange(N) % 2, "cal_labels": np.arange(N) % 3,
+    "calibtut.conformal.scores.class_scores": {"score": "raps"},
+    "calibtut.recalibration.venn": {"cal_categories": np.arange(N) % 2, "cal_labels": np.arange(N) % 3,
                       "test_categories": np.array([0, 1]), "n_classes": 3,
                       "cal_scores": _rng.uniform(size=N), "test_scores": _rng.uniform(size=5)},
-    "calibtut.venn.venn_abers": {"cal_labels": np.arange(N) % 2},
-    "calibtut.neighbors": {"queries": lambda: torch.zeros(5, 2), "reference": lambda: torch.ones(N, 2), "k": 3},
-    "calibtut.knn_approximation": {
-        "n_classes": 3, "model": lambda: calibtut.knn_approximation.KNNApproximation(3),
+    "calibtut.recalibration.venn.venn_abers": {"cal_labels": np.arange(N) % 2},
+    "calibtut.selective.neighbors": {"queries": lambda: torch.zeros(5, 2), "reference": lambda: torch.ones(N, 2), "k": 3},
+    "calibtut.selective.knn_approximation": {
+        "n_classes": 3, "model": lambda: calibtut.selective.knn_approximation.KNNApproximation(3),
         "distances": lambda: torch.rand(N, 4), "neighbor_logits": lambda: torch.randn(N, 4, 3),
         "neighbor_labels": lambda: torch.arange(4 * N).reshape(N, 4) % 3, "teacher_logits": lambda: torch.randn(N, 3),
         "epochs": 1, "knn_prediction": np.arange(N) % 2, "neighbor_predictions": np.zeros((N, 4)),
         "nearest_distance": _rng.uniform(size=N), "q": np.arange(N) % 3, "correct": np.ones(N, dtype=bool),
     },
-    "calibtut.knn_approximation.fit_localizer": {"model": lambda: calibtut.knn_approximation.Localizer(),
+    "calibtut.selective.knn_approximation.fit_localizer": {"model": lambda: calibtut.selective.knn_approximation.Localizer(),
                                                   "support_logits": lambda: torch.randn(4, 3)},
-    "calibtut.admit": {
+    "calibtut.selective.admit": {
         **{f"{split}_{key}": value for split in ("cal", "mc", "vp") for key, value in (
             ("probs", _probs), ("labels", np.arange(N) % 3), ("q", np.arange(N) % 2), ("d", _rng.uniform(size=N)))},
         "probs": _probs[:5], "q": np.array([0, 1, 0, 1, 0]), "d": _rng.uniform(size=5), "omega": 0.3, "kappa": 9,
     },
-    "calibtut.admit.admitted_accuracy_by_class": {"admitted": np.arange(N) % 2 == 0, "predictions": np.arange(N) % 3,
+    "calibtut.selective.admit.admitted_accuracy_by_class": {"admitted": np.arange(N) % 2 == 0, "predictions": np.arange(N) % 3,
                                                   "labels": np.arange(N) % 3, "n_classes": 3},
     "calibtut.models.memory_head": {
         "n_features": 4, "n_classes": 2, "model": lambda: calibtut.models.memory_head.MemoryHead(4, 2, hidden=3),
@@ -604,7 +604,7 @@ def test_the_walker_finds_the_public_api():
     assert len(names) > 80
     covered = {f"{qualname}.{name}" for qualname, obj in _public_callables() for name in _numeric_parameters(obj)}
     # The three cases of issue 10, found without being named anywhere above.
-    assert {"calibtut.entropy.spacing_entropy.eps", "calibtut.online.theorem1_bound.beta",
+    assert {"calibtut.regularizers.entropy.spacing_entropy.eps", "calibtut.online.theorem1_bound.beta",
             "calibtut.online.ACICalibrator.gamma"} <= covered
 
 

@@ -7,7 +7,11 @@ import pytest
 import torch
 from scipy import optimize, stats
 
-from calibtut.calibration_penalties import (
+from calibtut.metrics import pce, quantile_calibration_error
+from calibtut.metrics.torch import nll_mixture, pit_mixture
+from calibtut.models import MixtureMLP, SQRNet
+from calibtut.regularizers import (
+    QuantileRegularizedLoss,
     StudyLoss,
     pce_kde_pit,
     pce_kde_quantile,
@@ -16,10 +20,6 @@ from calibtut.calibration_penalties import (
     soft_sort_l2,
     trunc_penalty,
 )
-from calibtut.metrics import pce, quantile_calibration_error
-from calibtut.models import MixtureMLP, SQRNet, mixture_cdf
-from calibtut.metrics.torch import nll_mixture
-from calibtut.regularizers import QuantileRegularizedLoss
 
 
 def _gen(seed):
@@ -137,7 +137,7 @@ def test_qr_on_mixtures_is_the_existing_qr_loss_with_a_mixture_cdf():
     y = torch.randn(100, generator=_gen(8), dtype=torch.float64)
     ours = StudyLoss("mixture", "nll", "qr", lam=0.5)(out, y)
     reference = QuantileRegularizedLoss(
-        0.5, spacing=qr_spacing_002, nll=lambda o, t: nll_mixture(t, *o), cdf=lambda o, t: mixture_cdf(t, *o)
+        0.5, spacing=qr_spacing_002, nll=lambda o, t: nll_mixture(t, *o), cdf=lambda o, t: pit_mixture(t, *o)
     )(out, y)
     assert float(ours) == pytest.approx(float(reference), rel=1e-12)
     assert qr_spacing_002(128) == 64 and qr_spacing_002(127) == 11

@@ -1,11 +1,12 @@
-"""Split and Mondrian conformal sets for classifiers (calibtut.conformal_classification)."""
+"""Split and Mondrian conformal sets for classifiers (calibtut.conformal.sets)."""
 
 import numpy as np
 import pytest
 
-from calibtut.conformal import coverage_band, coverage_distribution
-from calibtut.conformal_classification import (
+from calibtut.conformal import (
     class_scores,
+    coverage_band,
+    coverage_distribution,
     label_conditional_sets,
     localized_conformal_sets,
     mondrian_conformal_sets,

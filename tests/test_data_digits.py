@@ -150,7 +150,7 @@ def test_selection_shift_input_checks():
 
 def test_iid_selection_shift_has_the_exact_law():
     # i.i.d. mode: the source frequencies are proportional to a = sigmoid(-z); chi-square over 5 items
-    from scipy import stats, special
+    from scipy import special, stats
 
     t = np.array([-2.0, -1.0, 0.0, 1.0, 2.0])
     s = D.selection_shift(t, strength=1.0, n_source=20_000, n_target=10, seed=0)

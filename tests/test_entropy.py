@@ -8,7 +8,12 @@ import torch
 from scipy import stats
 from scipy.special import polygamma
 
-from calibtut.entropy import resolve_spacing, spacing_entropy, spacing_entropy_bias, spacing_entropy_torch
+from calibtut.regularizers import (
+    resolve_spacing,
+    spacing_entropy,
+    spacing_entropy_bias,
+    spacing_entropy_torch,
+)
 
 A, B = 2.0, 5.0
 

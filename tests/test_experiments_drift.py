@@ -12,8 +12,8 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from calibtut.online import PRESETS, ACICalibrator, ConformalCalibrator, DriftCalibrator, OriginalForecast
 from calibtut.experiments import drift as bm
+from calibtut.online import PRESETS, ACICalibrator, ConformalCalibrator, DriftCalibrator, OriginalForecast
 from calibtut.online.metrics import mixed_loss
 
 MIRROR = os.environ.get("CALIBTUT_DATA_MIRROR")

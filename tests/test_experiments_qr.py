@@ -20,13 +20,19 @@ from hypothesis import strategies as st
 from sklearn.model_selection import KFold
 
 from calibtut.data import MIRROR_ENV
-from calibtut.experiments import METRIC_LABELS, kfold_indices, paper_setting, run_qr_config, summarize_runs
+from calibtut.experiments.quantile_regularization import (
+    METRIC_LABELS,
+    kfold_indices,
+    paper_setting,
+    run_qr_config,
+    summarize_runs,
+)
 from calibtut.experiments.quantile_regularization import (
     PAPER_TABLES,
+    ablation_tables,
     fold_order_summary,
     fold_order_tasks,
     mean_pm_std,
-    ablation_tables,
     paper_numbers,
     paper_vs_ours_cells,
     paper_vs_ours_view,

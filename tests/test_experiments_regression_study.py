@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
+from calibtut.conformal import OneSidedCQR
 from calibtut.experiments import regression_study as rs
 from calibtut.experiments import regression_study_ablations as rs_ablations
 from calibtut.experiments import regression_study_claims as rs_claims
@@ -17,7 +18,6 @@ from calibtut.experiments import regression_study_sqr_forms as rs_forms
 from calibtut.experiments import regression_study_tables as rs_tables
 from calibtut.metrics import weighted_interval_score
 from calibtut.models.sqr import EVAL_LEVELS
-from calibtut.recalibration import OneSidedCQR
 from calibtut.stats import cohens_d
 
 needs_mirror = pytest.mark.skipif(not os.environ.get("CALIBTUT_DATA_MIRROR"), reason="needs the data mirror")

@@ -5,7 +5,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from calibtut.conformal_classification import localized_conformal_sets
+from calibtut.conformal import localized_conformal_sets
 from calibtut.experiments.venn_admit_theory import (
     admission_summary,
     binomial_admission,

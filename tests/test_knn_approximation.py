@@ -1,18 +1,18 @@
-"""The KNN approximation of a network and the q, d features (calibtut.knn_approximation)."""
+"""The KNN approximation of a network and the q, d features (calibtut.selective.knn_approximation)."""
 
 import numpy as np
 import pytest
 import torch
 
-from calibtut.knn_approximation import (
+from calibtut.selective import (
     KNNApproximation,
     Localizer,
-    fit_localizer,
     band_width,
     consecutive_agreement,
     fit_knn_approximation,
+    fit_localizer,
+    nearest_neighbors,
 )
-from calibtut.neighbors import nearest_neighbors
 
 
 def _inputs(seed, n=400, k=6, n_classes=3):

@@ -1,11 +1,11 @@
-"""Exact blocked nearest-neighbour search (calibtut.neighbors)."""
+"""Exact blocked nearest-neighbour search (calibtut.selective.neighbors)."""
 
 import numpy as np
 import pytest
 import torch
 from sklearn.neighbors import NearestNeighbors
 
-from calibtut.neighbors import nearest_neighbors
+from calibtut.selective import nearest_neighbors
 
 
 @pytest.mark.parametrize(("block_size", "k"), [(7, 1), (7, 5), (64, 12), (2048, 25)])

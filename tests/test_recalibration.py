@@ -9,16 +9,19 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import integrate, special, stats
 
-from calibtut.conformal import conformal_rank, coverage_distribution
-from calibtut.recalibration import (
+from calibtut.conformal import (
     ConformalizedQuantileRegression,
     DistributionalConformal,
     OneSidedCQR,
+    conformal_rank,
+    coverage_distribution,
+    recalibration_conformal_table,
+)
+from calibtut.recalibration import (
     QuantileRecalibrator,
     TemperatureScaling,
     gaussian_quantile_function,
     mixture_quantile_function,
-    recalibration_conformal_table,
 )
 
 METHODS = ["emp", "lin", "kde", "dcp"]

@@ -7,8 +7,7 @@ import pytest
 import torch
 from scipy import stats
 
-from calibtut.entropy import spacing_entropy
-from calibtut.regularizers import QuantileRegularizedLoss, pit_negentropy, qr_loss
+from calibtut.regularizers import QuantileRegularizedLoss, pit_negentropy, qr_loss, spacing_entropy
 
 
 def _gen(seed):

@@ -6,7 +6,12 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from calibtut.sorting import abs_diff_row_sums, hard_sort_matrix, neural_sort_matrix, soft_sort
+from calibtut.regularizers import (
+    abs_diff_row_sums,
+    hard_sort_matrix,
+    neural_sort_matrix,
+    soft_sort,
+)
 
 
 def _reference_matrix(s, tau):

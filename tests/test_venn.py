@@ -1,9 +1,13 @@
-"""Inductive Venn predictors and Venn-ABERS (calibtut.venn)."""
+"""Inductive Venn predictors and Venn-ABERS (calibtut.recalibration.venn)."""
 
 import numpy as np
 import pytest
 
-from calibtut.venn import venn_abers, venn_multiprobabilities, venn_probability_bounds
+from calibtut.recalibration import (
+    venn_abers,
+    venn_multiprobabilities,
+    venn_probability_bounds,
+)
 
 
 def test_hand_case_and_empty_category():

@@ -9,7 +9,14 @@ float64 arrays; :func:`uci_split` gives the fixed benchmark splits and
 :func:`train_val_cal_test_split` seeded random ones.
 """
 
-from .fetching import (
+from calibtut.data.digits import (
+    load_digits_8x8,
+    load_mnist_5k,
+    load_mnist_pool,
+    load_usps,
+    resize_images,
+)
+from calibtut.data.fetching import (
     CACHE_ENV,
     MIRROR_ENV,
     DataIntegrityWarning,
@@ -19,7 +26,7 @@ from .fetching import (
     mirror_dir,
     sha256_of,
 )
-from .forecasts import (
+from calibtut.data.forecasts import (
     SPF_VARIABLES,
     ForecastStreams,
     bins_to_quantiles,
@@ -30,14 +37,33 @@ from .forecasts import (
     spf_quantile_streams,
     spf_realized,
 )
-from .digits import load_digits_8x8, load_mnist_5k, load_mnist_pool, load_usps, resize_images
-from .images import load_mnist_test
-from .registry import Collection, DataFile, all_files, get_collection, get_file, list_collections
-from .regression import SOURCES, RegressionData, dataset_table, list_datasets, load_regression
-from .regression_study import STUDY_DATASETS, load_study_dataset
-from .shifts import SelectionShift, california_shift, ink_mass, rotate_images, selection_shift, texture_images
-from .splits import Standardizer, train_val_cal_test_split
-from .uci import uci_n_splits, uci_split
+from calibtut.data.images import load_mnist_test
+from calibtut.data.registry import (
+    Collection,
+    DataFile,
+    all_files,
+    get_collection,
+    get_file,
+    list_collections,
+)
+from calibtut.data.regression import (
+    SOURCES,
+    RegressionData,
+    dataset_table,
+    list_datasets,
+    load_regression,
+)
+from calibtut.data.regression_study import STUDY_DATASETS, load_study_dataset
+from calibtut.data.shifts import (
+    SelectionShift,
+    california_shift,
+    ink_mass,
+    rotate_images,
+    selection_shift,
+    texture_images,
+)
+from calibtut.data.splits import Standardizer, train_val_cal_test_split
+from calibtut.data.uci import uci_n_splits, uci_split
 
 __all__ = [
     "CACHE_ENV",

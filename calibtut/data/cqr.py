@@ -28,7 +28,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .fetching import fetch
+from calibtut.data.fetching import fetch
 
 __all__ = ["CQR_DATASETS", "load_cqr", "star_raw"]
 

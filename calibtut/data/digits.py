@@ -25,9 +25,8 @@ import gzip
 import numpy as np
 
 from calibtut._validation import as_float_array, check_int
-
-from .fetching import fetch
-from .images import load_mnist_test
+from calibtut.data.fetching import fetch
+from calibtut.data.images import load_mnist_test
 
 __all__ = ["load_digits_8x8", "load_mnist_5k", "load_mnist_pool", "load_usps", "resize_images"]
 

@@ -40,8 +40,8 @@ import warnings
 import zipfile
 from pathlib import Path
 
-from .._validation import check_real
-from .registry import DataFile, get_collection, get_file
+from calibtut._validation import check_real
+from calibtut.data.registry import DataFile, get_collection, get_file
 
 __all__ = [
     "CACHE_ENV",

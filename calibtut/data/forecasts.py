@@ -35,8 +35,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from .._validation import as_float_array, check_int, check_levels
-from .fetching import cache_dir, fetch, sha256_of
+from calibtut._validation import as_float_array, check_int, check_levels
+from calibtut.data.fetching import cache_dir, fetch, sha256_of
 
 __all__ = [
     "COVID_FILE",

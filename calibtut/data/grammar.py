@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .fetching import fetch
+from calibtut.data.fetching import fetch
 
 __all__ = ["FCE_SPLITS", "load_fce"]
 

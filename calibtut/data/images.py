@@ -10,7 +10,7 @@ import gzip
 
 import numpy as np
 
-from .fetching import fetch
+from calibtut.data.fetching import fetch
 
 __all__ = ["load_mnist_test"]
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from .fetching import fetch
+from calibtut.data.fetching import fetch
 
 __all__ = ["OPENML_FILES", "load_openml"]
 

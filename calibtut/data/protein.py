@@ -13,7 +13,7 @@ import csv
 
 import numpy as np
 
-from .fetching import fetch
+from calibtut.data.fetching import fetch
 
 __all__ = ["PROTEIN_SETS", "SS3_CLASSES", "load_protein_ss"]
 

@@ -20,13 +20,17 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from .._validation import as_float_array
-from .cqr import load_cqr
-from .fetching import DataUnavailableError
-from .openml import load_openml
-from .registry import get_collection, get_file
-from .uci import UCI_DROPOUT, load_uci_dropout, load_uci_wilson, load_year_msd
-from .wheel import WHEEL_DATASETS, load_wheel
+from calibtut._validation import as_float_array
+from calibtut.data.cqr import load_cqr
+from calibtut.data.fetching import DataUnavailableError
+from calibtut.data.openml import load_openml
+from calibtut.data.registry import get_collection, get_file
+from calibtut.data.uci import (
+    load_uci_dropout,
+    load_uci_wilson,
+    load_year_msd,
+)
+from calibtut.data.wheel import WHEEL_DATASETS, load_wheel
 
 __all__ = ["SOURCES", "RegressionData", "dataset_table", "list_datasets", "load_regression"]
 

@@ -38,11 +38,11 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from .._validation import check_int, check_real
-from .fetching import DataUnavailableError, fetch
-from .openml import load_openml
-from .regression import RegressionData, load_regression
-from .wheel import load_wheel
+from calibtut._validation import check_int, check_real
+from calibtut.data.fetching import DataUnavailableError, cache_dir, fetch
+from calibtut.data.openml import load_openml
+from calibtut.data.regression import RegressionData, load_regression
+from calibtut.data.wheel import load_wheel
 
 __all__ = [
     "MAX_ROWS",
@@ -348,8 +348,6 @@ def _openml_preprocess(X, y):
 
 def _openml_download(name):
     from sklearn.datasets import fetch_openml
-
-    from .fetching import cache_dir
 
     try:
         bunch = fetch_openml(

@@ -27,8 +27,8 @@ import re
 import numpy as np
 import pandas as pd
 
-from .._validation import check_int, check_rng
-from .fetching import fetch
+from calibtut._validation import check_int, check_rng
+from calibtut.data.fetching import fetch
 
 __all__ = ["SENTIMENT_PARTS", "load_sentiment", "normalized_review_key", "sentiment_pool"]
 

@@ -19,9 +19,8 @@ import numpy as np
 from scipy import ndimage, special
 
 from calibtut._validation import as_float_array, check_int, check_positive, check_real, check_rng
-
-from .digits import as_input_layout, square_images
-from .regression import load_regression
+from calibtut.data.digits import as_input_layout, square_images
+from calibtut.data.regression import load_regression
 
 __all__ = ["SelectionShift", "california_shift", "ink_mass", "rotate_images", "selection_shift", "texture_images"]
 

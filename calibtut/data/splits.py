@@ -6,7 +6,7 @@ import numbers
 
 import numpy as np
 
-from .._validation import as_float_array, check_int, check_rng
+from calibtut._validation import as_float_array, check_int, check_rng
 
 __all__ = ["Standardizer", "train_val_cal_test_split"]
 

@@ -15,8 +15,8 @@ import zipfile
 import numpy as np
 import pandas as pd
 
-from .._validation import check_int
-from .fetching import fetch
+from calibtut._validation import check_int
+from calibtut.data.fetching import fetch
 
 __all__ = ["UCI_DROPOUT", "UCI_WILSON", "uci_n_splits", "uci_split"]
 

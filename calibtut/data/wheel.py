@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from .cqr import communities_frame
-from .fetching import fetch
+from calibtut.data.cqr import communities_frame
+from calibtut.data.fetching import fetch
 
 __all__ = ["WHEEL_DATASETS", "load_wheel"]
 

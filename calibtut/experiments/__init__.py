@@ -40,31 +40,4 @@ covariate_shift_chapters
 venn_admit, venn_admit_theory
     Paper 001 (Venn-ADMIT): the experiments of its tables, and the synthetic
     set-ups of its theory chapters.
-
-The quantile-regularization names are also reachable from the package itself
-(``from calibtut.experiments import qr_tasks``); they are imported on first use,
-so that the drift part does not load torch.
 """
-
-from __future__ import annotations
-
-import importlib
-
-_QR_NAMES = (
-    "METRIC_LABELS",
-    "PAPER_LAMBDA",
-    "kfold_indices",
-    "paper_setting",
-    "qr_tasks",
-    "run_qr_config",
-    "summarize_runs",
-)
-
-__all__ = list(_QR_NAMES)
-
-
-def __getattr__(name):
-    if name in _QR_NAMES:
-        module = importlib.import_module("calibtut.experiments.quantile_regularization")
-        return getattr(module, name)
-    raise AttributeError(f"module 'calibtut.experiments' has no attribute {name!r}")

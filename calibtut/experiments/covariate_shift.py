@@ -54,8 +54,12 @@ import pandas as pd
 import torch
 
 from calibtut._validation import check_int, check_real
+from calibtut.data import load_digits_8x8, load_mnist_pool, load_usps, rotate_images, texture_images
 from calibtut.metrics import expected_calibration_error, overconfidence_error
+from calibtut.models import LeNet5, extract_features, fit_classifier
+from calibtut.papers import paper_table
 from calibtut.recalibration import TemperatureScaling
+from calibtut.run import paper_vs_ours
 from calibtut.shift import DANNHead, LogisticDiscriminator, MLPDiscriminator, effective_sample_size, fit_dann
 
 __all__ = [
@@ -127,8 +131,6 @@ def parse_shift(shift):
 
 @functools.lru_cache(maxsize=4)
 def _raw(name):
-    from calibtut.data import load_digits_8x8, load_mnist_pool, load_usps
-
     if name == "M":
         return load_mnist_pool()
     if name == "D8":
@@ -170,22 +172,16 @@ def _domain(name, role, seed, n_cap):
         rng = np.random.default_rng([seed, 1 if role == "source" else 2])
         parts = [(_texture(Xp, rng), yp) for Xp, yp in parts]
     elif name.startswith("R"):
-        from calibtut.data import rotate_images
-
         parts = [(rotate_images(Xp, float(name[1:])) if len(Xp) else Xp, yp) for Xp, yp in parts]
     return tuple(a for pair in parts for a in pair)
 
 
 def _texture(X, rng):
-    from calibtut.data import texture_images
-
     return texture_images(X, seed=rng) if len(X) else X
 
 
 @functools.lru_cache(maxsize=8)
 def _source_model(source, seed, n_source, epochs, lr, device):
-    from calibtut.models import LeNet5, fit_classifier
-
     Xtr, ytr, Xval, yval, _, _ = _domain(source, "source", seed, n_source)
     model = LeNet5(seed=seed)
     fit_classifier(model, Xtr, ytr, val=(Xval, yval), epochs=epochs, batch_size=100, lr=lr, seed=seed,
@@ -235,8 +231,6 @@ def _check_run(shift, seed, repeat, n_source, n_target, epochs, lr, discriminato
 @functools.lru_cache(maxsize=32)
 def _run(shift, seed, repeat, n_source, n_target, epochs, lr, discriminator, dann_epochs, dann_lr, upper,
          temperature, device):
-    from calibtut.models import extract_features, predict_logits
-
     source, target = parse_shift(shift)
     model = _source_model(source, seed, n_source, epochs, lr, device)
     Xs_tr, ys_tr, Xs_val, ys_val, _, _ = _domain(source, "source", seed, n_source)
@@ -528,9 +522,6 @@ def table1_vs_paper(ours, *, full=None):
     >>> t.query("shift == 'U->M' and metric == 'ece'")[["method", "paper", "ours (ci)"]].values.tolist()[:2]
     [['None', 42.43, 40.0], ['Temp', 36.89, 36.0]]
     """
-    from calibtut.papers import paper_table
-    from calibtut.run import paper_vs_ours
-
     paper = paper_table("covariate_shift", "table1")
     ours_shift = paper["shift"].map(lambda s: STAND_INS.get(s, s) or "none")
     key = ["shift", "method", "metric"]

@@ -40,12 +40,15 @@ import pandas as pd
 from scipy import stats
 
 from calibtut._validation import check_int, check_levels, check_real, check_rng
-from calibtut.online.adjustment import PRESETS
+from calibtut.data import load_regression
+from calibtut.online.adjustment import PRESETS, DriftParams
 from calibtut.online.baselines import ACICalibrator, OriginalForecast, RegretCalibrator
 from calibtut.online.calibrator import DriftCalibrator
 from calibtut.online.conformal import ConformalCalibrator, equally_spaced_levels
-from calibtut.online.drift import PAPER_DRIFT_BETA, apply_drift
+from calibtut.online.drift import PAPER_DRIFT_BETA, apply_drift, synthetic_tasks
 from calibtut.online.metrics import ece_loss, pinball_loss, sharpness
+from calibtut.papers import paper_table
+from calibtut.run import paper_vs_ours, sweep
 
 __all__ = [
     "BENCHMARK_DATASETS",
@@ -254,8 +257,6 @@ def benchmark_streams(dataset, *, seed=0, drifts=BENCHMARK_DRIFTS, n_steps=100, 
     >>> s is None or (s["jump"].labels.shape, s["jump"].forecasts.shape) == ((1, 20), (1, 20, 9))
     True
     """
-    from calibtut.data import load_regression
-
     _check_dataset(dataset)
     drifts = _check_names(drifts, BENCHMARK_DRIFTS, "drifts")
     levels = equally_spaced_levels(n_levels)
@@ -414,8 +415,6 @@ def benchmark_table(datasets, seeds, *, n_steps=100, n_sequences=1, n_levels=9, 
     >>> t is None or t[["dataset", "drift", "method"]].iloc[0].tolist() == ["yacht", "cycle", "conformal"]
     True
     """
-    from calibtut.run import sweep
-
     tasks = benchmark_tasks(datasets, seeds, n_steps=n_steps, n_sequences=n_sequences, n_levels=n_levels,
                             params=params, aci_gamma=aci_gamma, max_train=max_train, drifts=drifts, methods=methods)
     return sweep(tasks, run_benchmark_task, store=store, desc="drift_benchmark", progress=progress)
@@ -629,9 +628,6 @@ def table1_vs_paper(ours, *, rows, full=None, by="drift", live="ci"):
     >>> table.query("method == 'ours'")[["metric", "paper", "ours (ci)"]].values.tolist()
     [['pinball', 0.533, 0.55], ['ece', 0.073, 0.08], ['sharpness', 1.972, 2.0]]
     """
-    from calibtut.papers import paper_table
-    from calibtut.run import paper_vs_ours
-
     paper = paper_table("drift", "table1").dropna()
     rows = _check_names(rows, tuple(paper["row"].unique()), "rows")
 
@@ -726,8 +722,6 @@ def random_drift_params(n_candidates, seed=None):
     >>> len(c), all(0 <= p.ki_min <= p.ki_max for p in c)
     (3, True)
     """
-    from calibtut.online.adjustment import DriftParams
-
     n = check_int(n_candidates, "n_candidates", minimum=1)
     rng = check_rng(seed)
     out = []
@@ -839,9 +833,6 @@ def table2_vs_paper(table2, *, live="ci"):
     >>> table.query("w_mix == 1.0")[["metric", "paper", "ours (ci)"]].values.tolist()
     [['pinball', 0.178, 0.17], ['ece', 0.008, 0.01], ['sharpness', 0.972, 0.9]]
     """
-    from calibtut.papers import paper_table
-    from calibtut.run import paper_vs_ours
-
     _check_frame(table2, ["candidate", *TABLE1_METRICS], "table2")
     if table2.index.name != "w_mix":
         raise ValueError(f"table2 must be indexed by w_mix, got index {table2.index.name!r}")
@@ -941,8 +932,6 @@ def search_streams(seed, *, syn_series, syn_steps, datasets, n_sequences=4, n_st
     >>> out is None or (out[0].labels.shape == (5, 10) and sorted(out[2]) == sorted(BENCHMARK_DRIFTS))
     True
     """
-    from calibtut.online.drift import synthetic_tasks
-
     names = datasets.split(",") if isinstance(datasets, str) else list(datasets)
     check_int(syn_series, "syn_series", minimum=1)
     check_int(syn_steps, "syn_steps", minimum=1)

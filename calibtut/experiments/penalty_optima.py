@@ -38,9 +38,9 @@ import torch
 from scipy import integrate, optimize, stats
 
 from calibtut._validation import check_int, check_levels, check_positive, check_real
-from calibtut.calibration_penalties import trunc_penalty
-from calibtut.entropy import resolve_spacing
-from calibtut.regularizers import pit_negentropy
+from calibtut.regularizers.calibration_penalties import trunc_penalty
+from calibtut.regularizers.entropy import resolve_spacing
+from calibtut.regularizers.quantile_regularization import pit_negentropy
 
 __all__ = [
     "gaussian_scale_pce",
@@ -109,7 +109,7 @@ def qr_scale_curve(n=512, spacings=(64,), scales=None, seeds=3, sort="neural"):
     n : int, default 512
         Batch size (the study's).
     spacings : sequence of int, "sqrt" or callable, default (64,)
-        Spacing rules (:func:`calibtut.entropy.resolve_spacing`): 64 is the
+        Spacing rules (:func:`calibtut.regularizers.entropy.resolve_spacing`): 64 is the
         authors' rule of paper 002 at ``n = 512``, ``"sqrt"`` that of paper 003.
     scales : array-like, optional
         Increasing grid of forecast scales; default 121 values from 0.5 to 1.5
@@ -246,7 +246,7 @@ def trunc_stationary_level(level, batch):
 
     For one quantile ``q`` of level ``a`` and a batch of ``B`` outcomes with
     frequency ``f`` of ``y <= q``, the gradient of
-    :func:`calibtut.calibration_penalties.trunc_penalty` in ``q`` is
+    :func:`calibtut.regularizers.calibration_penalties.trunc_penalty` in ``q`` is
     ``-(1 - f)`` when ``f <= a`` and ``f`` when ``f >= a``. With
     ``p = P(Y <= q)``, ``B f`` is binomial ``(B, p)``; gradient descent on
     minibatches settles where the expected gradient is zero, which is solved
@@ -321,7 +321,7 @@ def trunc_adam_level(level, batch=512, steps=6000, burn_in=2000, lr=1e-3, seed=0
 
     The quantile starts at the true one, ``Phi^-1(level)``; each step draws a
     fresh batch and takes an Adam step on
-    :func:`calibtut.calibration_penalties.trunc_penalty`. The result is the
+    :func:`calibtut.regularizers.calibration_penalties.trunc_penalty`. The result is the
     coverage ``Phi(mean q)`` over the steps after ``burn_in``, to compare with
     :func:`trunc_stationary_level`.
 

@@ -39,11 +39,13 @@ import torch
 
 from calibtut._validation import check_int, check_real
 from calibtut.data import Standardizer, load_regression
-from calibtut.entropy import resolve_spacing
 from calibtut.metrics import l2_calibration_error, nll_gaussian, pit_gaussian
 from calibtut.models import DeepEnsemble, MCDropoutGaussian, fit, fit_ensemble, resolve_device
+from calibtut.papers import paper_table
 from calibtut.recalibration.isotonic import IsotonicRecalibrator
-from calibtut.regularizers import QuantileRegularizedLoss
+from calibtut.regularizers.entropy import resolve_spacing
+from calibtut.regularizers.quantile_regularization import QuantileRegularizedLoss
+from calibtut.run import paper_vs_ours
 
 __all__ = [
     "METRIC_LABELS",
@@ -574,8 +576,6 @@ def paper_numbers():
     >>> paper.query("table == 'table2' and dataset == 'yacht' and metric == 'calib_error'")["mean"].tolist()
     [24.18, 26.81]
     """
-    from calibtut.papers import paper_table
-
     frames = [paper_table("quantile_regularization", t).assign(table=t) for t in PAPER_TABLES]
     return pd.concat(frames, ignore_index=True)[["table", *_CELL, "metric", "mean", "std"]]
 
@@ -619,8 +619,6 @@ def paper_vs_ours_cells(paper, ours, metrics, *, full=None, methods=("base", "QR
     >>> cells.to_dict("list")
     {'paper': [29.52, 29.0], 'paper std': [3.36, 2.7], 'ours (ci)': [10.0, 8.0], 'difference': [-19.52, -21.0]}
     """
-    from calibtut.run import paper_vs_ours
-
     _frame(paper, [*_CELL, "metric", "mean", "std"], "paper")
     metrics = [metrics] if isinstance(metrics, str) else list(metrics)
     _frame(ours, [*_CELL, *metrics], "ours")

@@ -59,7 +59,7 @@ import pandas as pd
 import torch
 
 from calibtut._validation import check_int, check_real
-from calibtut.calibration_penalties import REGULARIZERS
+from calibtut.conformal import OneSidedCQR
 from calibtut.data import Standardizer, train_val_cal_test_split
 from calibtut.data.regression_study import STUDY_DATASETS, load_study_dataset, study_subsample
 from calibtut.metrics import (
@@ -77,7 +77,13 @@ from calibtut.models import fit_study, fit_study_batched, make_study_model
 from calibtut.models.mixture import predict_mixture
 from calibtut.models.sqr import EVAL_LEVELS, predict_quantiles
 from calibtut.models.study_training import BASE_MODEL_NAMES
-from calibtut.recalibration import OneSidedCQR, QuantileRecalibrator, mixture_quantile_function, recalibrated_nll
+from calibtut.recalibration import (
+    QuantileRecalibrator,
+    mixture_quantile_function,
+    recalibrated_nll,
+)
+from calibtut.regularizers.calibration_penalties import REGULARIZERS
+from calibtut.run import load_result, stored_rows
 
 __all__ = [
     "BASE_LABELS",
@@ -364,8 +370,6 @@ def full_study(*, min_runs=2, root=None):
 
 def _published_or_stored(notebook, table, store, keys, complete, total, min_runs, root, *, what, covers):
     """The published table of a full run, else the complete runs of its store (:func:`full_study`)."""
-    from calibtut.run import load_result, stored_rows
-
     min_runs = check_int(min_runs, "min_runs", minimum=2)
     part = "regression_study"
     try:

@@ -25,6 +25,7 @@ from calibtut.experiments.regression_study import (
 )
 from calibtut.experiments.regression_study_figures import median_effects
 from calibtut.experiments.regression_study_tables import cohens_d_table
+from calibtut.stats import letter_value_plot
 
 __all__ = [
     "ablation_effects",
@@ -307,8 +308,6 @@ def plot_ablation_figures(rows, title=""):
     'Figure 17: NLL'
     """
     import matplotlib.pyplot as plt
-
-    from calibtut.stats import letter_value_plot
 
     _check_rows(rows, ["dataset", "run", "base"])
     metrics = ("pce", "wis", "nll", "std")

@@ -26,6 +26,8 @@ from calibtut.experiments.regression_study_tables import (
     run_mean_table,
     study_results,
 )
+from calibtut.papers import paper_table
+from calibtut.run import load_result
 from calibtut.stats import friedman_wilcoxon
 
 __all__ = [
@@ -230,8 +232,6 @@ def claim_verdicts(rows, *, ablations=None, test_table=None, sqr="sqr-affine", a
     >>> claim_verdicts(rows, n_sim=100)["verdict"].value_counts().to_dict()
     {'not run': 16, 'holds': 1}
     """
-    from calibtut.papers import paper_table
-
     alpha = check_real(alpha, "alpha", low=0, high=1, low_open=True, high_open=True)
     min_datasets = check_int(min_datasets, "min_datasets", minimum=1)
     n_sim, seed = check_int(n_sim, "n_sim", minimum=1), check_int(seed, "seed", minimum=0)
@@ -481,8 +481,6 @@ def published_calibration_test(*, seed=0, root=None):
     >>> published_calibration_test(root=tempfile.mkdtemp()) is None
     True
     """
-    from calibtut.run import load_result
-
     seed = check_int(seed, "seed", minimum=0)
     try:
         table, provenance = load_result("regression_study", "06_paper_vs_ours", "full_calibration_test", root=root)

@@ -20,7 +20,7 @@ import pandas as pd
 from calibtut._validation import check_real
 from calibtut.experiments.regression_study import BASE_LABELS, REGULARIZER_LABELS, _check_rows, method_label
 from calibtut.experiments.regression_study_tables import cohens_d_table, run_mean_table
-from calibtut.stats import friedman_wilcoxon, select_lambda
+from calibtut.stats import critical_difference_diagram, friedman_wilcoxon, letter_value_plot, select_lambda
 
 __all__ = [
     "combination_effects",
@@ -327,8 +327,6 @@ def plot_main_figures(results, title=""):
     """
     import matplotlib.pyplot as plt
 
-    from calibtut.stats import letter_value_plot
-
     fig, axes = plt.subplots(1, len(MAIN_FIGURES), figsize=(15, 5.5), constrained_layout=True)
     for ax, (figure, metric) in zip(axes, MAIN_FIGURES):
         effects = figure_effects(results, figure, metric).replace(np.inf, np.nan).dropna(axis=1, how="all")
@@ -366,8 +364,6 @@ def plot_cd_diagrams(comparisons, title=""):
     True
     """
     import matplotlib.pyplot as plt
-
-    from calibtut.stats import critical_difference_diagram
 
     drawn = {m: r for m, r in comparisons.items() if r.significant}
     if not drawn:

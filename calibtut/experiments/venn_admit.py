@@ -15,7 +15,7 @@ and a calibration-split seed, through the whole pipeline of the paper:
    disjoint from CAD (:func:`calibtut.data.sentiment.load_sentiment`), drawn
    with ``seed`` and split with it into ``D_knn`` (10 %), ``D_ca^mc`` (45 %)
    and ``D_ca^vp`` (45 %) as in the paper's Section 5;
-3. **KNN approximation** (:mod:`calibtut.knn_approximation`): the 25 nearest
+3. **KNN approximation** (:mod:`calibtut.selective.knn_approximation`): the 25 nearest
    training exemplars of every point, the ``2C + 1``-parameter KNN fitted on
    ``D_knn``, the features ``q`` and ``d`` and the band half-width ``omega``
    (on ``D_ca^mc``); the one-parameter localizer fitted on ``D_knn`` with
@@ -60,8 +60,36 @@ import numpy as np
 import pandas as pd
 import torch
 
+from calibtut._torch import resolve_device
 from calibtut._validation import check_alpha, check_int, check_real
-from calibtut.admit import _BLOCK_CELLS
+from calibtut.conformal.quantiles import conformal_quantile
+from calibtut.conformal.sets import (
+    label_conditional_sets,
+    localized_conformal_sets,
+    raps_sets,
+    split_conformal_sets,
+)
+from calibtut.data.grammar import load_fce
+from calibtut.data.protein import load_protein_ss
+from calibtut.data.sentiment import load_sentiment, sentiment_pool
+from calibtut.models.memory_head import MemoryHead, fit_memory_head, memory_head_outputs
+from calibtut.models.protein_cnn import ProteinCNN, encode_proteins, fit_protein_cnn, protein_cnn_outputs
+from calibtut.models.sentence_embeddings import cached_embeddings, minilm_encoder
+from calibtut.models.token_cnn import TokenCNN, WordVocabulary, fit_token_cnn, token_cnn_outputs
+from calibtut.papers import paper_table
+from calibtut.recalibration import TemperatureScaling
+from calibtut.recalibration.venn import venn_abers
+from calibtut.run import paper_vs_ours
+from calibtut.selective.admit import BLOCK_CELLS, admit_sets, admitted_accuracy_by_class, venn_admit
+from calibtut.selective.knn_approximation import (
+    KNNApproximation,
+    Localizer,
+    band_width,
+    consecutive_agreement,
+    fit_knn_approximation,
+    fit_localizer,
+)
+from calibtut.selective.neighbors import nearest_neighbors
 
 __all__ = [
     "DATASETS",
@@ -141,9 +169,6 @@ def _network(features, model_seed, hidden, epochs, max_features):
     (:func:`~calibtut.data.sentiment.sentiment_pool`) is encoded once, so the
     seeded calibration samples and tweet samples are looked up, not encoded.
     """
-    from calibtut.data.sentiment import load_sentiment, sentiment_pool
-    from calibtut.models.memory_head import MemoryHead, fit_memory_head, memory_head_outputs
-
     texts, labels = load_sentiment("train")
     if features == "tfidf":
         from sklearn.feature_extraction.text import TfidfVectorizer
@@ -154,8 +179,6 @@ def _network(features, model_seed, hidden, epochs, max_features):
         def transform(batch, part):
             return vectorizer.transform(batch)
     else:
-        from calibtut.models.sentence_embeddings import cached_embeddings, minilm_encoder
-
         encode, model_id = minilm_encoder()
 
         def transform(batch, part):
@@ -171,9 +194,6 @@ def _network(features, model_seed, hidden, epochs, max_features):
 @functools.lru_cache(maxsize=4)
 def _encoded(part, seed, n_calibration, network_key):
     """Exemplars, memory-layer logits and labels of one data part."""
-    from calibtut.data.sentiment import load_sentiment
-    from calibtut.models.memory_head import memory_head_outputs
-
     transform, head, _, _, _ = _network(*network_key)
     texts, labels = load_sentiment(part, seed=seed, n_calibration=n_calibration)
     r, logits = memory_head_outputs(head, transform(texts, part))
@@ -202,8 +222,6 @@ def _pipeline(dataset, seed, n_calibration, network_key):
 
 def _training_neighbours(train_r, cal_r, test_r):
     """The ``K`` nearest training exemplars of the calibration and test points: float64 distances, numpy indices."""
-    from calibtut.neighbors import nearest_neighbors
-
     reference = torch.as_tensor(train_r)
     out = {}
     for name, r in (("cal", cal_r), ("test", test_r)):
@@ -223,14 +241,6 @@ def _approximation(train, cal, test, seed, n_classes, *, neighbours=None, locali
     serve several splits; ``localizer_points`` caps the ``D_knn`` points the
     localizer is fitted on (its cost is their number times ``|D_ca^vp|``).
     """
-    from calibtut.knn_approximation import (
-        KNNApproximation,
-        Localizer,
-        band_width,
-        consecutive_agreement,
-        fit_knn_approximation,
-        fit_localizer,
-    )
     (train_r, train_logits, train_y), (cal_r, cal_logits, cal_y), (test_r, test_logits, test_y) = train, cal, test
     train_pred = train_logits.argmax(axis=1)
     order = np.random.default_rng([seed, 1]).permutation(len(cal_y))
@@ -276,7 +286,7 @@ def _approximation(train, cal, test, seed, n_classes, *, neighbours=None, locali
         with torch.no_grad():
             return localizer.weights(_distances(test_r[rows], vp_r)).numpy()
 
-    step = max(1, _BLOCK_CELLS // len(vp))  # the block budget of calibtut.admit
+    step = max(1, BLOCK_CELLS // len(vp))  # the block budget of calibtut.selective.admit
     split["test"]["psi"] = psi
     split["test"]["localizer_pred"] = np.concatenate(
         [(psi(np.arange(i, min(i + step, len(test_r)))) @ cal["knn_logits"][vp]).argmax(axis=1)
@@ -300,16 +310,6 @@ def _local_kernel(test_r, cal_r, eta):
 
 def _method_sets(p, alpha, kappa, seed, methods):
     """``{method: (admitted, prediction, sets or None)}`` on the test set."""
-    from calibtut.admit import admit_sets, venn_admit
-    from calibtut.conformal_classification import (
-        label_conditional_sets,
-        localized_conformal_sets,
-        raps_sets,
-        split_conformal_sets,
-    )
-    from calibtut.recalibration import TemperatureScaling
-    from calibtut.venn import venn_abers
-
     cal, test, parts = p["split"]["cal"], p["split"]["test"], p["parts"]
     valid = np.concatenate([parts["knn"], parts["mc"], parts["vp"]])
     out = {}
@@ -477,8 +477,6 @@ def run_va_config(dataset="sentiment", seed=0, *, n_calibration=16000, alpha=0.1
 
 def _result_rows(p, alpha, kappa, seed, methods, *, f05=False):
     """Table 2 rows (with F0.5 of class 1 when ``f05``) and every method's singletons by true class."""
-    from calibtut.admit import admitted_accuracy_by_class
-
     y = p["split"]["test"]["y"]
     rows = _accuracy_rows(p, f05)
     for method, (admitted, pred, sets) in _method_sets(p, alpha, kappa, seed, methods).items():
@@ -549,9 +547,6 @@ def va_points(dataset="sentiment", seed=0, *, n_calibration=16000, model_seed=0,
 @functools.lru_cache(maxsize=2)
 def _protein_network(model_seed, n_proteins, hidden, channels, epochs, batch_size, lr, device):
     """CB513 split by protein, the CNN trained on ``D_tr``: its encoder and the outputs of ``D_tr`` and ``D_valid``."""
-    from calibtut.data.protein import load_protein_ss
-    from calibtut.models.protein_cnn import ProteinCNN, encode_proteins, fit_protein_cnn, protein_cnn_outputs
-
     sequences, labels = load_protein_ss("cb513")
     chosen = np.random.default_rng([model_seed, 3]).permutation(len(sequences))[:n_proteins]
     n_train = int(round(0.6 * chosen.size))
@@ -574,9 +569,6 @@ def _grammar_network(model_seed, n_valid_sentences, n_sentences, min_count, embe
     Returns the network, the word encoder (the vocabulary of ``D_tr``) and
     the per-token outputs of ``D_tr`` and ``D_valid``.
     """
-    from calibtut.data.grammar import load_fce
-    from calibtut.models.token_cnn import TokenCNN, WordVocabulary, fit_token_cnn, token_cnn_outputs
-
     sentences, labels = load_fce("train")
     order = np.random.default_rng([model_seed, 3]).permutation(len(sentences))
     valid, train = order[:n_valid_sentences], order[n_valid_sentences:n_valid_sentences + n_sentences]
@@ -596,11 +588,7 @@ def _grammar_network(model_seed, n_valid_sentences, n_sentences, min_count, embe
 def _sequence_task(task):
     """The network builder, the test-set loader and the class count of a per-token task (:data:`SEQUENCE_DATASETS`)."""
     if task == "protein":
-        from calibtut.data.protein import load_protein_ss
-
         return _protein_network, functools.partial(load_protein_ss, "ts115"), 3
-    from calibtut.data.grammar import load_fce
-
     return _grammar_network, functools.partial(load_fce, "test"), 2
 
 
@@ -611,8 +599,6 @@ def _sequence_data(task, n_test, network_key):
     ``network_key`` holds the network builder's arguments, ``model_seed``
     first and ``device`` last; the test sequences are drawn with ``model_seed``.
     """
-    from calibtut.models.token_cnn import token_cnn_outputs
-
     network, load_test, _ = _sequence_task(task)
     net, encode, train, cal = network(*network_key)
     sequences, labels = load_test()
@@ -719,8 +705,6 @@ def run_protein_config(dataset="protein", seed=0, *, n_proteins=None, n_test_pro
     >>> sorted(rows["method"].unique())  # doctest: +SKIP
     ['ADMIT', 'KNN', 'localizer', 'memory layer']
     """
-    from calibtut.models.training import resolve_device
-
     if dataset != "protein":
         raise ValueError(f"dataset must be 'protein', got {dataset!r}")
     n_proteins = 511 if n_proteins is None else check_int(n_proteins, "n_proteins", minimum=20, maximum=511)
@@ -866,8 +850,6 @@ def run_grammar_config(dataset="grammar", seed=0, *, n_sentences=None, n_valid_s
     >>> sorted(rows["method"].unique())  # doctest: +SKIP
     ['ADMIT', 'KNN', 'localizer', 'memory layer']
     """
-    from calibtut.models.training import resolve_device
-
     if dataset != "grammar":
         raise ValueError(f"dataset must be 'grammar', got {dataset!r}")
     n_valid_sentences = check_int(n_valid_sentences, "n_valid_sentences", minimum=100, maximum=28000)
@@ -1185,9 +1167,6 @@ def table4_vs_paper(ours, *, full=None, live="ci"):
     >>> t.query("method == 'ADMIT' and `class` == 'O'")[["metric", "paper", "ours (ci)"]].values.tolist()
     [['accuracy', 0.76, 0.7], ['share', 0.14, 0.1]]
     """
-    from calibtut.papers import paper_table
-    from calibtut.run import paper_vs_ours
-
     paper = paper_table("venn_admit", "table4")
     paper = paper[paper["dataset"] == "ts115"]
     key = ["method", "class", "metric"]
@@ -1271,8 +1250,6 @@ def table3_by_q_and_distance(points, alpha=0.1, *, cap=25):
     >>> t.query("q == 'K' and distance == 'all'")[["class", "accuracy", "share"]].values.tolist()
     [['0', 1.0, 0.25], ['1', 1.0, 0.5], ['all', 1.0, 0.75]]
     """
-    from calibtut.conformal import conformal_quantile
-
     _check_rows(points, ["split", "label", "knn_pred", "p0", "p1", "q", "d"], "points")
     alpha = check_alpha(alpha)
     cap = check_int(cap, "cap", minimum=1)
@@ -1326,8 +1303,6 @@ def table5_by_features(runs, methods=("KNN", "APS", "ADMIT", "Venn-ADMIT", "Venn
     >>> table5_by_features({"TF-IDF": rows}).loc[("Sentiment", "ADMIT")].values.tolist()
     [[0.94, 0.85], [0.82, 0.5]]
     """
-    from calibtut.papers import paper_table
-
     if not isinstance(runs, dict) or not runs:
         raise TypeError(f"runs must be a non-empty dict of input name to rows, got {type(runs).__name__}")
     methods = _method_list(list(methods))
@@ -1383,9 +1358,6 @@ def table5_vs_paper(ours, *, full=None, datasets=DATASETS, live="ci"):
     >>> cells[["metric", "paper", "ours (ci)"]].values.tolist()
     [['accuracy', 0.94, 0.9], ['share', 0.82, 0.5]]
     """
-    from calibtut.papers import paper_table
-    from calibtut.run import paper_vs_ours
-
     names = _dataset_names(datasets, _BINARY_DATASETS)
     paper = paper_table("venn_admit", "table5")
     paper = paper[paper["dataset"].isin(names.values())]
@@ -1439,9 +1411,6 @@ def table2_vs_paper(ours, *, full=None, datasets=DATASETS, live="ci"):
     ...     ["paper", "ours (ci)"]].values.tolist()
     [[0.93, 0.85]]
     """
-    from calibtut.papers import paper_table
-    from calibtut.run import paper_vs_ours
-
     names = _dataset_names(datasets, (*DATASETS, *SEQUENCE_DATASETS))
     paper = paper_table("venn_admit", "table2")
     paper = paper[paper["dataset"].isin(names.values()) & (paper["split"] != "casp12")].dropna(subset=["value"])

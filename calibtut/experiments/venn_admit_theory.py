@@ -40,9 +40,13 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.neural_network import MLPClassifier
 
 from calibtut._validation import as_float_array, check_alpha, check_int, check_probabilities, check_real, check_rng
-from calibtut.admit import admit_sets, venn_admit
-from calibtut.conformal_classification import label_conditional_sets, mondrian_conformal_sets, split_conformal_sets
-from calibtut.knn_approximation import (
+from calibtut.conformal.sets import (
+    label_conditional_sets,
+    mondrian_conformal_sets,
+    split_conformal_sets,
+)
+from calibtut.selective.admit import admit_sets, venn_admit
+from calibtut.selective.knn_approximation import (
     KNNApproximation,
     Localizer,
     band_width,
@@ -50,7 +54,7 @@ from calibtut.knn_approximation import (
     fit_knn_approximation,
     fit_localizer,
 )
-from calibtut.neighbors import nearest_neighbors
+from calibtut.selective.neighbors import nearest_neighbors
 
 __all__ = [
     "rare_class_sample",
@@ -318,7 +322,7 @@ def synthetic_knn_pipeline(seed=0, *, n_train=3000, n_pool=3000, n_knn=600, n_fe
     "network" is a one-hidden-layer MLP (32 tanh units, scikit-learn, L-BFGS) trained
     on the training set; its hidden vector is the exemplar vector ``r``, its
     output layer the logits. The KNN approximation
-    (:class:`calibtut.knn_approximation.KNNApproximation`, ``K = 25``) and
+    (:class:`calibtut.selective.knn_approximation.KNNApproximation`, ``K = 25``) and
     the localizer are fitted on the KNN-fitting set; every pool point then has
     the KNN's probabilities, ``q``, ``d`` and its exemplar vector. The band
     half-width ``omega`` comes from the whole pool's correct points with
@@ -441,7 +445,7 @@ def category_coverage_runs(pool, n_seeds, n_cal, alpha, *, kappa=None, seed=0):
     points calibrate, the rest are test points. Three methods: label-
     conditional Mondrian conformal on the fixed taxonomy ``(q, d-bin, label)``
     with bins of width ``2 omega`` (``"mondrian fixed"``: Theorem 2 holds
-    exactly), and ADMIT (:func:`calibtut.admit.admit_sets`) on that fixed
+    exactly), and ADMIT (:func:`calibtut.selective.admit.admit_sets`) on that fixed
     partition (``"admit fixed"``) and on the paper's sliding band
     (``"admit band"``); ADMIT adds the prediction to every set and gives the
     full set below ``kappa``, which only raises coverage.

@@ -26,9 +26,9 @@ import numpy as np
 
 from calibtut._validation import check_int, check_rng
 from calibtut.metrics.classification import (
+    _CLOSED,
     _check_choice,
     _check_confidence_correct,
-    _CLOSED,
     assign_bins,
     bin_edges,
     expected_calibration_error,

@@ -17,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 from scipy import special
 
+from calibtut._numeric import gaussian_abs_mean, reduce_scores
 from calibtut.metrics.pit import check_gaussian, check_mixture, check_quantiles
 
 __all__ = [
@@ -30,14 +31,6 @@ __all__ = [
 
 _LOG_SQRT_2PI = 0.5 * np.log(2 * np.pi)
 _PAIR_BLOCK = 2**20  # component pairs per block of rows in crps_mixture (a few 8 MiB temporaries)
-
-
-def _reduce(values, reduction):
-    if reduction == "mean":
-        return float(np.mean(values))
-    if reduction == "none":
-        return values
-    raise ValueError(f"reduction must be 'mean' or 'none', got {reduction!r}")
 
 
 def _pinball(y, quantiles, levels):
@@ -80,7 +73,7 @@ def pinball_loss(y, quantiles, levels, reduction="mean"):
     loss = _pinball(y, quantiles, levels)
     if reduction == "level":
         return loss.mean(axis=0)
-    return _reduce(loss, reduction)
+    return reduce_scores(loss, reduction)
 
 
 def _crps_normal_standard(z):
@@ -109,13 +102,7 @@ def crps_gaussian(y, mean, std, reduction="mean"):
     0.2337
     """
     y, mean, std = check_gaussian(y, mean, std)
-    return _reduce(std * _crps_normal_standard((y - mean) / std), reduction)
-
-
-def _a_term(m, s):
-    """E|X| for X ~ N(m, s^2): m (2 Phi(m/s) - 1) + 2 s phi(m/s)."""
-    z = m / s
-    return m * (2 * special.ndtr(z) - 1) + 2 * s * np.exp(-0.5 * z**2 - _LOG_SQRT_2PI)
+    return reduce_scores(std * _crps_normal_standard((y - mean) / std), reduction)
 
 
 def crps_mixture(y, weights, means, stds, reduction="mean"):
@@ -144,13 +131,13 @@ def crps_mixture(y, weights, means, stds, reduction="mean"):
     0.2337
     """
     y, weights, means, stds = check_mixture(y, weights, means, stds)
-    first = np.sum(weights * _a_term(y[:, None] - means, stds), axis=1)
+    first = np.sum(weights * gaussian_abs_mean(y[:, None] - means, stds), axis=1)
     second = np.empty_like(first)
     rows = max(1, _PAIR_BLOCK // means.shape[1] ** 2)
     for start in range(0, len(y), rows):
         block = slice(start, start + rows)
         second[block] = _pair_term(weights[block], means[block], stds[block])
-    return _reduce(first - second, reduction)
+    return reduce_scores(first - second, reduction)
 
 
 def _pair_term(weights, means, stds):
@@ -158,7 +145,7 @@ def _pair_term(weights, means, stds):
     pair_m = means[:, :, None] - means[:, None, :]
     pair_s = np.sqrt(stds[:, :, None] ** 2 + stds[:, None, :] ** 2)
     pair_w = weights[:, :, None] * weights[:, None, :]
-    return 0.5 * np.sum(pair_w * _a_term(pair_m, pair_s), axis=(1, 2))
+    return 0.5 * np.sum(pair_w * gaussian_abs_mean(pair_m, pair_s), axis=(1, 2))
 
 
 def crps_quantile(y, quantiles, levels, reduction="mean"):
@@ -187,7 +174,7 @@ def crps_quantile(y, quantiles, levels, reduction="mean"):
     0.3
     """
     y, quantiles, levels = check_quantiles(y, quantiles, levels)
-    return _reduce(2 * _pinball(y, quantiles, levels).mean(axis=1), reduction)
+    return reduce_scores(2 * _pinball(y, quantiles, levels).mean(axis=1), reduction)
 
 
 def nll_gaussian(y, mean, std, reduction="mean"):
@@ -211,7 +198,7 @@ def nll_gaussian(y, mean, std, reduction="mean"):
     """
     y, mean, std = check_gaussian(y, mean, std)
     z = (y - mean) / std
-    return _reduce(np.log(std) + _LOG_SQRT_2PI + 0.5 * z**2, reduction)
+    return reduce_scores(np.log(std) + _LOG_SQRT_2PI + 0.5 * z**2, reduction)
 
 
 def nll_mixture(y, weights, means, stds, reduction="mean"):
@@ -239,4 +226,4 @@ def nll_mixture(y, weights, means, stds, reduction="mean"):
     y, weights, means, stds = check_mixture(y, weights, means, stds)
     z = (y[:, None] - means) / stds
     log_comp = -0.5 * z**2 - np.log(stds) - _LOG_SQRT_2PI
-    return _reduce(-special.logsumexp(log_comp, b=weights, axis=1), reduction)
+    return reduce_scores(-special.logsumexp(log_comp, b=weights, axis=1), reduction)

@@ -237,3 +237,34 @@ def crps_mixture(y, weights, means, stds, reduction="mean"):
     pair_w = weights[:, :, None] * weights[:, None, :]
     second = 0.5 * torch.sum(pair_w * _a_term(pair_m, pair_s), dim=(1, 2))
     return _reduce(first - second, reduction)
+
+def pit_mixture(y, weights, means, stds):
+    r"""Differentiable mixture CDF :math:`\sum_k w_k \Phi((y - \mu_k)/\sigma_k)`, the PIT.
+
+    Parameters
+    ----------
+    y : torch.Tensor, shape (n,)
+    weights, means, stds : torch.Tensor, shape (n, K)
+
+    Returns
+    -------
+    torch.Tensor, shape (n,)
+
+    Examples
+    --------
+    >>> t = torch.tensor
+    >>> pit_mixture(t([0.0]), t([[0.5, 0.5]]), t([[-1.0, 1.0]]), t([[1.0, 1.0]]))
+    tensor([0.5000])
+    """
+    for name, value in (("y", y), ("weights", weights), ("means", means), ("stds", stds)):
+        if not isinstance(value, torch.Tensor):
+            raise TypeError(f"{name} must be a torch.Tensor, got {type(value).__name__}")
+    if y.ndim != 1 or weights.ndim != 2 or weights.shape != means.shape or means.shape != stds.shape:
+        raise ValueError(
+            f"y must be (n,) and weights, means, stds (n, K) alike, got {tuple(y.shape)}, "
+            f"{tuple(weights.shape)}, {tuple(means.shape)}, {tuple(stds.shape)}"
+        )
+    if weights.shape[0] != y.shape[0]:
+        raise ValueError(f"weights has {weights.shape[0]} rows but y has {y.shape[0]} entries")
+    z = (y[:, None] - means) / stds
+    return torch.sum(weights * 0.5 * torch.erfc(-z / math.sqrt(2.0)), dim=1)

@@ -1,17 +1,18 @@
 """Torch regression models with Gaussian outputs and a seeded training loop (paper 003)."""
 
+from calibtut._torch import resolve_device, to_tensor
 from calibtut.models.adversarial import feature_range_eps, fgsm_perturb
-from calibtut.models.classifier_training import extract_features, fit_classifier, predict_logits
 from calibtut.models.batched import fit_study_batched
+from calibtut.models.classifier_training import extract_features, fit_classifier, predict_logits
 from calibtut.models.dropout import MCDropoutGaussian
 from calibtut.models.ensemble import DeepEnsemble, fit_ensemble
 from calibtut.models.lenet import LeNet5
 from calibtut.models.marginal import MarginalKDE, silverman_bandwidth
-from calibtut.models.mixture import MixtureMLP, mixture_cdf, predict_mixture
+from calibtut.models.mixture import MixtureMLP, predict_mixture
 from calibtut.models.mlp import GaussianMLP
 from calibtut.models.sqr import EVAL_LEVELS, QuantileFunction, SQRNet, predict_quantiles
 from calibtut.models.study_training import BASE_MODEL_NAMES, fit_study, make_study_model
-from calibtut.models.training import FitHistory, fit, predict, resolve_device, to_tensor
+from calibtut.models.training import FitHistory, fit, gaussian_nll_loss, predict
 
 __all__ = [
     "BASE_MODEL_NAMES",
@@ -22,7 +23,6 @@ __all__ = [
     "MixtureMLP",
     "QuantileFunction",
     "SQRNet",
-    "mixture_cdf",
     "predict_mixture",
     "predict_quantiles",
     "DeepEnsemble",
@@ -37,6 +37,7 @@ __all__ = [
     "fit",
     "fit_classifier",
     "fit_ensemble",
+    "gaussian_nll_loss",
     "predict",
     "predict_logits",
     "resolve_device",

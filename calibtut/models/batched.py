@@ -32,10 +32,12 @@ import torch
 from torch import nn
 from torch.func import functional_call, stack_module_state, vmap
 
+from calibtut._torch import resolve_device, to_tensor
 from calibtut._validation import check_int
 from calibtut.models.mixture import MixtureMLP
 from calibtut.models.sqr import SQRNet
-from calibtut.models.training import FitHistory, resolve_device, to_tensor
+from calibtut.models.training import FitHistory
+from calibtut.regularizers.calibration_penalties import StudyLoss
 
 __all__ = ["fit_study_batched"]
 
@@ -79,8 +81,6 @@ def _template(model):
 
 
 def _check_models(models, losses):
-    from calibtut.calibration_penalties import StudyLoss
-
     if not isinstance(models, (list, tuple)) or len(models) == 0:
         raise TypeError("models must be a non-empty list of MixtureMLP or SQRNet models")
     if not isinstance(losses, (list, tuple)) or len(losses) != len(models):

@@ -12,8 +12,9 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from calibtut._torch import resolve_device, to_tensor
 from calibtut._validation import as_float_array, check_int
-from calibtut.models.training import fit, resolve_device, to_tensor
+from calibtut.models.training import fit
 
 __all__ = ["extract_features", "fit_classifier", "predict_logits"]
 

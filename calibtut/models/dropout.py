@@ -21,9 +21,7 @@ one of two standard deviations (``predictive_std``):
 
 from __future__ import annotations
 
-
 import torch
-from torch import nn
 
 from calibtut._validation import check_int, check_real
 from calibtut.models.mlp import GaussianMLP

@@ -11,8 +11,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from calibtut._torch import seeded_rng
 from calibtut._validation import check_int
-from calibtut.models.mlp import seeded_rng
 
 __all__ = ["LeNet5"]
 

@@ -24,9 +24,10 @@ import numbers
 
 import numpy as np
 
+from calibtut._numeric import gaussian_abs_mean, reduce_scores
 from calibtut._validation import as_float_array, check_int
 from calibtut.metrics.pit import pit_mixture
-from calibtut.metrics.scores import _a_term, _reduce, nll_mixture
+from calibtut.metrics.scores import nll_mixture
 
 __all__ = ["MarginalKDE", "silverman_bandwidth"]
 
@@ -244,7 +245,7 @@ class MarginalKDE:
         for g, r in rows:
             if r.size:
                 out[r] = nll_mixture(y[r], *self._mixture(g, r.size), reduction="none")
-        return _reduce(out, reduction)
+        return reduce_scores(out, reduction)
 
     def crps(self, y, bins=None, reduction="mean"):
         r"""CRPS of test targets, :math:`E|X - y| - \tfrac12 E|X - X'|` with ``X, X'`` from the KDE.
@@ -275,15 +276,15 @@ class MarginalKDE:
             if not r.size:
                 continue
             centers, h = self.centers_[g], self.bandwidths_[g]
-            first = _a_term(y[r, None] - centers, h).mean(axis=1)
+            first = gaussian_abs_mean(y[r, None] - centers, h).mean(axis=1)
             # E|X - X'| = mean over kernel pairs of E|N(c_i - c_j, 2 h^2)|, in blocks of about 2**20 pairs.
             step = max(1, 2**20 // len(centers))
             spread = sum(
-                _a_term(centers[i : i + step, None] - centers, np.sqrt(2.0) * h).sum()
+                gaussian_abs_mean(centers[i : i + step, None] - centers, np.sqrt(2.0) * h).sum()
                 for i in range(0, len(centers), step)
             )
             out[r] = first - 0.5 * spread / len(centers) ** 2
-        return _reduce(out, reduction)
+        return reduce_scores(out, reduction)
 
     def moments(self, n=None, bins=None):
         """Mean and standard deviation of each test row's prediction.

@@ -3,7 +3,7 @@
 Schmaltz & Rasooly put a small layer on top of a frozen (or fine-tuned)
 encoder, the *memory layer*, and use its output for an instance as that
 instance's exemplar vector ``r``: the KNN approximation of
-:mod:`calibtut.knn_approximation` searches the training exemplars, and the
+:mod:`calibtut.selective.knn_approximation` searches the training exemplars, and the
 network's logits at the training neighbours are its features. The book's
 stand-in is :class:`MemoryHead`, ``features -> tanh(Linear) = r -> Linear ->
 logits``, over fixed input features (TF-IDF vectors, which may be a sparse
@@ -17,7 +17,7 @@ import numpy as np
 import scipy.sparse
 import torch
 
-from .._validation import as_float_array, check_int, check_real, check_rng
+from calibtut._validation import as_float_array, check_int, check_real, check_rng
 
 __all__ = ["MemoryHead", "fit_memory_head", "memory_head_outputs"]
 

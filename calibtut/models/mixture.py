@@ -7,7 +7,7 @@ and a single linear head of ``3 K`` outputs split into the component means,
 the pre-activations ``rho`` of the scales, ``sigma = softplus(rho) + 0.01``,
 and the logits of the weights (softmax). It is trained by the mixture NLL
 (MIX-NLL) or by the closed-form mixture CRPS (MIX-CRPS), see
-:mod:`calibtut.calibration_penalties`.
+:mod:`calibtut.regularizers.calibration_penalties`.
 """
 
 from __future__ import annotations
@@ -15,11 +15,11 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from calibtut._torch import resolve_device, seeded_rng, to_tensor
 from calibtut._validation import check_int, check_real
-from calibtut.models.mlp import check_hidden, seeded_rng
-from calibtut.models.training import resolve_device, to_tensor
+from calibtut.models.mlp import check_hidden
 
-__all__ = ["MixtureMLP", "mixture_cdf", "predict_mixture", "relu_body"]
+__all__ = ["MixtureMLP", "predict_mixture", "relu_body"]
 
 _SQRT2 = 2.0**0.5
 
@@ -113,38 +113,6 @@ class MixtureMLP(nn.Module):
         means, rho, logits = self.head(self.body(x)).split(self.n_components, dim=-1)
         stds = nn.functional.softplus(rho) + self.min_std
         return torch.softmax(logits, dim=-1), means, stds
-
-
-def mixture_cdf(y, weights, means, stds):
-    r"""Differentiable mixture CDF :math:`\sum_k w_k \Phi((y - \mu_k)/\sigma_k)`, the PIT.
-
-    Parameters
-    ----------
-    y : torch.Tensor, shape (n,)
-    weights, means, stds : torch.Tensor, shape (n, K)
-
-    Returns
-    -------
-    torch.Tensor, shape (n,)
-
-    Examples
-    --------
-    >>> t = torch.tensor
-    >>> mixture_cdf(t([0.0]), t([[0.5, 0.5]]), t([[-1.0, 1.0]]), t([[1.0, 1.0]]))
-    tensor([0.5000])
-    """
-    for name, value in (("y", y), ("weights", weights), ("means", means), ("stds", stds)):
-        if not isinstance(value, torch.Tensor):
-            raise TypeError(f"{name} must be a torch.Tensor, got {type(value).__name__}")
-    if y.ndim != 1 or weights.ndim != 2 or weights.shape != means.shape or means.shape != stds.shape:
-        raise ValueError(
-            f"y must be (n,) and weights, means, stds (n, K) alike, got {tuple(y.shape)}, "
-            f"{tuple(weights.shape)}, {tuple(means.shape)}, {tuple(stds.shape)}"
-        )
-    if weights.shape[0] != y.shape[0]:
-        raise ValueError(f"weights has {weights.shape[0]} rows but y has {y.shape[0]} entries")
-    z = (y[:, None] - means) / stds
-    return torch.sum(weights * 0.5 * torch.erfc(-z / _SQRT2), dim=1)
 
 
 def predict_mixture(model, X, *, batch_size=4096, device="cpu"):

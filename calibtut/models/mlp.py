@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-import contextlib
 import numbers
 
 import numpy as np
 import torch
 from torch import nn
 
+from calibtut._torch import seeded_rng
 from calibtut._validation import check_int, check_real
 
 __all__ = ["GaussianMLP"]
-
 
 def check_hidden(hidden):
     """Validate a tuple of hidden-layer widths (or one width) and return it as a tuple of ints.
@@ -40,33 +39,6 @@ def check_std_map(min_std, std_scale):
     (0.1, 0.9)
     """
     return check_real(min_std, "min_std", low=0), check_real(std_scale, "std_scale", low=0, low_open=True)
-
-
-@contextlib.contextmanager
-def seeded_rng(seed):
-    """Context in which torch's default generator is seeded with ``seed``.
-
-    The global RNG state is saved on entry and restored on exit, so code outside
-    is unaffected; ``seed=None`` leaves the global generator as it is.
-
-    Examples
-    --------
-    >>> with seeded_rng(0):
-    ...     a = torch.rand(2)
-    >>> with seeded_rng(0):
-    ...     b = torch.rand(2)
-    >>> bool(torch.equal(a, b))
-    True
-    """
-    if seed is None:
-        yield
-        return
-    if isinstance(seed, np.random.Generator):
-        seed = int(seed.integers(2**63 - 1))
-    seed = check_int(seed, "seed", minimum=0)
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
-        yield
 
 
 class GaussianMLP(nn.Module):

@@ -9,7 +9,7 @@ on single sequences (no alignment profiles):
 The width-1 convolution is the *memory layer*: its output at a residue is that
 residue's exemplar vector ``r`` (as the hidden vector of
 :class:`~calibtut.models.memory_head.MemoryHead` is for a document), so the
-KNN approximation of :mod:`calibtut.knn_approximation` searches training
+KNN approximation of :mod:`calibtut.selective.knn_approximation` searches training
 residues. Proteins of different lengths are padded into one batch; after
 every layer the padded positions are set to zero, so a protein's outputs do
 not depend on what it is batched with (the convolutions' own zero padding sees
@@ -24,7 +24,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from .token_cnn import TokenCNN, _check_labels, _check_model, _fit, _outputs
+from calibtut.models.token_cnn import (
+    TokenCNN,
+    _check_labels,
+    _check_model,
+    _fit,
+    _outputs,
+)
 
 __all__ = ["AMINO_ACIDS", "ProteinCNN", "encode_proteins", "fit_protein_cnn", "protein_cnn_outputs"]
 

@@ -24,7 +24,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .._validation import check_int
+from calibtut._validation import check_int
+from calibtut.data import cache_dir as data_cache
 
 __all__ = ["MINILM_SHA256", "cached_embeddings", "embedding_key", "minilm_encoder"]
 
@@ -72,8 +73,6 @@ def embedding_key(texts, model_id):
 def _cache_folder(cache_dir):
     if cache_dir is not None:
         return Path(cache_dir)
-    from calibtut.data import cache_dir as data_cache
-
     return data_cache() / "embeddings"
 
 

@@ -15,7 +15,7 @@ Two forms share the study's 3 x 128 ReLU body and dropout 0.2:
 
 Calling the network on a batch returns a :class:`QuantileFunction` of that
 batch; calling it on levels gives the ``(n, m)`` quantiles. The training loss
-(:mod:`calibtut.calibration_penalties`) draws its levels at each step; the
+(:mod:`calibtut.regularizers.calibration_penalties`) draws its levels at each step; the
 metrics use the 19 levels :data:`EVAL_LEVELS` = 0.05, ..., 0.95.
 """
 
@@ -25,10 +25,10 @@ import numpy as np
 import torch
 from torch import nn
 
+from calibtut._torch import resolve_device, seeded_rng, to_tensor
 from calibtut._validation import check_int, check_levels
 from calibtut.models.mixture import relu_body
-from calibtut.models.mlp import check_hidden, seeded_rng
-from calibtut.models.training import resolve_device, to_tensor
+from calibtut.models.mlp import check_hidden
 
 __all__ = ["EVAL_LEVELS", "QuantileFunction", "SQRNet", "predict_quantiles"]
 

@@ -13,7 +13,7 @@ mixture, the pinball loss at fresh random levels for SQR; see
 ``shared/notes/papers/002-regression-study.md``, Section 1.2, and the paper's
 Appendix C, "the lowest base loss on the validation dataset"), never the
 regularized objective ``base + lam * R`` that the training steps minimise
-(:meth:`calibtut.calibration_penalties.StudyLoss.base_loss`).
+(:meth:`calibtut.regularizers.calibration_penalties.StudyLoss.base_loss`).
 
 One documented deviation: the authors validate every second epoch with a
 patience of 15 validations; :func:`calibtut.models.fit` validates after every
@@ -27,6 +27,7 @@ from calibtut._validation import check_int
 from calibtut.models.mixture import MixtureMLP
 from calibtut.models.sqr import SQRNet
 from calibtut.models.training import fit
+from calibtut.regularizers.calibration_penalties import StudyLoss
 
 __all__ = ["BASE_MODEL_NAMES", "fit_study", "make_study_model"]
 
@@ -60,13 +61,13 @@ def make_study_model(name, in_features, *, regularizer="none", lam=0.0, seed=Non
     n_hidden : int, default 3
         Hidden layers of 128 units, >= 1 (Appendix C).
     **options
-        Passed to :class:`calibtut.calibration_penalties.StudyLoss` (e.g.
+        Passed to :class:`calibtut.regularizers.calibration_penalties.StudyLoss` (e.g.
         ``n_levels``, ``sort``, ``strength``).
 
     Returns
     -------
     model : torch.nn.Module
-    loss : calibtut.calibration_penalties.StudyLoss
+    loss : calibtut.regularizers.calibration_penalties.StudyLoss
 
     Examples
     --------
@@ -78,8 +79,6 @@ def make_study_model(name, in_features, *, regularizer="none", lam=0.0, seed=Non
     ...
     ValueError: name must be one of ('mix-nll', 'mix-crps', 'sqr', 'sqr-affine'), got 'gaussian'
     """
-    from calibtut.calibration_penalties import StudyLoss
-
     if name not in BASE_MODEL_NAMES:
         raise ValueError(f"name must be one of {tuple(BASE_MODEL_NAMES)}, got {name!r}")
     form, score = BASE_MODEL_NAMES[name]
@@ -103,9 +102,9 @@ def fit_study(model, X, y, *, loss, val, seed, epochs=5000, patience=30, batch_s
         Standardized training data.
     loss : callable
         From :func:`make_study_model`. A
-        :class:`~calibtut.calibration_penalties.StudyLoss` is monitored on
+        :class:`~calibtut.regularizers.calibration_penalties.StudyLoss` is monitored on
         ``val`` without its regularizer (its
-        :meth:`~calibtut.calibration_penalties.StudyLoss.base_loss`, the
+        :meth:`~calibtut.regularizers.calibration_penalties.StudyLoss.base_loss`, the
         authors' rule); any other callable is monitored as it is.
     val : tuple (X_val, y_val)
     seed : int
@@ -133,8 +132,6 @@ def fit_study(model, X, y, *, loss, val, seed, epochs=5000, patience=30, batch_s
     >>> len(hist.val_loss)
     3
     """
-    from calibtut.calibration_penalties import StudyLoss
-
     batch_size = min(check_int(batch_size, "batch_size", minimum=1), len(X))
     if isinstance(loss, StudyLoss):
         kwargs.setdefault("val_loss", loss.base_loss())

@@ -3,7 +3,7 @@
 Schmaltz & Rasooly put a *memory layer* on top of a large pretrained
 network: a kernel-width-1 convolution whose output at a token is that
 token's exemplar vector ``r``, searched by the KNN approximation of
-:mod:`calibtut.knn_approximation`. Offline, the book's stand-ins are small
+:mod:`calibtut.selective.knn_approximation`. Offline, the book's stand-ins are small
 networks trained from scratch; :class:`TokenCNN` is the one for sequence
 labelling (one class per token), on any vocabulary:
 
@@ -28,8 +28,8 @@ from collections import Counter
 import numpy as np
 import torch
 
-from .._validation import check_int, check_real, check_rng
-from .training import resolve_device
+from calibtut._torch import resolve_device
+from calibtut._validation import check_int, check_real, check_rng
 
 __all__ = ["PADDING", "UNKNOWN", "TokenCNN", "WordVocabulary", "fit_token_cnn", "token_cnn_outputs"]
 

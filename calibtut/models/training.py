@@ -10,11 +10,12 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
+from calibtut._torch import resolve_device, to_tensor
 from calibtut._validation import check_int, check_real
+from calibtut.metrics.torch import nll_gaussian
 from calibtut.models.adversarial import feature_range_eps, fgsm_perturb
 
-__all__ = ["FitHistory", "fit", "predict", "resolve_device", "to_tensor"]
-
+__all__ = ["FitHistory", "fit", "gaussian_nll_loss", "predict"]
 
 @dataclass
 class FitHistory:
@@ -47,53 +48,29 @@ class FitHistory:
     diverged: bool = False
 
 
-def resolve_device(device):
-    """Check a device switch (``"cpu"``, ``"cuda"``, ``"cuda:1"`` or torch.device).
+def gaussian_nll_loss(output, y):
+    """Mean Gaussian NLL of a ``(mean, std)`` output: the default loss of :func:`fit`.
+
+    Parameters
+    ----------
+    output : tuple of torch.Tensor
+        ``(mean, std)``, each of shape ``(n,)``.
+    y : torch.Tensor, shape (n,)
+
+    Returns
+    -------
+    torch.Tensor
+        A scalar.
 
     Examples
     --------
-    >>> resolve_device("cpu")
-    device(type='cpu')
+    >>> float(gaussian_nll_loss((torch.zeros(2), torch.ones(2)), torch.zeros(2)))  # doctest: +ELLIPSIS
+    0.918938...
     """
-    try:
-        dev = torch.device(device)
-    except (TypeError, RuntimeError):
-        raise ValueError(f"device must be 'cpu' or 'cuda', got {device!r}") from None
-    if dev.type not in ("cpu", "cuda"):
-        raise ValueError(f"device must be 'cpu' or 'cuda', got {device!r}")
-    if dev.type == "cuda" and not torch.cuda.is_available():
-        raise ValueError("device='cuda' was requested but CUDA is not available")
-    return dev
-
-
-def to_tensor(x, name, *, ndim, dtype=torch.float32):
-    """Convert an array or tensor to a float tensor of the given rank.
-
-    Examples
-    --------
-    >>> to_tensor([[1, 2]], "X", ndim=2)
-    tensor([[1., 2.]])
-    """
-    if isinstance(x, torch.Tensor):
-        t = x.detach().to(dtype=dtype, device="cpu")
-    else:
-        try:
-            t = torch.as_tensor(np.asarray(x, dtype=np.float64), dtype=dtype)
-        except (TypeError, ValueError) as exc:
-            raise TypeError(f"{name} must be array-like of numbers ({exc})") from None
-    if t.ndim != ndim:
-        raise ValueError(f"{name} must have {ndim} dimension(s), got shape {tuple(t.shape)}")
-    if t.numel() == 0:
-        raise ValueError(f"{name} must not be empty")
-    if not torch.isfinite(t).all():
-        raise ValueError(f"{name} contains NaN or infinite values")
-    return t
-
-
-def _default_loss():
-    from calibtut.regularizers import QuantileRegularizedLoss
-
-    return QuantileRegularizedLoss(lam=0.0)
+    if not isinstance(output, (tuple, list)) or len(output) != 2:
+        raise TypeError("output must be a (mean, std) pair of tensors for the default Gaussian loss")
+    mean, std = output
+    return nll_gaussian(y, mean, std)
 
 
 def _evaluate(model, loss, X, y, batch_size, device):
@@ -156,8 +133,8 @@ def fit(
     X : array_like or torch.Tensor, shape (n, d)
     y : array_like or torch.Tensor, shape (n,)
     loss : callable, optional
-        ``loss(model(xb), yb) -> scalar``; default: Gaussian NLL
-        (:class:`calibtut.regularizers.QuantileRegularizedLoss` with ``lam=0``).
+        ``loss(model(xb), yb) -> scalar``; default: :func:`gaussian_nll_loss`,
+        the mean Gaussian NLL of a ``(mean, std)`` output.
     epochs : int, default 100
     batch_size : int, default 128
     lr : float, default 1e-2
@@ -210,7 +187,7 @@ def fit(
     """
     if not isinstance(model, torch.nn.Module):
         raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
-    loss = _default_loss() if loss is None else loss
+    loss = gaussian_nll_loss if loss is None else loss
     if not callable(loss):
         raise TypeError(f"loss must be callable, got {type(loss).__name__}")
     val_loss = loss if val_loss is None else val_loss

@@ -17,7 +17,7 @@ section 5.1, are available through ``QuantileRecalibrator(method=...)``:
 ``"dcp"``
     ``phi_DCP(u) = #{Z_i <= u} / (N + 1)``, the map of Theorem 1 of paper 002
     under which quantile recalibration coincides with distributional conformal
-    prediction of left intervals (see :mod:`calibtut.recalibration.dcp`).
+    prediction of left intervals (see :mod:`calibtut.conformal.dcp`).
 
 Recalibrated quantiles are obtained through the inverse map: the quantile of
 ``F'`` at level ``a`` is ``Q(phi^{-1}(a))`` where ``Q`` is the base quantile
@@ -35,6 +35,7 @@ from __future__ import annotations
 import numpy as np
 from scipy import special
 
+from calibtut._numeric import ceil_rank, conformal_rank
 from calibtut._validation import (
     as_float_array,
     check_int,
@@ -44,7 +45,6 @@ from calibtut._validation import (
     check_real,
     check_rng,
 )
-from calibtut.conformal import _ceil_rank, conformal_rank
 
 __all__ = [
     "QuantileRecalibrator",
@@ -323,7 +323,7 @@ class QuantileRecalibrator:
         n = z.size
         if self._method in ("emp", "dcp"):
             if self._method == "emp":
-                ranks = _ceil_rank(n * levels)
+                ranks = ceil_rank(n * levels)
             else:
                 ranks = np.array([conformal_rank(n, a) for a in levels])
             return np.append(z, np.inf)[ranks - 1]

@@ -12,7 +12,8 @@ from __future__ import annotations
 import numpy as np
 from scipy import optimize, special
 
-from calibtut._validation import as_float_array, check_positive, check_same_length
+from calibtut._torch import seeded_rng
+from calibtut._validation import as_float_array, check_int, check_positive, check_same_length
 
 __all__ = ["TemperatureScaling"]
 
@@ -196,8 +197,6 @@ class TemperatureScaling:
         >>> bool(abs(ts.temperature_ - ts.exact_temperature_) < 1e-2 * ts.exact_temperature_)
         True
         """
-        from calibtut._validation import check_int
-
         self.fit(logits, labels, sample_weight)
         epochs = check_int(epochs, "epochs", minimum=1)
         batch_size = check_int(batch_size, "batch_size", minimum=1)
@@ -224,8 +223,6 @@ def _sgd_temperature(logits, labels, weights, loss, *, epochs, lr, batch_size, m
                      patience, seed):
     """Paper 004's temperature fit: ``logits / beta`` by minibatch SGD, keeping the best full-data ``beta``."""
     import torch
-
-    from calibtut.models.mlp import seeded_rng
 
     z = torch.as_tensor(logits, dtype=torch.float64)
     y = torch.as_tensor(labels, dtype=torch.int64)

@@ -19,14 +19,21 @@ executes a notebook into ``_build/runs/<part>/<nb>/<profile>-<hash>/``,
 ``--publish`` copies its tables and provenance into ``results/<part>/<nb>/``.
 """
 
-from ._paths import RUN_DIR_ENV, current_run_dir, find_root
-from .artifacts import load_result, publish, read_provenance, save_table, stored_rows, stored_tasks
-from .compare import paper_vs_ours
-from .execute import NotebookFailed, parse_value, run_notebook
-from .glue import glue
-from .profiles import PROFILES, Settings, settings
-from .store import SweepStore
-from .sweep import SweepFailed, sweep
+from calibtut.run._paths import RUN_DIR_ENV, current_run_dir, find_root
+from calibtut.run.artifacts import (
+    load_result,
+    publish,
+    read_provenance,
+    save_table,
+    stored_rows,
+    stored_tasks,
+)
+from calibtut.run.compare import paper_vs_ours
+from calibtut.run.execute import NotebookFailed, parse_value, run_notebook
+from calibtut.run.glue import glue
+from calibtut.run.profiles import PROFILES, Settings, settings
+from calibtut.run.store import SweepStore
+from calibtut.run.sweep import SweepFailed, sweep
 
 __all__ = [
     "PROFILES",

@@ -6,10 +6,10 @@ import argparse
 import signal
 import sys
 
-from .artifacts import publish
-from .engine import connect, resolve_engine
-from .execute import NotebookFailed, parse_value, run_notebook
-from .profiles import PROFILES
+from calibtut.run.artifacts import publish
+from calibtut.run.engine import connect, resolve_engine
+from calibtut.run.execute import NotebookFailed, parse_value, run_notebook
+from calibtut.run.profiles import PROFILES
 
 
 def build_parser():

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from ._paths import check_name, current_run_dir, find_root
-from .store import SweepStore, entry_rows
+from calibtut.run._paths import check_name, current_run_dir, find_root
+from calibtut.run.store import SweepStore, entry_rows
 
 __all__ = [
     "INTERACTIVE",

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from .._validation import check_int
-from .profiles import PROFILES
+from calibtut._validation import check_int
+from calibtut.run.profiles import PROFILES
 
 __all__ = ["paper_vs_ours"]
 

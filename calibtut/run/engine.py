@@ -35,9 +35,9 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from .._validation import check_int
-from .provenance import cpu_label
-from .store import FAILED, OK
+from calibtut._validation import check_int
+from calibtut.run.provenance import cpu_label
+from calibtut.run.store import FAILED, OK, dumps
 
 __all__ = [
     "CONNECT_TIMEOUT_S",
@@ -229,8 +229,6 @@ def to_records(result, fn_name):
     TypeError: fn f must return a dict or a DataFrame, got int
     """
     import json
-
-    from .store import dumps
 
     if isinstance(result, pd.DataFrame):
         records = result.reset_index(drop=True).to_dict(orient="records")

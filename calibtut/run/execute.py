@@ -14,12 +14,18 @@ from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 
-from ._paths import RUN_DIR_ENV, SWEEP_DIR_ENV, find_root
-from .artifacts import PROVENANCE, SWEEPS, atomic_write_text, list_tables
-from .engine import GPU_WORKERS_ENV, SCHEDULER_ENV, THREADS_ENV, WORKERS_ENV, Engine
-from .progress import PROGRESS_LOG_ENV
-from .profiles import check_profile
-from .provenance import git_state, machine, package_versions
+from calibtut.run._paths import RUN_DIR_ENV, SWEEP_DIR_ENV, find_root
+from calibtut.run.artifacts import PROVENANCE, SWEEPS, atomic_write_text, list_tables
+from calibtut.run.engine import (
+    GPU_WORKERS_ENV,
+    SCHEDULER_ENV,
+    THREADS_ENV,
+    WORKERS_ENV,
+    Engine,
+)
+from calibtut.run.profiles import check_profile
+from calibtut.run.progress import PROGRESS_LOG_ENV
+from calibtut.run.provenance import git_state, machine, package_versions
 
 __all__ = [
     "NotebookFailed",

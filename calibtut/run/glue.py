@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._paths import check_name
+from calibtut.run._paths import check_name
 
 __all__ = ["GLUE_PREFIX", "glue", "glue_bundle"]
 

@@ -6,7 +6,7 @@ import os
 import time
 from pathlib import Path
 
-from .._validation import check_int
+from calibtut._validation import check_int
 
 __all__ = ["LOG_EVERY_S", "PROGRESS_LOG_ENV", "SweepProgress"]
 

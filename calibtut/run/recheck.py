@@ -18,10 +18,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .._validation import check_real
-from .engine import resolve_engine
-from .store import SweepStore
-from .sweep import sweep
+from calibtut._validation import check_real
+from calibtut.run.engine import resolve_engine
+from calibtut.run.store import SweepStore
+from calibtut.run.sweep import sweep
 
 __all__ = ["differing", "main", "recheck", "resolve_function"]
 

@@ -13,12 +13,13 @@ from pathlib import Path
 
 import pandas as pd
 
-from .._validation import check_int
-from . import engine as engines
-from ._paths import SWEEP_DIR_ENV, current_run_dir, find_root
-from .artifacts import SWEEPS, atomic_write_text
-from .progress import SweepProgress
-from .store import OK, SweepStore, dumps, entry_rows
+from calibtut._validation import check_int
+from calibtut.run import engine as engines
+from calibtut.run._paths import SWEEP_DIR_ENV, current_run_dir, find_root
+from calibtut.run.artifacts import SWEEPS, atomic_write_text
+from calibtut.run.progress import SweepProgress
+from calibtut.run.provenance import git_state
+from calibtut.run.store import OK, SweepStore, dumps, entry_rows
 
 __all__ = ["SweepFailed", "code_version", "resolve_store", "summarize_entries", "sweep", "task_key"]
 
@@ -111,8 +112,6 @@ def code_version():
     ['calibtut', 'commit', 'dirty']
     """
     from importlib import metadata
-
-    from .provenance import git_state
 
     try:
         version = metadata.version("calibtut")

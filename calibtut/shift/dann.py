@@ -29,9 +29,8 @@ import torch
 from torch import nn
 from tqdm.auto import tqdm
 
+from calibtut._torch import resolve_device, seeded_rng, to_tensor
 from calibtut._validation import check_int, check_real
-from calibtut.models.mlp import seeded_rng
-from calibtut.models.training import resolve_device, to_tensor
 
 __all__ = ["DANNHead", "DANNHistory", "GradientReversal", "fit_dann", "grad_reverse", "grl_coefficient"]
 

@@ -27,8 +27,9 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 from torch import nn
 
+from calibtut._torch import seeded_rng
 from calibtut._validation import as_float_array, check_int, check_real, check_rng
-from calibtut.models.mlp import check_hidden, seeded_rng
+from calibtut.models.mlp import check_hidden
 from calibtut.models.training import fit as fit_model
 from calibtut.recalibration.temperature import TemperatureScaling
 from calibtut.shift.weights import discriminator_weights

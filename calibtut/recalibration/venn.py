@@ -28,7 +28,11 @@ from __future__ import annotations
 import numpy as np
 from sklearn.isotonic import IsotonicRegression
 
-from ._validation import as_float_array, check_int, check_same_length
+from calibtut._validation import (
+    as_float_array,
+    check_int,
+    check_same_length,
+)
 
 __all__ = ["venn_multiprobabilities", "venn_probability_bounds", "venn_abers"]
 

@@ -41,9 +41,8 @@ import torch
 from sklearn.isotonic import isotonic_regression
 
 from calibtut._validation import check_int, check_levels, check_real
-from calibtut.metrics.torch import crps_mixture, nll_mixture, pinball_loss
-from calibtut.models.mixture import mixture_cdf
-from calibtut.models.sqr import QuantileFunction
+from calibtut.metrics.torch import crps_mixture, nll_mixture, pinball_loss, pit_mixture
+from calibtut.regularizers.quantile_regularization import pit_negentropy
 
 __all__ = [
     "BASE_MODELS",
@@ -385,15 +384,13 @@ class StudyLoss:
         base = score(y, *output)
         if self.lam == 0 or self.regularizer == "none":
             return base
-        pit = mixture_cdf(y, *output).clamp(0.0, 1.0)
+        pit = pit_mixture(y, *output).clamp(0.0, 1.0)
         if self.regularizer == "pce-kde":
             penalty = pce_kde_pit(pit)
         elif self.regularizer == "pce-sort":
             penalty = pce_sort(pit, sort=self.sort, strength=self.strength)
         else:
             # imported here: calibtut.regularizers re-exports this module's names
-            from calibtut.regularizers import pit_negentropy
-
             penalty = pit_negentropy(pit, qr_spacing_002, sort="neural", tau=1e-3, eps=1e-5)
         return base + self.lam * penalty
 
@@ -420,8 +417,9 @@ class StudyLoss:
         return base + self.lam * penalty
 
     def _sqr(self, output, y):
-        if not isinstance(output, QuantileFunction):
-            raise TypeError(f"an SQR loss needs a QuantileFunction output, got {type(output).__name__}")
+        if not callable(output):
+            # a quantile function of the batch, levels -> (n, m) quantiles (an SQR network's output)
+            raise TypeError(f"an SQR loss needs a quantile-function output, got {type(output).__name__}")
         levels = self.draw_levels(y)
         return self.quantile_loss(output(levels), y, levels)
 

@@ -2,7 +2,7 @@
 
 The network's "memory layer" gives every instance an exemplar vector ``r``.
 For an instance ``t`` with its ``K`` nearest training exemplars (by L2
-distance ``d_k``, from :func:`calibtut.neighbors.nearest_neighbors`), the KNN
+distance ``d_k``, from :func:`calibtut.selective.neighbors.nearest_neighbors`), the KNN
 approximation has logits (Eq. 2-3 of the paper)
 
     a^c(t) = beta^c + sum_k w_k (tanh(f^c(x_k)) + gamma^c * ytilde_k^c),
@@ -33,7 +33,12 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from ._validation import as_float_array, check_int, check_real, check_rng
+from calibtut._validation import (
+    as_float_array,
+    check_int,
+    check_real,
+    check_rng,
+)
 
 __all__ = [
     "KNNApproximation",
@@ -251,7 +256,7 @@ class Localizer(torch.nn.Module):
     ``k`` (a calibration split), and the logits ``sum_k psi_k a(x_k)`` average
     the KNN approximation's logits ``a`` at the support points. Venn-ADMIT
     weights a test point by ``1 / psi'``, ``psi'`` the mass ``psi`` puts on its
-    Venn category (Eq. 9; ``localizer_psi`` of :func:`calibtut.admit.venn_admit`).
+    Venn category (Eq. 9; ``localizer_psi`` of :func:`calibtut.selective.admit.venn_admit`).
 
     Parameters
     ----------

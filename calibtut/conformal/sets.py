@@ -4,7 +4,7 @@ A conformal classifier turns predicted class probabilities into a set of
 labels. With a nonconformity score ``s(x, y)`` (larger = stranger) computed on
 a calibration set, a candidate label ``c`` enters the set of a test point when
 ``s(x, c)`` is at most the ``ceil((n + 1)(1 - alpha))``-th smallest
-calibration score (:func:`calibtut.conformal.conformal_quantile`); the set
+calibration score (:func:`calibtut.conformal.quantiles.conformal_quantile`); the set
 then contains the true label with probability at least ``1 - alpha``.
 
 A Mondrian (category-conditional) conformal classifier computes one threshold
@@ -37,108 +37,70 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._validation import as_float_array, check_alpha, check_int, check_probabilities, check_real, check_rng
-from .conformal import aps_scores, conformal_rank, lac_scores
+from calibtut._numeric import conformal_rank
+from calibtut._validation import (
+    as_float_array,
+    check_alpha,
+    check_real,
+    check_rng,
+)
+from calibtut.conformal.quantiles import _check_weights, weighted_conformal_quantile
+from calibtut.conformal.scores import (
+    _CLASS_SCORES,
+    _check_class_probs,
+    _class_labels,
+    _class_probs,
+    _score_options,
+    _scores,
+)
 
-__all__ = [
-    "class_scores",
-    "split_conformal_sets",
-    "mondrian_conformal_sets",
-    "label_conditional_sets",
-    "localized_conformal_sets",
-    "raps_sets",
-]
+__all__ = ["weighted_conformal_sets", "mondrian_conformal_sets", "split_conformal_sets", "label_conditional_sets", "localized_conformal_sets", "raps_sets"]
 
-_SCORES = ("lac", "aps", "raps")
-_TOO_SMALL = ("raise", "include")
+def weighted_conformal_sets(cal_probs, cal_labels, cal_weights, test_probs, test_weights, alpha, *, score="lac"):
+    """Weighted split conformal prediction sets for a classifier under covariate shift.
 
-
-def _class_probs(probs, name):
-    """Class probabilities ``(n, n_classes)``, each row summing to one."""
-    probs = check_probabilities(probs, name, simplex_axis=1, ndim=2)
-    if probs.shape[1] < 2:
-        raise ValueError(f"{name} must have at least 2 columns (n, n_classes), got shape {probs.shape}")
-    return probs
-
-
-def _class_labels(labels, n, n_classes, name):
-    labels_f = as_float_array(labels, name, ndim=1)
-    if labels_f.size != n:
-        raise ValueError(f"{name} must have one entry per row ({n}), got {labels_f.size}")
-    bad = (labels_f != np.round(labels_f)) | (labels_f < 0) | (labels_f >= n_classes)
-    if np.any(bad):
-        raise ValueError(f"{name} must be integers in 0..{n_classes - 1}, got {float(labels_f[bad][0])!r}")
-    return labels_f.astype(np.int64)
-
-
-def _score_options(score, randomized, lam, k_reg):
-    if score not in _SCORES:
-        raise ValueError(f"score must be one of {_SCORES}, got {score!r}")
-    if not isinstance(randomized, bool):
-        raise TypeError(f"randomized must be a bool, got {randomized!r}")
-    if randomized and score == "lac":
-        raise ValueError("randomized=True applies to score='aps' or 'raps', got score='lac'")
-    lam = check_real(lam, "lam", low=0)
-    k_reg = check_int(k_reg, "k_reg", minimum=0)
-    if score != "raps" and (lam != 0 or k_reg != 0):
-        raise ValueError(f"lam and k_reg apply to score='raps' only, got lam={lam}, k_reg={k_reg}")
-    return lam, k_reg
-
-
-def _scores(probs, score, u, lam, k_reg):
-    """Every class's score, shape ``(n, n_classes)``; ``u`` is ``None`` or shape ``(n,)``."""
-    if score == "lac":
-        return lac_scores(probs)
-    scores = aps_scores(probs)
-    if u is not None:
-        scores = scores - u[:, None] * probs
-    if score == "raps":
-        rank = np.argsort(np.argsort(-probs, axis=1, kind="stable"), axis=1) + 1
-        scores = scores + lam * np.maximum(rank - k_reg, 0)
-    return scores
-
-
-def class_scores(probs, labels=None, *, score="lac", randomized=False, lam=0.0, k_reg=0, seed=None):
-    """Nonconformity scores of a classifier's probabilities: LAC, APS or RAPS.
+    The calibration scores of the true labels and their weights give, for
+    every test point, the threshold of :func:`weighted_conformal_quantile`;
+    a class is in the set when its score is at most that threshold. With
+    weights ``w = q/p`` (the target-to-source density ratio) the sets cover
+    the label of a target point with probability at least ``1 - alpha``
+    (Tibshirani et al. 2019, Corollary 1); equal weights give split conformal sets.
 
     Parameters
     ----------
-    probs : array_like of shape (n, n_classes)
-        Predicted class probabilities (rows sum to one).
-    labels : array_like of int, shape (n,), optional
-        When given, the score of each row's label; otherwise every class's score.
-    score : {"lac", "aps", "raps"}, default "lac"
-        The score (see the module docstring).
-    randomized : bool, default False
-        Subtract ``u * p_y`` with one ``u ~ U(0, 1)`` per row (APS and RAPS only).
-    lam : float, default 0.0
-        RAPS penalty per rank beyond ``k_reg`` (non-negative; RAPS only).
-    k_reg : int, default 0
-        Number of top ranks that RAPS leaves unpenalised (RAPS only).
-    seed : int, numpy.random.Generator or None
-        Source of ``u`` when ``randomized``.
+    cal_probs : array_like of shape (n, n_classes)
+    cal_labels : array_like of int, shape (n,)
+    cal_weights : array_like of shape (n,)
+        Non-negative density-ratio weights of the calibration points.
+    test_probs : array_like of shape (m, n_classes)
+    test_weights : array_like of shape (m,)
+        Weights of the test points, on the same scale.
+    alpha : float
+        Miscoverage level in (0, 1).
+    score : {"lac", "aps"}, default "lac"
 
     Returns
     -------
-    numpy.ndarray of shape (n,) or (n, n_classes)
+    numpy.ndarray of bool, shape (m, n_classes)
+        ``sets[j, k]`` is True when class ``k`` is in the set of test point ``j``.
 
     Examples
     --------
-    >>> class_scores([[0.2, 0.5, 0.3]], score="aps")
-    array([[1. , 0.5, 0.8]])
-    >>> class_scores([[0.2, 0.5, 0.3]], [0], score="raps", lam=0.1, k_reg=1)
-    array([1.2])
+    >>> cal = [[0.9, 0.1], [0.8, 0.2], [0.3, 0.7], [0.6, 0.4]]
+    >>> weighted_conformal_sets(cal, [0, 0, 1, 1], [1, 1, 1, 1], [[0.75, 0.25]], [1.0], 0.4)
+    array([[ True, False]])
     """
-    probs = _class_probs(probs, "probs")
-    lam, k_reg = _score_options(score, randomized, lam, k_reg)
-    rng = check_rng(seed)
-    if labels is not None:
-        labels = _class_labels(labels, len(probs), probs.shape[1], "labels")
-    u = rng.uniform(size=len(probs)) if randomized else None
-    scores = _scores(probs, score, u, lam, k_reg)
-    if labels is None:
-        return scores
-    return scores[np.arange(len(probs)), labels]
+    if score not in _CLASS_SCORES:
+        raise ValueError(f"score must be one of {tuple(_CLASS_SCORES)}, got {score!r}")
+    cal_probs = _check_class_probs(cal_probs, "cal_probs")
+    test_probs = _check_class_probs(test_probs, "test_probs")
+    if test_probs.shape[1] != cal_probs.shape[1]:
+        raise ValueError(f"test_probs has {test_probs.shape[1]} classes, cal_probs has {cal_probs.shape[1]}")
+    test_weights = _check_weights(test_weights, "test_weights", len(test_probs))
+    scores = _CLASS_SCORES[score](cal_probs, cal_labels)
+    threshold = weighted_conformal_quantile(scores, cal_weights, test_weights, alpha)
+    return _CLASS_SCORES[score](test_probs) <= threshold[:, None]
+_TOO_SMALL = ("raise", "include")
 
 
 def _category_thresholds(cal_scores, cal_categories, alpha, too_small):

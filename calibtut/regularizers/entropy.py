@@ -206,7 +206,7 @@ def spacing_entropy_torch(x, spacing="sqrt", *, assume_sorted=False, bias_correc
     x : torch.Tensor, shape (..., n)
         Samples. Unless ``assume_sorted``, they are sorted with ``torch.sort``,
         whose gradient flows to the values (the order itself is piecewise
-        constant). Pass a relaxed sort (:func:`calibtut.sorting.soft_sort`) with
+        constant). Pass a relaxed sort (:func:`calibtut.regularizers.sorting.soft_sort`) with
         ``assume_sorted=True`` to let the gradient see the ordering too.
     spacing : {"sqrt"} or int or callable, default "sqrt"
         Spacing rule, see :func:`resolve_spacing`.

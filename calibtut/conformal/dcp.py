@@ -32,8 +32,9 @@ import math
 import numpy as np
 import pandas as pd
 
+from calibtut._numeric import RANK_DECIMALS, ceil_rank, conformal_rank
 from calibtut._validation import check_alpha, check_levels, check_probabilities
-from calibtut.conformal import _RANK_DECIMALS, _ceil_rank, conformal_quantile, conformal_rank
+from calibtut.conformal.quantiles import conformal_quantile
 
 __all__ = ["DistributionalConformal", "recalibration_conformal_table"]
 
@@ -103,7 +104,7 @@ class DistributionalConformal:
             self.lower_level_ = max(0.5 - q, 0.0)
             self.upper_level_ = min(0.5 + q, 1.0)
         else:
-            k_low = math.floor(round((n + 1) * alpha / 2, _RANK_DECIMALS))
+            k_low = math.floor(round((n + 1) * alpha / 2, RANK_DECIMALS))
             k_high = conformal_rank(n, 1 - alpha / 2)
             self.lower_level_ = float(z[k_low - 1]) if k_low >= 1 else 0.0
             self.upper_level_ = float(z[k_high - 1]) if k_high <= n else 1.0
@@ -212,7 +213,7 @@ def recalibration_conformal_table(pit, levels):
     levels = check_levels(levels)
     z = np.append(np.sort(pit), np.inf)
     n = pit.size
-    rank_emp = _ceil_rank(n * levels)
+    rank_emp = ceil_rank(n * levels)
     rank_dcp = np.array([conformal_rank(n, a) for a in levels], dtype=np.int64)
     return pd.DataFrame(
         {

@@ -20,8 +20,9 @@ import math
 
 import numpy as np
 
+from calibtut._numeric import conformal_rank
 from calibtut._validation import as_float_array, check_alpha, check_levels, check_same_length
-from calibtut.conformal import conformal_quantile, conformal_rank
+from calibtut.conformal.quantiles import conformal_quantile
 
 __all__ = ["ConformalizedQuantileRegression", "OneSidedCQR"]
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import torch
 
-from ._validation import check_int
+from calibtut._validation import check_int
 
 __all__ = ["nearest_neighbors"]
 

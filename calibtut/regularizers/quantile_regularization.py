@@ -4,8 +4,8 @@ A model is quantile calibrated iff its PIT :math:`[M(X)](Y)` is Uniform(0, 1)
 (Definition 1), iff :math:`KL(\\mathrm{PIT} \\,\\|\\, U) = 0` (Claim 4). For a
 density :math:`p` on [0, 1], :math:`KL(p \\| U) = \\int p \\log p = -H(p)`, so the
 regularizer is the negentropy of the batch's PITs, estimated with the m-spacing
-estimator (:func:`calibtut.entropy.spacing_entropy_torch`) on a differentiable
-sort of the PITs (NeuralSort, :mod:`calibtut.sorting`; Algorithm 1). The training
+estimator (:func:`calibtut.regularizers.entropy.spacing_entropy_torch`) on a differentiable
+sort of the PITs (NeuralSort, :mod:`calibtut.regularizers.sorting`; Algorithm 1). The training
 objective, Eq. 7, reads
 
 .. math::
@@ -36,9 +36,9 @@ from __future__ import annotations
 import torch
 
 from calibtut._validation import check_real
-from calibtut.entropy import check_spacing, spacing_entropy_torch
 from calibtut.metrics.torch import nll_gaussian, pit_gaussian
-from calibtut.sorting import soft_sort
+from calibtut.regularizers.entropy import check_spacing, spacing_entropy_torch
+from calibtut.regularizers.sorting import soft_sort
 
 __all__ = ["QuantileRegularizedLoss", "pit_negentropy", "qr_loss"]
 
@@ -76,7 +76,7 @@ def pit_negentropy(pit, spacing="sqrt", *, sort="neural", tau=1e-3, eps=1e-5):
     pit : torch.Tensor, shape (n,)
         PIT values ``F_i(y_i)`` of a batch, in [0, 1].
     spacing : {"sqrt"} or int or callable, default "sqrt"
-        Spacing rule (:func:`calibtut.entropy.resolve_spacing`): the paper's
+        Spacing rule (:func:`calibtut.regularizers.entropy.resolve_spacing`): the paper's
         ``round(sqrt(n))`` or the authors' fixed 64.
     sort : {"neural", "hard"}, default "neural"
         ``"neural"``: NeuralSort with temperature ``tau`` (the paper).
@@ -233,18 +233,3 @@ class QuantileRegularizedLoss:
             f"QuantileRegularizedLoss(lam={self.lam}, spacing={self.spacing!r}, sort={self.sort!r}, "
             f"tau={self.tau}, eps={self.eps})"
         )
-
-
-# The regularizers of paper 002 (PCE-KDE, PCE-Sort, Trunc) and the loss that combines
-# them with the study's base models live in their own module; re-exported here so that
-# every regularizer is reached through calibtut.regularizers.
-from calibtut.calibration_penalties import (  # noqa: E402
-    StudyLoss,
-    pce_kde_pit,
-    pce_kde_quantile,
-    pce_sort,
-    soft_sort_l2,
-    trunc_penalty,
-)
-
-__all__ += ["StudyLoss", "pce_kde_pit", "pce_kde_quantile", "pce_sort", "soft_sort_l2", "trunc_penalty"]

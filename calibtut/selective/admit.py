@@ -1,6 +1,6 @@
 """ADMIT and Venn-ADMIT: selective classification from a KNN approximation (Schmaltz & Rasooly).
 
-Every instance carries, from :mod:`calibtut.knn_approximation`, the KNN's
+Every instance carries, from :mod:`calibtut.selective.knn_approximation`, the KNN's
 class probabilities ``pi``, the feature ``q`` (consecutive agreeing, correct
 training neighbours) and the distance ``d`` to the nearest training exemplar.
 
@@ -34,14 +34,20 @@ import math
 import numpy as np
 import pandas as pd
 
-from ._validation import as_float_array, check_alpha, check_int, check_probabilities, check_real
-from .conformal import _ceil_rank
+from calibtut._numeric import ceil_rank
+from calibtut._validation import (
+    as_float_array,
+    check_alpha,
+    check_int,
+    check_probabilities,
+    check_real,
+)
 
 __all__ = ["admit_sets", "venn_admit", "admitted_accuracy_by_class"]
 
 _PARTITIONS = ("band", "fixed")
 # largest number of (query, calibration point) comparisons held at once
-_BLOCK_CELLS = 4_000_000
+BLOCK_CELLS = 4_000_000
 
 
 def _split(probs, labels, q, d, prefix, labelled=True):
@@ -114,7 +120,7 @@ def _count_below(group_scores, lo, hi, query_scores):
     right_start = np.maximum(last * size, left_end)
     offsets = np.arange(size)
     counts = np.empty(lo.size, dtype=np.int64)
-    step = max(1, _BLOCK_CELLS // (n_chunks + 2 * size))
+    step = max(1, BLOCK_CELLS // (n_chunks + 2 * size))
     for start in range(0, lo.size, step):
         block = slice(start, start + step)
         s = query_scores[block]
@@ -154,7 +160,7 @@ def _admit(cal, query, alpha, omega, kappa, partition):
             lo, hi = _band_ranges(cal_d[members], d[queries], omega, partition)
             n_band = hi - lo
             below = _count_below(cal_scores[members], lo, hi, 1.0 - probs[queries, c])
-            sets[queries, c] = below < _ceil_rank((n_band + 1) * (1 - alpha))
+            sets[queries, c] = below < ceil_rank((n_band + 1) * (1 - alpha))
             smallest[queries] = np.where(seen[queries].any(axis=1), np.minimum(smallest[queries], n_band), n_band)
             seen[queries, c] = True
     too_few = (~seen.all(axis=1)) | (smallest < kappa)
@@ -186,7 +192,7 @@ def admit_sets(cal_probs, cal_labels, cal_q, cal_d, probs, q, d, alpha, *, omega
         Miscoverage level in (0, 1).
     omega : float
         Half-width of the distance band (non-negative; see
-        :func:`calibtut.knn_approximation.band_width`).
+        :func:`calibtut.selective.knn_approximation.band_width`).
     kappa : int, default 1000
         Smallest number of band points of every class; below it the set is
         every class. At least ``ceil(1 / alpha) - 1``, so that every
@@ -242,7 +248,7 @@ def _category_weight(psi_rows, n_vp, queries, members, lo, hi):
     The rows of ``psi`` (``n_vp`` wide) are fetched for blocks of queries of bounded size.
     """
     psi_prime = np.empty(queries.size)
-    step = max(1, _BLOCK_CELLS // max(1, n_vp))
+    step = max(1, BLOCK_CELLS // max(1, n_vp))
     for start in range(0, queries.size, step):
         block = slice(start, start + step)
         mass = np.zeros((len(queries[block]), members.size + 1))
@@ -295,7 +301,7 @@ def venn_admit(mc_probs, mc_labels, mc_q, mc_d, vp_probs, vp_labels, vp_q, vp_d,
         ``localizer_psi`` is given.
     localizer_psi : array_like of shape (m, n_vp) or callable, optional
         The localizer's weights ``psi`` of each test point over the ``vp_``
-        points (rows sum to one; :meth:`calibtut.knn_approximation.Localizer.weights`).
+        points (rows sum to one; :meth:`calibtut.selective.knn_approximation.Localizer.weights`).
         Weighted Venn-ADMIT: the test weight is ``1 / psi'``, ``psi'`` the
         mass of ``psi`` on the point's Venn category (Eq. 9); ``psi' = 0``
         gives the lower probability 0. The dense matrix has ``m * n_vp``

@@ -1,0 +1,40 @@
+"""Selective classification of paper 001 (Venn-ADMIT).
+
+* :mod:`calibtut.selective.neighbors`: exact k-nearest neighbours in torch.
+* :mod:`calibtut.selective.knn_approximation`: the KNN approximation of a
+  network, the localizer, and the features q and d.
+* :mod:`calibtut.selective.admit`: ADMIT sets and Venn-ADMIT.
+"""
+
+
+from calibtut.selective.admit import (
+    admit_sets,
+    admitted_accuracy_by_class,
+    venn_admit,
+)
+from calibtut.selective.knn_approximation import (
+    KNNApproximation,
+    KNNFitHistory,
+    Localizer,
+    band_width,
+    consecutive_agreement,
+    fit_knn_approximation,
+    fit_localizer,
+)
+from calibtut.selective.neighbors import (
+    nearest_neighbors,
+)
+
+__all__ = [
+    "nearest_neighbors",
+    "KNNApproximation",
+    "KNNFitHistory",
+    "fit_knn_approximation",
+    "Localizer",
+    "fit_localizer",
+    "consecutive_agreement",
+    "band_width",
+    "admit_sets",
+    "venn_admit",
+    "admitted_accuracy_by_class",
+]
