@@ -11,11 +11,6 @@ from scipy import stats
 
 from calibtut.conformal import OneSidedCQR
 from calibtut.experiments import regression_study as rs
-from calibtut.experiments import regression_study_ablations as rs_ablations
-from calibtut.experiments import regression_study_claims as rs_claims
-from calibtut.experiments import regression_study_figures as rs_figures
-from calibtut.experiments import regression_study_sqr_forms as rs_forms
-from calibtut.experiments import regression_study_tables as rs_tables
 from calibtut.metrics import weighted_interval_score
 from calibtut.models.sqr import EVAL_LEVELS
 from calibtut.stats import cohens_d
@@ -173,9 +168,9 @@ def test_crossing_cqr_quantiles_are_scored_as_the_authors_score_them():
     width = rng.uniform(0.5, 1.5, size=(30, 1))
     q = 2 * x[:, None] + np.linspace(-1, 1, 19)[None, :] * width
     y = np.round(2 * x + rng.normal(size=30))
-    crossed = OneSidedCQR(EVAL_LEVELS).fit(q, y).predict(q)
+    crossed = OneSidedCQR(EVAL_LEVELS).fit(q, y).predict_quantiles(q)
     assert (np.diff(crossed, axis=1) < 0).any()
-    metrics, freq = rs._quantile_metrics(y, crossed)
+    metrics, freq = rs.tasks._quantile_metrics(y, crossed)
     np.testing.assert_allclose(freq, (y[:, None] <= crossed).mean(axis=0))
     assert metrics["pce"] == pytest.approx(np.abs(freq - EVAL_LEVELS).mean())
     assert metrics["wis"] == pytest.approx(weighted_interval_score(y, crossed, EVAL_LEVELS))
@@ -206,17 +201,17 @@ def _synthetic_rows(n_datasets=6, runs=5, seed=0):
 
 
 def test_lambda_rule_keeps_the_costly_strength_out():
-    chosen = rs_tables.selected_lambdas(_synthetic_rows()).set_index(["dataset", "regularizer"])["lam"]
+    chosen = rs.selected_lambdas(_synthetic_rows()).set_index(["dataset", "regularizer"])["lam"]
     # lambda = 5 costs 20% of WIS (above the 10% tolerance): 1 is chosen for PCE-KDE;
     # QR at 1 has a higher PCE than lambda = 0, so the vanilla model is kept
     assert set(chosen.xs("pce-kde", level="regularizer")) == {1.0}
     assert set(chosen.xs("qr", level="regularizer")) == {0.0}
-    loose = rs_tables.selected_lambdas(_synthetic_rows(), tolerance=0.5)
+    loose = rs.selected_lambdas(_synthetic_rows(), tolerance=0.5)
     assert set(loose.loc[loose["regularizer"] == "pce-kde", "lam"]) == {5.0}
 
 
 def test_study_results_put_each_method_once_per_run():
-    results = rs_tables.study_results(_synthetic_rows())
+    results = rs.study_results(_synthetic_rows())
     counts = results[results["train_fraction"].eq(0.8) | results["posthoc"].ne("none")].groupby(
         ["dataset", "method"]).size()
     assert set(counts) == {5}
@@ -226,9 +221,9 @@ def test_study_results_put_each_method_once_per_run():
 
 
 def test_cohens_d_table_matches_the_stats_function_and_its_forms():
-    results = rs_tables.study_results(_synthetic_rows())
-    authors = rs_tables.cohens_d_table(results, "pce")
-    textbook = rs_tables.cohens_d_table(results, "pce", form="textbook")
+    results = rs.study_results(_synthetic_rows())
+    authors = rs.cohens_d_table(results, "pce")
+    textbook = rs.cohens_d_table(results, "pce", form="textbook")
     sub = results[results["dataset"] == "d2"]
     emp = sub.loc[sub["method"] == "MIX-NLL + Rec-EMP", "test_pce"]
     ref = sub.loc[(sub["method"] == "MIX-NLL") & (sub["train_fraction"] == 0.8), "test_pce"]
@@ -242,20 +237,20 @@ def test_cohens_d_table_matches_the_stats_function_and_its_forms():
 def test_cohens_d_of_an_infinite_metric_is_signed_infinity():
     rows = _synthetic_rows(n_datasets=1)
     rows.loc[rows["posthoc"] == "emp", "test_nll"] = math.inf
-    table = rs_tables.cohens_d_table(rs_tables.study_results(rows), "nll")
+    table = rs.cohens_d_table(rs.study_results(rows), "nll")
     assert table.loc["d0", "MIX-NLL + Rec-EMP"] == math.inf
     # infinite on both sides: undefined (NaN), and no 'inf - inf' warning
     rows.loc[(rows["method"] == "MIX-NLL") & (rows["train_fraction"] == 0.8), "test_nll"] = math.inf
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        both = rs_tables.cohens_d_table(rs_tables.study_results(rows), "nll", baseline="MIX-NLL + Rec-EMP")
+        both = rs.cohens_d_table(rs.study_results(rows), "nll", baseline="MIX-NLL + Rec-EMP")
     assert math.isnan(both.loc["d0", "MIX-NLL"]) and both.loc["d0", "MIX-NLL + PCE-KDE"] == -math.inf
 
 
 def test_run_mean_table_feeds_the_cd_diagram():
     from calibtut.stats import friedman_wilcoxon
 
-    table = rs_tables.run_mean_table(rs_tables.study_results(_synthetic_rows(n_datasets=12)), "pce")
+    table = rs.run_mean_table(rs.study_results(_synthetic_rows(n_datasets=12)), "pce")
     assert table.shape == (12, 4)
     # QR's selected lambda is 0 here, so its column repeats MIX-NLL's (all-zero differences)
     assert table["MIX-NLL + QR"].equals(table["MIX-NLL"])
@@ -273,7 +268,7 @@ def test_calibration_test_table_rejects_the_miscalibrated_and_keeps_the_calibrat
 
             records.append({"dataset": name, "run": run, "method": "MIX-NLL", "train_fraction": 0.8,
                             "test_pce": pce(pit), "n_test": 150})
-    table = rs_tables.calibration_test_table(pd.DataFrame(records), n_sim=4000, seed=0).set_index("dataset")
+    table = rs.calibration_test_table(pd.DataFrame(records), n_sim=4000, seed=0).set_index("dataset")
     assert table.loc["skewed", "reject"] and table.loc["skewed", "reject_paper"]
     assert not table.loc["calibrated", "reject"]
     # a calibrated model's mean PCE on n points: E|U_(i) - i/(n+1)| ~ sqrt(2/pi) sqrt(a(1-a)/n),
@@ -290,7 +285,7 @@ def test_calibration_test_of_sqr_uses_the_19_level_statistic():
     rng = np.random.default_rng(2)
     records = [{"dataset": "a", "run": run, "method": "SQR-CRPS (affine)", "train_fraction": 0.8,
                 "test_pce": pce(rng.random(100), levels=EVAL_LEVELS), "n_test": 100} for run in range(2)]
-    table = rs_tables.calibration_test_table(pd.DataFrame(records), base="sqr-affine", n_sim=3000, seed=0)
+    table = rs.calibration_test_table(pd.DataFrame(records), base="sqr-affine", n_sim=3000, seed=0)
     levels = pce_null_distribution([100, 100], n_sim=3000, levels=EVAL_LEVELS, seed=0).mean()
     assert table["calibrated_pce"].iloc[0] == pytest.approx(levels, rel=0.02)
     # the sorted-PIT null is lower (0.0313 against 0.0324 at n = 100): the forms must not mix
@@ -304,7 +299,7 @@ def test_calibration_p_values_are_uniform_for_calibrated_models():
 
     records = [{"dataset": f"d{k}", "run": 0, "method": "MIX-NLL", "train_fraction": 0.8,
                 "test_pce": pce(rng.random(60)), "n_test": 60} for k in range(80)]
-    table = rs_tables.calibration_test_table(pd.DataFrame(records), n_sim=500, seed=0)
+    table = rs.calibration_test_table(pd.DataFrame(records), n_sim=500, seed=0)
     share = float((table["pvalue"] <= 0.1).mean())
     # Binomial(80, 0.1): 99.9% of draws lie in [1, 18] rejections
     assert stats.binom.ppf(0.0005, 80, 0.1) / 80 <= share <= stats.binom.ppf(0.9995, 80, 0.1) / 80
@@ -312,40 +307,40 @@ def test_calibration_p_values_are_uniform_for_calibrated_models():
 
 def test_rejection_counts_give_both_readings():
     table = pd.DataFrame({"reject_paper": [True] * 20 + [False] * 4, "reject": [True] * 18 + [False] * 6})
-    counts = rs_tables.rejection_counts(table).set_index("reading")
+    counts = rs.rejection_counts(table).set_index("reading")
     assert counts.loc["rejected for 11", "paper_rejected"] == 11
     assert counts.loc["not rejected for 11", "paper_rejected"] == 46
     assert counts["ours_rejected"].eq(20).all() and counts["ours_rejected_conservative"].eq(18).all()
     with pytest.raises(ValueError, match="total"):
-        rs_tables.rejection_counts(table, printed=11, total=5)
+        rs.rejection_counts(table, printed=11, total=5)
 
 
 def test_reliability_table_is_long_and_checks_its_method():
     rows = pd.DataFrame([{"dataset": "a", "run": r, "method": "MIX-NLL", "train_fraction": 0.8, "lam": 0.0,
                           "n_test": 10, **{c: a for c, a in zip(rs.FREQ_COLUMNS, EVAL_LEVELS)}} for r in range(2)])
-    long = rs_tables.reliability_table(rows)
+    long = rs.reliability_table(rows)
     assert len(long) == 38 and np.allclose(long["frequency"], long["level"])
     with pytest.raises(ValueError, match="MIX-CRPS"):
-        rs_tables.reliability_table(rows, method="MIX-CRPS")
+        rs.reliability_table(rows, method="MIX-CRPS")
 
 
 def test_method_means_separate_the_65_percent_base():
     rows = _synthetic_rows(n_datasets=2)
-    means = rs_tables.method_means(rows, ["pce"])["test_pce"]
+    means = rs.method_means(rows, ["pce"])["test_pce"]
     assert set(means.index) == {"MIX-NLL", "MIX-NLL (65%)", "MIX-NLL + PCE-KDE", "MIX-NLL + QR", "MIX-NLL + Rec-EMP"}
     mask = (rows["method"] == "MIX-NLL") & (rows["train_fraction"] == 0.65)
     assert means["MIX-NLL (65%)"] == pytest.approx(rows.loc[mask, "test_pce"].mean())
     with pytest.raises(TypeError, match="metrics"):
-        rs_tables.method_means(rows, "pce")
+        rs.method_means(rows, "pce")
 
 
 @pytest.mark.parametrize("fn, args", [
-    (rs_tables.method_means, ()),
-    (rs_tables.calibration_test_table, ()),
-    (rs_tables.selected_lambdas, ()),
-    (rs_tables.run_mean_table, ("pce",)),
-    (rs_tables.cohens_d_table, ("pce",)),
-    (rs_tables.reliability_table, ()),
+    (rs.method_means, ()),
+    (rs.calibration_test_table, ()),
+    (rs.selected_lambdas, ()),
+    (rs.run_mean_table, ("pce",)),
+    (rs.cohens_d_table, ("pce",)),
+    (rs.reliability_table, ()),
 ])
 def test_summaries_refuse_what_is_not_a_rows_table(fn, args):
     with pytest.raises(TypeError, match="rows|results|DataFrame"):
@@ -380,17 +375,17 @@ def test_combined_and_train_split_rows():
 
 
 def test_figure_methods_follow_the_paper():
-    fig3 = rs_figures.figure_methods("3")
+    fig3 = rs.figure_methods("3")
     assert fig3[0] == "MIX-NLL" and len(set(fig3)) == 16 and not any("PCE-Sort" in m for m in fig3)
-    assert rs_figures.figure_methods("5") == [m for m in fig3 if not m.startswith("SQR")]
-    assert "MIX-CRPS + PCE-Sort" in rs_figures.figure_methods("7") and len(rs_figures.figure_methods("6")) == 7
-    fig9 = rs_figures.figure_methods("9", sqr="sqr")
+    assert rs.figure_methods("5") == [m for m in fig3 if not m.startswith("SQR")]
+    assert "MIX-CRPS + PCE-Sort" in rs.figure_methods("7") and len(rs.figure_methods("6")) == 7
+    fig9 = rs.figure_methods("9", sqr="sqr")
     assert fig9[-2:] == ["SQR-CRPS + CQR", "SQR-CRPS + Trunc + CQR"] and len(fig9) == 14
-    assert "MIX-NLL + Rec-KDE (train)" in rs_figures.figure_methods("10")
+    assert "MIX-NLL + Rec-KDE (train)" in rs.figure_methods("10")
     with pytest.raises(ValueError, match="figure"):
-        rs_figures.figure_methods("2")
+        rs.figure_methods("2")
     with pytest.raises(ValueError, match="sqr"):
-        rs_figures.figure_methods("3", sqr="mix-nll")
+        rs.figure_methods("3", sqr="mix-nll")
 
 
 def _combo_rows(val_wis, val_pce, test_pce):
@@ -406,19 +401,19 @@ def _combo_rows(val_wis, val_pce, test_pce):
 
 def test_combined_results_apply_the_lambda_rule_against_the_map_alone():
     rows = _combo_rows({0.0: 1.0, 1.0: 1.09, 5.0: 1.2}, {0.0: 0.1, 1.0: 0.05, 5.0: 0.01}, {0.0: 0.1, 1.0: 0.2, 5.0: 0})
-    out = rs_figures.combined_results(rows)
+    out = rs.combined_results(rows)
     combo = out[out["method"] == "MIX-NLL + QR + Rec-KDE"]
     assert (combo["selected_lam"] == 1.0).all() and (combo["lam"] == 1.0).all() and len(combo) == 3
     # too costly everywhere: the map alone under the combined label
     rows = _combo_rows({0.0: 1.0, 1.0: 1.5, 5.0: 1.6}, {0.0: 0.1, 1.0: 0.05, 5.0: 0.01}, {0.0: 0.1, 1.0: 0.2, 5.0: 0})
-    combo = rs_figures.combined_results(rows).query("method == 'MIX-NLL + QR + Rec-KDE'")
+    combo = rs.combined_results(rows).query("method == 'MIX-NLL + QR + Rec-KDE'")
     assert (combo["lam"] == 0.0).all()
     # the effect is against the same map alone: hand-computed Cohen's d (textbook form)
     rows = _combo_rows({0.0: 1.0, 1.0: 1.0, 5.0: 2.0}, {0.0: 0.1, 1.0: 0.05, 5.0: 0.2}, {0.0: 0.1, 1.0: 0.2, 5.0: 0})
-    d = rs_figures.combination_effects(rs_figures.combined_results(rows), "pce", form="textbook")
+    d = rs.combination_effects(rs.combined_results(rows), "pce", form="textbook")
     assert d.loc["a", "MIX-NLL + QR + Rec-KDE"] == pytest.approx((0.2 - 0.1) / 0.01)
     with pytest.raises(ValueError, match="score"):
-        rs_figures.combined_results(rows, score="val_nll")
+        rs.combined_results(rows, score="val_nll")
 
 
 def _claim_rows(effects, n_datasets=15, seed=0, std=None, nll=None):
@@ -431,7 +426,7 @@ def _claim_rows(effects, n_datasets=15, seed=0, std=None, nll=None):
     rows = []
     for d in range(n_datasets):
         level = rng.uniform(0, 0.05)
-        for method in rs_figures.figure_methods("3"):
+        for method in rs.figure_methods("3"):
             for run in range(2):
                 base = "sqr-affine" if method.startswith("SQR") else ("mix-crps" if "CRPS" in method else "mix-nll")
                 reg = next((k for k, v in rs.REGULARIZER_LABELS.items() if f"+ {v}" in method), "none")
@@ -447,11 +442,11 @@ def _claim_rows(effects, n_datasets=15, seed=0, std=None, nll=None):
 
 
 def test_claim_verdicts_follow_the_rows():
-    posthoc_best = {m: -0.05 for m in rs_figures.figure_methods("3") if "Rec-" in m or "CQR" in m}
+    posthoc_best = {m: -0.05 for m in rs.figure_methods("3") if "Rec-" in m or "CQR" in m}
     posthoc_best["MIX-NLL + Rec-EMP"] = -0.08
-    out = rs_claims.claim_verdicts(_claim_rows(posthoc_best), n_sim=200).set_index("claim")
+    out = rs.claim_verdicts(_claim_rows(posthoc_best), n_sim=200).set_index("claim")
     assert list(out.index) == [f"C{i}" for i in range(1, 18)]
-    assert set(out["verdict"]) <= set(rs_claims.VERDICTS)
+    assert set(out["verdict"]) <= set(rs.VERDICTS)
     # post-hoc lower than regularization on 15 of 15 datasets: Wilcoxon p = 2/2^15, and at most
     # 120 times that after Holm over the 120 pairs of Figure 3's diagram
     assert out.loc["C3", "verdict"] == "holds" and out.loc["C15", "verdict"] == "holds"
@@ -459,25 +454,25 @@ def test_claim_verdicts_follow_the_rows():
     assert out.loc["C16", "verdict"] == "not run" and out.loc["C13", "verdict"] == "not run"
     assert out.loc["C14", "verdict"] == "not run"
     # the reverse: regularization better, Rec-EMP never the best
-    reversed_ = rs_claims.claim_verdicts(_claim_rows({m: -v for m, v in posthoc_best.items()}), n_sim=200)
+    reversed_ = rs.claim_verdicts(_claim_rows({m: -v for m, v in posthoc_best.items()}), n_sim=200)
     reversed_ = reversed_.set_index("claim")
     assert reversed_.loc["C3", "verdict"] == "does not hold" and reversed_.loc["C15", "verdict"] == "does not hold"
     # three datasets cannot show significance; eight can for one pair (p = 2/2^8), not after Holm
-    few = rs_claims.claim_verdicts(_claim_rows(posthoc_best, n_datasets=3), n_sim=200).set_index("claim")
+    few = rs.claim_verdicts(_claim_rows(posthoc_best, n_datasets=3), n_sim=200).set_index("claim")
     assert few.loc["C3", "verdict"] == "not testable at this size"
-    eight = rs_claims.claim_verdicts(_claim_rows(posthoc_best, n_datasets=8), n_sim=200).set_index("claim")
+    eight = rs.claim_verdicts(_claim_rows(posthoc_best, n_datasets=8), n_sim=200).set_index("claim")
     assert eight.loc["C3", "verdict"] == "does not hold" and "Holm p = " in eight.loc["C3", "evidence"]
     with pytest.raises(ValueError, match="min_datasets"):
-        rs_claims.claim_verdicts(_claim_rows(posthoc_best), min_datasets=0)
+        rs.claim_verdicts(_claim_rows(posthoc_best), min_datasets=0)
 
 
 def test_sharpness_claim_compares_like_with_like():
     # every map 5% less sharp than the regularizers in the quantile STD; in the authors' STD the
     # maps' 19 quantiles spread 0.89 of a Gaussian's sigma, which alone would make them look sharper
-    maps = [m for m in rs_figures.figure_methods("7") if "Rec-" in m]
+    maps = [m for m in rs.figure_methods("7") if "Rec-" in m]
     rows = _claim_rows({}, std={m: 1.05 for m in maps})
     rows.loc[rows["posthoc"] != "none", "test_std"] *= 0.8875
-    out = rs_claims.claim_verdicts(rows, n_sim=100).set_index("claim")
+    out = rs.claim_verdicts(rows, n_sim=100).set_index("claim")
     assert out.loc["C12", "verdict"] == "does not hold"
     assert "on std_quantile: 0/15" in out.loc["C12", "evidence"]
     assert "authors' STD: MIX-CRPS + Rec-EMP < MIX-CRPS + PCE-KDE on std: 15/15" in out.loc["C12", "evidence"]
@@ -486,21 +481,22 @@ def test_sharpness_claim_compares_like_with_like():
 def test_best_calibrated_claim_is_among_figure_14s_five_models():
     # Rec-EMP on MIX-CRPS is better still, but it is not one of Figure 14's five models
     rows = _claim_rows({"MIX-NLL + Rec-EMP": -0.05, "MIX-CRPS + Rec-EMP": -0.08})
-    out = rs_claims.claim_verdicts(rows, n_sim=100).set_index("claim")
+    out = rs.claim_verdicts(rows, n_sim=100).set_index("claim")
     assert out.loc["C15", "verdict"] == "holds" and "on 15/15 datasets" in out.loc["C15", "evidence"]
     rows = _claim_rows({"MIX-NLL + Rec-EMP": -0.05, "MIX-NLL + PCE-KDE": -0.08})
-    assert rs_claims.claim_verdicts(rows, n_sim=100).set_index("claim").loc["C15", "verdict"] == "does not hold"
+    assert rs.claim_verdicts(rows, n_sim=100).set_index("claim").loc["C15", "verdict"] == "does not hold"
 
 
 def test_small_effects_scale_with_runs_and_a_decrease_is_not_harm():
     # Rec-KDE lowers the NLL a lot: "without a large increase" holds, "little effect" would not
     kde = {"MIX-NLL + Rec-KDE": 0.5, "MIX-CRPS + Rec-KDE": 0.5}
     rows = _claim_rows({m: -0.05 for m in kde}, nll=kde)
-    checks = rs_claims._Checks(rs_tables.study_results(rows), 0.05, 6, "sqr-affine")
+    checks = rs.claims._Checks(rs.study_results(rows), 0.05, 6, "sqr-affine")
     assert checks.small_effect("MIX-NLL + Rec-KDE", "MIX-NLL", "nll", increase_only=True)[0] == "holds"
     assert checks.small_effect("MIX-NLL + Rec-KDE", "MIX-NLL", "nll")[0] == "does not hold"
     # two runs: the authors' d of a textbook 0.8 / sqrt(5) effect is 0.8 sqrt(2/5)
-    assert rs_claims._large_d(2) == pytest.approx(0.8 * math.sqrt(2 / 5)) and rs_claims._large_d(5) == pytest.approx(0.8)
+    assert rs.claims._large_d(2) == pytest.approx(0.8 * math.sqrt(2 / 5))
+    assert rs.claims._large_d(5) == pytest.approx(0.8)
     verdict, text = checks.small_effect("MIX-NLL + Rec-KDE", "MIX-NLL", "wis")  # both constant: d is NaN
     assert verdict in ("holds", "not run")
 
@@ -513,7 +509,7 @@ def test_a_significant_difference_needs_the_claimed_direction():
     worse = rows["dataset"].isin(["d0", "d1", "d2", "d3", "d4", "d5"])
     rows.loc[sqr & ~worse, "test_pce"] -= 0.002
     rows.loc[sqr & worse, "test_pce"] += 0.05
-    checks = rs_claims._Checks(rs_tables.study_results(rows), 0.05, 6, "sqr-affine")
+    checks = rs.claims._Checks(rs.study_results(rows), 0.05, 6, "sqr-affine")
     share, n, p = checks.compare("SQR-CRPS (affine) + Trunc", "SQR-CRPS (affine)", "pce")
     assert share > 0.5 and p > 0.5
     verdict, _ = checks.lower("SQR-CRPS (affine) + Trunc", "SQR-CRPS (affine)", "pce", significant=True)
@@ -522,55 +518,55 @@ def test_a_significant_difference_needs_the_claimed_direction():
 
 def test_figure_effects_use_the_figure_baseline_and_methods():
     rows = _claim_rows({"MIX-CRPS + QR": -0.05, "MIX-CRPS": 0.02}, n_datasets=3)
-    results = rs_tables.study_results(rows)
-    fig7 = rs_figures.figure_effects(results, "7", "pce", form="textbook")
+    results = rs.study_results(rows)
+    fig7 = rs.figure_effects(results, "7", "pce", form="textbook")
     assert "MIX-CRPS" not in fig7.columns and "MIX-NLL + QR" not in fig7.columns
     # against MIX-CRPS: QR is 0.07 lower, about 70 run standard deviations (noise sd 0.001)
     assert (fig7["MIX-CRPS + QR"] < -20).all()
-    authors = rs_figures.figure_effects(results, "7", "pce")
+    authors = rs.figure_effects(results, "7", "pce")
     np.testing.assert_allclose(authors.to_numpy(), np.sqrt(2) * fig7.to_numpy())
     with pytest.raises(ValueError, match="combination_effects"):
-        rs_figures.figure_effects(results, "9", "pce")
-    summary = rs_figures.median_effects({"pce": fig7})
+        rs.figure_effects(results, "9", "pce")
+    summary = rs.median_effects({"pce": fig7})
     row = summary.set_index("method").loc["MIX-CRPS + QR"]
     assert row["share_negative"] == 1.0 and row["datasets"] == 3
     with pytest.raises(TypeError, match="effects"):
-        rs_figures.median_effects([fig7])
+        rs.median_effects([fig7])
 
 
 def test_claims_table_puts_verdicts_side_by_side():
-    ci = rs_claims.claim_verdicts(_claim_rows({}, n_datasets=3), n_sim=100)
-    table = rs_claims.claims_table(ci)
+    ci = rs.claim_verdicts(_claim_rows({}, n_datasets=3), n_sim=100)
+    table = rs.claims_table(ci)
     assert list(table.columns) == ["claim", "paper", "ours (ci)", "evidence"] and len(table) == 17
     full = ci.assign(verdict="holds")
-    both = rs_claims.claims_table(ci, full)
+    both = rs.claims_table(ci, full)
     assert both["difference"].tolist() == (ci["verdict"] != "holds").tolist()
     assert "ours (full)" in both.columns
-    interim = rs_claims.claims_table(ci, full, label="full, 2 of 5 runs")
+    interim = rs.claims_table(ci, full, label="full, 2 of 5 runs")
     assert interim.columns.tolist()[2:4] == ["ours (ci)", "ours (full, 2 of 5 runs)"]
     with pytest.raises(ValueError, match="verdict"):
-        rs_claims.claims_table(ci.drop(columns="verdict"))
+        rs.claims_table(ci.drop(columns="verdict"))
     with pytest.raises(TypeError, match="label must be"):
-        rs_claims.claims_table(ci, full, label="")
+        rs.claims_table(ci, full, label="")
 
 
 def test_posthoc_gains_compare_each_map_with_the_network_it_corrects():
     rows = _synthetic_rows(n_datasets=4, runs=2)
     rows["map_split"] = np.where(rows["posthoc"] == "none", "none", "calibration")
-    gains = rs_tables.posthoc_gains(rows)
+    gains = rs.posthoc_gains(rows)
     assert gains[["base", "posthoc", "datasets"]].values.tolist() == [["MIX-NLL", "Rec-EMP", 4]]
     # the synthetic EMP map sits near 0.02, far below every 65% network (0.09 upwards)
     assert gains["share_lower"].item() == 1.0 and gains["median_ratio"].item() < 0.3
     # a map of a regularized network, or one fitted on the training split, is not counted
     extra = rows[rows["posthoc"] == "emp"].assign(regularizer="qr", test_pce=1.0)
     train = rows[rows["posthoc"] == "emp"].assign(map_split="train", train_fraction=0.8, test_pce=1.0)
-    pd.testing.assert_frame_equal(rs_tables.posthoc_gains(pd.concat([rows, extra, train])), gains)
+    pd.testing.assert_frame_equal(rs.posthoc_gains(pd.concat([rows, extra, train])), gains)
     worse = rows.assign(test_pce=np.where(rows["posthoc"] == "emp", 1.0, rows["test_pce"]))
-    assert rs_tables.posthoc_gains(worse)["share_lower"].item() == 0.0
+    assert rs.posthoc_gains(worse)["share_lower"].item() == 0.0
     with pytest.raises(ValueError, match="no post-hoc map"):
-        rs_tables.posthoc_gains(rows[rows["posthoc"] == "none"])
+        rs.posthoc_gains(rows[rows["posthoc"] == "none"])
     with pytest.raises(ValueError, match="map_split"):
-        rs_tables.posthoc_gains(rows.drop(columns="map_split"))
+        rs.posthoc_gains(rows.drop(columns="map_split"))
 
 
 def test_coverage_shift_compares_each_penalty_with_its_vanilla_network():
@@ -579,7 +575,7 @@ def test_coverage_shift_compares_each_penalty_with_its_vanilla_network():
     width = {"none": 0.45, "qr": 0.40, "pce-kde": 0.47}
     rows["freq_05"] = 0.5 - rows["regularizer"].map(width)
     rows["freq_95"] = 0.5 + rows["regularizer"].map(width)
-    shift = rs_tables.coverage_shift(rows).set_index(["regularizer", "lam"])
+    shift = rs.coverage_shift(rows).set_index(["regularizer", "lam"])
     assert shift["datasets"].tolist() == [4, 4, 4]
     assert shift.loc[("QR", 1.0), "coverage_change"] == pytest.approx(-0.1)
     assert shift.loc[("QR", 1.0), "lower_on"] == 4
@@ -588,14 +584,14 @@ def test_coverage_shift_compares_each_penalty_with_its_vanilla_network():
     np.testing.assert_allclose(shift["vanilla_coverage"], 0.9)
     # the 65% network and its map are not vanilla networks of the comparison
     wrong = rows.assign(freq_95=np.where(rows["train_fraction"] == 0.65, 0.0, rows["freq_95"]))
-    pd.testing.assert_frame_equal(rs_tables.coverage_shift(wrong), rs_tables.coverage_shift(rows))
-    assert rs_tables.coverage_shift(rows, lambdas=[5.0])["lam"].tolist() == [5.0]
+    pd.testing.assert_frame_equal(rs.coverage_shift(wrong), rs.coverage_shift(rows))
+    assert rs.coverage_shift(rows, lambdas=[5.0])["lam"].tolist() == [5.0]
     with pytest.raises(ValueError, match="lambdas"):
-        rs_tables.coverage_shift(rows, lambdas=[-1.0])
+        rs.coverage_shift(rows, lambdas=[-1.0])
     with pytest.raises(ValueError, match="freq_05"):
-        rs_tables.coverage_shift(rows.drop(columns="freq_05"))
+        rs.coverage_shift(rows.drop(columns="freq_05"))
     with pytest.raises(ValueError, match="no regularized network"):
-        rs_tables.coverage_shift(rows[rows["regularizer"] == "none"])
+        rs.coverage_shift(rows[rows["regularizer"] == "none"])
 
 
 def _stored_study(root, tasks):
@@ -650,65 +646,65 @@ def test_full_study_prefers_the_published_run_then_the_store(tmp_path):
 
 
 def test_complete_ablation_runs_need_every_model_of_the_grids():
-    tasks = rs_ablations.ablation_tasks(["Yacht", "CPU"], [0, 1, 2], epochs=1)
+    tasks = rs.ablation_tasks(["Yacht", "CPU"], [0, 1, 2], epochs=1)
     rows = pd.DataFrame([t for t in tasks if not (t["run"] == 1 and t.get("n_hidden") == 20 and t["dataset"] == "CPU")])
     rows = rows.assign(test_pce=0.1)
-    kept = rs_ablations.complete_ablation_runs(rows, ["Yacht", "CPU"])
+    kept = rs.complete_ablation_runs(rows, ["Yacht", "CPU"])
     assert sorted(kept["run"].unique()) == [0, 2] and len(kept) == 2 * len(tasks) // 3
     # a model off the grids (here six components) neither completes a run nor is kept
     odd = pd.concat([rows, pd.DataFrame([{**tasks[0], "n_components": 6, "run": 1}])])
-    assert rs_ablations.complete_ablation_runs(odd, ["Yacht", "CPU"]).equals(kept)
+    assert rs.complete_ablation_runs(odd, ["Yacht", "CPU"]).equals(kept)
     # without the n_levels column the levels ablation reads as default models: no run is complete
-    assert rs_ablations.complete_ablation_runs(rows.drop(columns="n_levels"), ["Yacht", "CPU"]).empty
-    assert rs_ablations.complete_ablation_runs(rows.iloc[:0], ["Yacht"]).empty
+    assert rs.complete_ablation_runs(rows.drop(columns="n_levels"), ["Yacht", "CPU"]).empty
+    assert rs.complete_ablation_runs(rows.iloc[:0], ["Yacht"]).empty
     with pytest.raises(TypeError, match="rows must be"):
-        rs_ablations.complete_ablation_runs(rows.to_dict(), ["Yacht"])
+        rs.complete_ablation_runs(rows.to_dict(), ["Yacht"])
     with pytest.raises(TypeError, match="datasets must be"):
-        rs_ablations.complete_ablation_runs(rows, "Yacht")
+        rs.complete_ablation_runs(rows, "Yacht")
     with pytest.raises(ValueError, match="run"):
-        rs_ablations.complete_ablation_runs(rows.drop(columns="run"), ["Yacht"])
+        rs.complete_ablation_runs(rows.drop(columns="run"), ["Yacht"])
 
 
 def test_full_ablations_prefer_the_published_run_then_the_store(tmp_path):
     from calibtut.run.store import SweepStore
 
-    tasks = rs_ablations.ablation_tasks(rs.OFFLINE_DATASETS, range(rs.STUDY_RUNS), epochs=5000)
+    tasks = rs.ablation_tasks(rs.OFFLINE_DATASETS, range(rs.STUDY_RUNS), epochs=5000)
     per_run = len(tasks) // rs.STUDY_RUNS
     published = tmp_path / "results" / "regression_study" / "05_combining_and_where_to_fit"
     store = SweepStore(published / "sweeps" / "ablations.jsonl")
     for i, task in enumerate(tasks[: 2 * per_run + 3]):  # runs 0 and 1, three tasks of run 2
         store.append({"key": str(i), "status": "ok", "task": task, "seconds": 1.0,
                       "records": [{"method": "MIX-NLL", "test_pce": 0.1}]})
-    found = rs_ablations.full_ablations(root=tmp_path)
+    found = rs.full_ablations(root=tmp_path)
     assert found.label == "full, 2 of 5 runs" and sorted(found.rows["run"].unique()) == [0, 1]
     assert len(found.rows) == 2 * per_run and f"{2 * per_run + 3} of 1725 tasks stored" in found.note
     assert "every dataset and ablated model" in found.note
-    assert rs_ablations.full_ablations(min_runs=3, root=tmp_path).rows is None
+    assert rs.full_ablations(min_runs=3, root=tmp_path).rows is None
     found.rows.to_csv(published / "ablations.csv", index=False)
     (published / "provenance.json").write_text('{"finished": "2026-11-25T00:00:00+00:00"}')
-    final = rs_ablations.full_ablations(root=tmp_path)
+    final = rs.full_ablations(root=tmp_path)
     assert final.label == "full" and final.note.startswith("The full ablation run of 2026-11-25")
     with pytest.raises(ValueError, match="min_runs"):
-        rs_ablations.full_ablations(min_runs=0, root=tmp_path)
+        rs.full_ablations(min_runs=0, root=tmp_path)
 
 
 @needs_mirror
 def test_ablation_tasks_run_and_label_their_factor():
-    tasks = rs_ablations.ablation_tasks(["Yacht"], [0], {"n_components": (1, 3), "n_levels": (4, 64)}, epochs=20)
+    tasks = rs.ablation_tasks(["Yacht"], [0], {"n_components": (1, 3), "n_levels": (4, 64)}, epochs=20)
     assert len(tasks) == 4 and all(t["lambdas"] == "" and t["fit_posthoc"] is False for t in tasks)
     from calibtut.run import sweep
 
     rows = sweep(tasks, rs.run_study_task, progress=False)
     assert set(rows["n_components"].dropna()) == {1} and set(rows["n_levels"].dropna()) == {4}
     assert len(rows) == 4 and (rows["train_fraction"] == 0.8).all()
-    d = rs_ablations.ablation_effects(rows, "n_components", "nll")
+    d = rs.ablation_effects(rows, "n_components", "nll")
     assert list(d.columns) == ["n_components = 1"]
     with pytest.raises(ValueError, match="n_levels applies"):
         rs.run_study_task("Yacht", 0, "mix-nll", n_levels=4, epochs=1)
     with pytest.raises(ValueError, match="n_components applies"):
         rs.run_study_task("Yacht", 0, "sqr-affine", n_components=1, epochs=1)
     with pytest.raises(ValueError, match="default"):
-        rs_ablations.ablation_tasks(["Yacht"], [0], {"n_hidden": (1, 2)})
+        rs.ablation_tasks(["Yacht"], [0], {"n_hidden": (1, 2)})
 
 
 def _ablation_rows(effects, n_datasets=3, n_runs=3):
@@ -732,7 +728,7 @@ def _ablation_rows(effects, n_datasets=3, n_runs=3):
 
 
 def test_ablation_tasks_go_run_by_run():
-    tasks = rs_ablations.ablation_tasks(["Yacht", "CPU"], [2, 0], {"n_components": (1, 3), "n_hidden": (3, 5)}, epochs=5)
+    tasks = rs.ablation_tasks(["Yacht", "CPU"], [2, 0], {"n_components": (1, 3), "n_hidden": (3, 5)}, epochs=5)
     assert [t["run"] for t in tasks] == [2] * 6 + [0] * 6
     first = [(t["dataset"], t.get("n_components"), t.get("n_hidden")) for t in tasks[:6]]
     assert first == [("Yacht", 1, None), ("CPU", 1, None), ("Yacht", None, None), ("CPU", None, None),
@@ -744,7 +740,7 @@ def test_ablation_verdict_reads_each_sentence_on_its_metrics():
     as_paper = {("n_components", 1): worse, ("n_components", 5): {},
                 ("n_levels", 4): worse, ("n_levels", 16): {m: 0.5 for m in worse},
                 ("n_hidden", 2): {"wis": -0.1, "nll": -0.1}, ("n_hidden", 20): worse}
-    verdict, evidence = rs_claims._ablation_verdict(_ablation_rows(as_paper))
+    verdict, evidence = rs.claims._ablation_verdict(_ablation_rows(as_paper))
     assert verdict == "holds", evidence
     assert "best: 2 layers on wis, 2 layers on nll" in evidence and "n_components = 3" in evidence
     # each sentence can fail on its own
@@ -753,18 +749,18 @@ def test_ablation_verdict_reads_each_sentence_on_its_metrics():
                         (("n_components", 5), {"nll": 2.0}),  # five components differ more than one
                         (("n_levels", 16), {**worse, "pce": -0.5}),  # 16 levels better calibrated than 64
                         (("n_hidden", 20), {"nll": -0.5})):  # 20 layers best on NLL
-        verdict, evidence = rs_claims._ablation_verdict(_ablation_rows({**as_paper, key: effect}))
+        verdict, evidence = rs.claims._ablation_verdict(_ablation_rows({**as_paper, key: effect}))
         assert verdict == "does not hold", (key, evidence)
-        sentence = rs_claims._ABLATION_SENTENCES[key[0]]
+        sentence = rs.claims._ABLATION_SENTENCES[key[0]]
         assert f"{sentence} (does not hold)" in evidence and evidence.count("(holds)") == 2, evidence
     # no n_levels ablation, or no single-component model: that part cannot be checked
     no_levels = {k: v for k, v in as_paper.items() if k[0] != "n_levels"}
-    verdict, evidence = rs_claims._ablation_verdict(_ablation_rows(no_levels).drop(columns="n_levels"))
+    verdict, evidence = rs.claims._ablation_verdict(_ablation_rows(no_levels).drop(columns="n_levels"))
     assert verdict == "not run" and "no n_levels ablation" in evidence
     no_single = {k: v for k, v in as_paper.items() if k != ("n_components", 1)}
-    verdict, evidence = rs_claims._ablation_verdict(_ablation_rows(no_single))
+    verdict, evidence = rs.claims._ablation_verdict(_ablation_rows(no_single))
     assert verdict == "not run" and "no single-component model" in evidence
-    d = rs_ablations.ablation_effects(_ablation_rows(as_paper), "n_components", "nll", form="textbook")
+    d = rs.ablation_effects(_ablation_rows(as_paper), "n_components", "nll", form="textbook")
     assert (d["n_components = 1"] > 20).all() and (d["n_components = 5"].abs() < 5).all()
 
 
@@ -775,12 +771,12 @@ def test_ablation_summary_and_figures_leave_out_what_a_model_lacks():
     rows = _ablation_rows({("n_components", 1): {"nll": 1.0}, ("n_levels", 4): {"wis": 1.0},
                            ("n_hidden", 5): {"wis": -1.0}})
     rows.loc[rows["base"] == "sqr-affine", "test_nll"] = np.nan  # quantile models have no NLL
-    summary = rs_ablations.ablation_summary(rows)
+    summary = rs.ablation_summary(rows)
     assert set(summary["figure"]) == {"17", "18", "19"}
     assert set(summary.loc[summary["figure"] == "18", "metric"]) == {"pce", "wis", "std"}
     nll = summary.set_index(["method", "metric"]).loc[("n_components = 1", "nll"), "median_d"]
     assert nll > 10
-    fig = rs_ablations.plot_ablation_figures(rows, title=" (demo)")
+    fig = rs.plot_ablation_figures(rows, title=" (demo)")
     titles = [ax.get_title() for ax in fig.axes if ax.get_title()]
     assert titles[:4] == ["Figure 17 (demo): PCE", "Figure 17 (demo): CRPS (19-level WIS)",
                           "Figure 17 (demo): NLL", "Figure 17 (demo): STD"]
@@ -788,9 +784,9 @@ def test_ablation_summary_and_figures_leave_out_what_a_model_lacks():
     assert len(off) == 1 and off[0].get_title() == "Figure 18 (demo): NLL"
     matplotlib.pyplot.close(fig)
     with pytest.raises(ValueError, match="no ablated model"):
-        rs_ablations.ablation_summary(rows, ["crps_missing"])
+        rs.ablation_summary(rows, ["crps_missing"])
     with pytest.raises(TypeError, match="metrics"):
-        rs_ablations.ablation_summary(rows, "pce")
+        rs.ablation_summary(rows, "pce")
 
 
 def _form_rows(paper_pce, authors_pce, runs=3):
@@ -810,12 +806,12 @@ def _form_rows(paper_pce, authors_pce, runs=3):
 def test_sqr_form_table_and_summary_against_scipy():
     rng = np.random.default_rng(3)
     paper, authors = rng.uniform(0.02, 0.2, 8), rng.uniform(0.02, 0.2, 8)
-    table = rs_forms.sqr_form_table(_form_rows(paper, authors))
+    table = rs.sqr_form_table(_form_rows(paper, authors))
     # smallest dataset first; run means (the 65% base rows, offset by 0.5, are not read)
     assert table.index.get_level_values("dataset").tolist() == [f"d{i}" for i in range(7, -1, -1)]
     assert np.allclose(table[("vanilla", "pce", "sqr")].loc["d2"], paper[2] + 0.01)
     assert np.allclose(table[("+ CQR", "pce", "sqr-affine")].loc["d5"], authors[5] + 0.01)
-    summary = rs_forms.sqr_form_summary(table)
+    summary = rs.sqr_form_summary(table)
     expected = stats.wilcoxon(paper, authors, zero_method="pratt").pvalue
     assert np.isclose(summary.loc[("vanilla", "pce"), "p"], expected)
     assert summary.loc[("vanilla", "pce"), "lower"] == (paper < authors).sum()
@@ -824,82 +820,82 @@ def test_sqr_form_table_and_summary_against_scipy():
     assert np.isnan(summary.loc[("vanilla", "wis"), "p"]) and summary.loc[("vanilla", "wis"), "lower"] == 0
     assert np.isclose(summary.loc[("cost", "seconds"), "median_ratio"], np.median((40.0 + np.arange(8)) / 2.0))
     with pytest.raises(ValueError, match="only the SQR forms"):
-        rs_forms.sqr_form_table(_form_rows(paper, authors).replace({"base": {"sqr": "mix-nll"}}))
+        rs.sqr_form_table(_form_rows(paper, authors).replace({"base": {"sqr": "mix-nll"}}))
     with pytest.raises(ValueError, match="seconds"):
-        rs_forms.sqr_form_table(_form_rows(paper, authors).drop(columns="seconds"))
+        rs.sqr_form_table(_form_rows(paper, authors).drop(columns="seconds"))
     with pytest.raises(TypeError, match="sqr_form_table"):
-        rs_forms.sqr_form_summary(_form_rows(paper, authors))
+        rs.sqr_form_summary(_form_rows(paper, authors))
 
 
 def test_full_sqr_forms_prefer_the_published_run_then_the_store(tmp_path):
     from calibtut.run.store import SweepStore
 
-    tasks = rs_forms.sqr_form_tasks(rs_forms.SQR_FORM_DATASETS, range(rs.STUDY_RUNS), epochs=5000)
+    tasks = rs.sqr_form_tasks(rs.SQR_FORM_DATASETS, range(rs.STUDY_RUNS), epochs=5000)
     assert {(t["base"], t["lambdas"], t["regularizers"]) for t in tasks} == {("sqr", "", ""), ("sqr-affine", "", "")}
     per_run = len(tasks) // rs.STUDY_RUNS
-    assert per_run == 2 * len(rs_forms.SQR_FORM_DATASETS) and set(rs_forms.SQR_FORM_DATASETS) <= set(rs.OFFLINE_DATASETS)
+    assert per_run == 2 * len(rs.SQR_FORM_DATASETS) and set(rs.SQR_FORM_DATASETS) <= set(rs.OFFLINE_DATASETS)
     published = tmp_path / "results" / "regression_study" / "06_paper_vs_ours"
     store = SweepStore(published / "sweeps" / "sqr_forms.jsonl")
     for i, task in enumerate(tasks[: 2 * per_run + 1]):
         store.append({"key": str(i), "status": "ok", "task": task, "seconds": 1.0,
                       "records": [{"method": "SQR-CRPS", "test_pce": 0.1}]})
-    found = rs_forms.full_sqr_forms(root=tmp_path)
+    found = rs.full_sqr_forms(root=tmp_path)
     assert found.label == "full, 2 of 5 runs" and len(found.rows) == 2 * per_run
     assert f"{2 * per_run + 1} of 110 tasks stored" in found.note
-    assert rs_forms.full_sqr_forms(min_runs=3, root=tmp_path).rows is None
+    assert rs.full_sqr_forms(min_runs=3, root=tmp_path).rows is None
     found.rows.to_csv(published / "sqr_forms.csv", index=False)
     (published / "provenance.json").write_text('{"finished": "2026-11-24T00:00:00+00:00"}')
-    assert rs_forms.full_sqr_forms(root=tmp_path).label == "full"
+    assert rs.full_sqr_forms(root=tmp_path).label == "full"
     with pytest.raises(ValueError, match="datasets must be"):
-        rs_forms.sqr_form_tasks(["nowhere"], [0])
+        rs.sqr_form_tasks(["nowhere"], [0])
 
 
 @needs_mirror
 def test_sqr_forms_run_both_networks():
     from calibtut.run import sweep
 
-    rows = sweep(rs_forms.sqr_form_tasks(["Yacht"], [0], epochs=3), rs.run_study_task, progress=False,
+    rows = sweep(rs.sqr_form_tasks(["Yacht"], [0], epochs=3), rs.run_study_task, progress=False,
                  seconds="seconds")
-    assert set(rows["base"]) == set(rs_forms.SQR_FORMS) and (rows["regularizer"] == "none").all()
-    table = rs_forms.sqr_form_table(rows)
+    assert set(rows["base"]) == set(rs.SQR_FORMS) and (rows["regularizer"] == "none").all()
+    table = rs.sqr_form_table(rows)
     assert table.shape[0] == 1 and table.notna().all().all()
 
 
 def test_claim_verdicts_take_a_precomputed_pce_test(tmp_path):
     rows = _claim_rows({})
-    table = rs_tables.calibration_test_table(rows, n_sim=300, seed=1)
-    given = rs_claims.claim_verdicts(rows, test_table=table, n_sim=300, seed=1)
-    assert given.equals(rs_claims.claim_verdicts(rows, n_sim=300, seed=1))
+    table = rs.calibration_test_table(rows, n_sim=300, seed=1)
+    given = rs.claim_verdicts(rows, test_table=table, n_sim=300, seed=1)
+    assert given.equals(rs.claim_verdicts(rows, n_sim=300, seed=1))
     # C1 reads the given table: all rejected there, the verdict's evidence says so
-    forced = rs_claims.claim_verdicts(rows, test_table=table.assign(reject_paper=True), n_sim=300)
+    forced = rs.claim_verdicts(rows, test_table=table.assign(reject_paper=True), n_sim=300)
     assert f"for {len(table)} of {len(table)} datasets" in forced.set_index("claim").loc["C1", "evidence"]
     with pytest.raises(ValueError, match="test_table must test the datasets"):
-        rs_claims.claim_verdicts(rows, test_table=table.iloc[1:])
+        rs.claim_verdicts(rows, test_table=table.iloc[1:])
     with pytest.raises(ValueError, match="reject_paper"):
-        rs_claims.claim_verdicts(rows, test_table=table.drop(columns="reject_paper"))
+        rs.claim_verdicts(rows, test_table=table.drop(columns="reject_paper"))
 
 
 def test_full_calibration_test_reads_the_published_table_only_for_the_full_run(tmp_path):
     rows = _claim_rows({}, n_datasets=3)
-    computed = rs_tables.calibration_test_table(rows, seed=0)
+    computed = rs.calibration_test_table(rows, seed=0)
     full = rs.FullStudy(rows, "full", "")
-    pd.testing.assert_frame_equal(rs_claims.full_calibration_test(full, root=tmp_path), computed)
+    pd.testing.assert_frame_equal(rs.full_calibration_test(full, root=tmp_path), computed)
     published = tmp_path / "results" / "regression_study" / "06_paper_vs_ours"
     published.mkdir(parents=True)
     computed.assign(pvalue=0.5).to_csv(published / "full_calibration_test.csv", index=False)
     (published / "provenance.json").write_text('{"finished": "2026-11-24", "parameters": {"seed": 0}}')
-    assert (rs_claims.full_calibration_test(full, root=tmp_path)["pvalue"] == 0.5).all()
+    assert (rs.full_calibration_test(full, root=tmp_path)["pvalue"] == 0.5).all()
     # drawn with another seed: computed with this one
-    other = rs_claims.full_calibration_test(full, seed=1, root=tmp_path)
-    pd.testing.assert_frame_equal(other, rs_tables.calibration_test_table(rows, seed=1))
+    other = rs.full_calibration_test(full, seed=1, root=tmp_path)
+    pd.testing.assert_frame_equal(other, rs.calibration_test_table(rows, seed=1))
     # recomputed on request, and always for an interim run
-    pd.testing.assert_frame_equal(rs_claims.full_calibration_test(full, recompute=True, root=tmp_path), computed)
+    pd.testing.assert_frame_equal(rs.full_calibration_test(full, recompute=True, root=tmp_path), computed)
     interim = rs.FullStudy(rows, "full, 2 of 5 runs", "")
-    pd.testing.assert_frame_equal(rs_claims.full_calibration_test(interim, root=tmp_path), computed)
+    pd.testing.assert_frame_equal(rs.full_calibration_test(interim, root=tmp_path), computed)
     with pytest.raises(TypeError, match="full must be"):
-        rs_claims.full_calibration_test(rows)
+        rs.full_calibration_test(rows)
     with pytest.raises(TypeError, match="recompute"):
-        rs_claims.full_calibration_test(full, recompute="yes")
+        rs.full_calibration_test(full, recompute="yes")
 
 
 def test_published_calibration_test_needs_the_same_seed(tmp_path):
@@ -907,7 +903,7 @@ def test_published_calibration_test_needs_the_same_seed(tmp_path):
     published.mkdir(parents=True)
     pd.DataFrame({"dataset": ["a"], "pvalue": [0.5]}).to_csv(published / "full_calibration_test.csv", index=False)
     (published / "provenance.json").write_text('{"finished": "2026-11-24", "parameters": {"seed": 3}}')
-    assert rs_claims.published_calibration_test(seed=3, root=tmp_path)["pvalue"].tolist() == [0.5]
-    assert rs_claims.published_calibration_test(seed=0, root=tmp_path) is None
+    assert rs.published_calibration_test(seed=3, root=tmp_path)["pvalue"].tolist() == [0.5]
+    assert rs.published_calibration_test(seed=0, root=tmp_path) is None
     with pytest.raises(ValueError, match="seed"):
-        rs_claims.published_calibration_test(seed=-1, root=tmp_path)
+        rs.published_calibration_test(seed=-1, root=tmp_path)

@@ -1,11 +1,11 @@
-"""Tests of calibtut.experiments.penalty_optima: where the QR and Trunc penalties alone lead a forecast."""
+"""Tests of calibtut.experiments.regression_study.synthetic: where the QR and Trunc penalties alone lead a forecast."""
 
 import numpy as np
 import pandas as pd
 import pytest
 from scipy import stats
 
-from calibtut.experiments.penalty_optima import (
+from calibtut.experiments.regression_study import (
     gaussian_scale_pce,
     plot_qr_scale_curve,
     qr_scale_curve,

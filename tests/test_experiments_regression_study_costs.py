@@ -1,10 +1,9 @@
-"""Tests of calibtut.experiments.study_cost: trainings and task-hours of the study's stored tasks."""
+"""Tests of calibtut.experiments.regression_study.costs: trainings and task-hours of the study's stored tasks."""
 
 import pandas as pd
 import pytest
 
-from calibtut.experiments.regression_study import run_study_task
-from calibtut.experiments.study_cost import study_cost, trainings_per_task
+from calibtut.experiments.regression_study import run_study_task, study_cost, trainings_per_task
 
 
 def _rows(seconds=(600.0, 1200.0, 1800.0)):

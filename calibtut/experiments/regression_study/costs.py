@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from calibtut._validation import check_int
-from calibtut.experiments.regression_study import _check_rows
+from calibtut.experiments.regression_study._common import check_rows
 
 __all__ = ["study_cost", "trainings_per_task"]
 
@@ -28,7 +28,7 @@ _TRAINING = ["regularizer", "lam", "train_fraction"]
 
 
 def _check_study_rows(rows, needed):
-    _check_rows(rows, needed)
+    check_rows(rows, needed)
     if rows.empty:
         raise ValueError("rows must hold at least one task, got no rows")
 

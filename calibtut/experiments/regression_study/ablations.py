@@ -15,16 +15,16 @@ import numpy as np
 import pandas as pd
 
 from calibtut._validation import check_int
-from calibtut.experiments.regression_study import (
+from calibtut.experiments.regression_study._common import check_rows, published_or_stored
+from calibtut.experiments.regression_study.figures import median_effects
+from calibtut.experiments.regression_study.tables import cohens_d_table
+from calibtut.experiments.regression_study.tasks import (
     OFFLINE_DATASETS,
     STUDY_RUNS,
-    _check_rows,
-    _published_or_stored,
+    FullStudy,
     complete_runs,
     study_tasks,
 )
-from calibtut.experiments.regression_study_figures import median_effects
-from calibtut.experiments.regression_study_tables import cohens_d_table
 from calibtut.stats import letter_value_plot
 
 __all__ = [
@@ -136,7 +136,7 @@ def complete_ablation_runs(rows, datasets=OFFLINE_DATASETS):
         raise TypeError(f"datasets must be a non-empty sequence of names, got {datasets!r}")
     if rows.empty:
         return rows
-    _check_rows(rows, ["dataset", "run", "base"])
+    check_rows(rows, ["dataset", "run", "base"])
     models = {_ablation_model(t["base"], [t.get(f) for f in ABLATIONS]) for t in ablation_tasks(datasets[:1], [0])}
     factors = rows.reindex(columns=list(ABLATIONS)).itertuples(index=False)
     # positions, not labels: the index of rows need not be unique
@@ -173,9 +173,9 @@ def full_ablations(*, min_runs=2, root=None):
     """
     total = len(ablation_tasks(OFFLINE_DATASETS, range(STUDY_RUNS)))
     keys = ["run", "dataset", "base", *ABLATIONS]
-    return _published_or_stored("05_combining_and_where_to_fit", "ablations", "ablations", keys,
-                                complete_ablation_runs, total, min_runs, root, what="ablation run",
-                                covers="every dataset and ablated model")
+    return FullStudy(*published_or_stored("05_combining_and_where_to_fit", "ablations", "ablations", keys,
+                                          complete_ablation_runs, total, STUDY_RUNS, min_runs, root,
+                                          what="ablation run", covers="every dataset and ablated model"))
 
 
 def ablation_effects(rows, factor, metric, form="authors"):
@@ -206,7 +206,7 @@ def ablation_effects(rows, factor, metric, form="authors"):
     if factor not in ABLATIONS:
         raise ValueError(f"factor must be one of {tuple(ABLATIONS)}, got {factor!r}")
     default, base, _ = ABLATIONS[factor]
-    _check_rows(rows, ["dataset", "run", "base", "method", "train_fraction", "posthoc", f"test_{metric}"])
+    check_rows(rows, ["dataset", "run", "base", "method", "train_fraction", "posthoc", f"test_{metric}"])
     others = [f for f in ABLATIONS if f != factor and f in rows.columns]
     chosen = rows[(rows["base"] == base) & rows[others].isna().all(axis=1)] if others else rows[rows["base"] == base]
     values = chosen[factor].fillna(default) if factor in chosen.columns else pd.Series(default, index=chosen.index)
@@ -228,7 +228,7 @@ def ablation_summary(rows, metrics=("pce", "wis", "nll", "std")):
     Returns
     -------
     pandas.DataFrame
-        The columns of :func:`~calibtut.experiments.regression_study_figures.median_effects` and ``figure``.
+        The columns of :func:`~calibtut.experiments.regression_study.median_effects` and ``figure``.
 
     Examples
     --------
@@ -238,7 +238,7 @@ def ablation_summary(rows, metrics=("pce", "wis", "nll", "std")):
     >>> ablation_summary(rows, ["nll"])[["figure", "method", "metric"]].values.tolist()
     [['17', 'n_components = 1', 'nll']]
     """
-    _check_rows(rows, ["dataset", "run", "base"])
+    check_rows(rows, ["dataset", "run", "base"])
     if isinstance(metrics, str) or not len(metrics):
         raise TypeError(f"metrics must be a non-empty sequence of metric names, got {metrics!r}")
     out = []
@@ -276,7 +276,7 @@ def ablation_median_table(summary):
     >>> ablation_median_table(summary).values.tolist()
     [[1.5, 0.2]]
     """
-    _check_rows(summary, ["figure", "method", "metric", "median_d"])
+    check_rows(summary, ["figure", "method", "metric", "median_d"])
     return summary.pivot_table(index=["figure", "method"], columns="metric", values="median_d")
 
 
@@ -309,7 +309,7 @@ def plot_ablation_figures(rows, title=""):
     """
     import matplotlib.pyplot as plt
 
-    _check_rows(rows, ["dataset", "run", "base"])
+    check_rows(rows, ["dataset", "run", "base"])
     metrics = ("pce", "wis", "nll", "std")
     fig, axes = plt.subplots(len(ABLATIONS), len(metrics), figsize=(16, 9), constrained_layout=True, squeeze=False)
     for row, (factor, (default, _, figure)) in zip(axes, ABLATIONS.items()):

@@ -3,11 +3,9 @@
 Every function takes rows of :func:`calibtut.experiments.regression_study.run_study_task`
 (one per dataset, run, method, lambda and post-hoc map) and returns one table:
 
-* :func:`calibration_test_table`, :func:`rejection_counts` and
-  :func:`plot_calibration_test`: Figure 2 and the per-dataset PCE test of
-  Section 4;
-* :func:`reliability_table` and :func:`plot_reliability`: PIT reliability
-  diagrams with their consistency bands;
+* :func:`calibration_test_table` and :func:`rejection_counts`: the
+  per-dataset PCE test of Section 4 (Figure 2);
+* :func:`reliability_table`: the PIT reliability diagrams' frequencies;
 * :func:`posthoc_gains` and :func:`coverage_shift`: what a post-hoc map or a
   regularizer does to PCE and to the central intervals;
 * :func:`selected_lambdas` and :func:`study_results`: the lambda rule, one
@@ -25,19 +23,15 @@ import numpy as np
 import pandas as pd
 
 from calibtut._validation import check_int, check_real
-from calibtut.experiments.regression_study import (
+from calibtut.experiments.regression_study._common import check_base, check_rows
+from calibtut.experiments.regression_study.tasks import (
     BASE_LABELS,
     FREQ_COLUMNS,
     POSTHOC_LABELS,
     REGULARIZER_LABELS,
-    _check_base,
-    _check_rows,
     method_label,
 )
-from calibtut.metrics import (
-    consistency_band,
-    pce_null_distribution,
-)
+from calibtut.metrics import pce_null_distribution
 from calibtut.models.sqr import EVAL_LEVELS
 from calibtut.stats import cohens_d, holm, select_lambda
 
@@ -46,8 +40,6 @@ __all__ = [
     "cohens_d_table",
     "coverage_shift",
     "method_means",
-    "plot_calibration_test",
-    "plot_reliability",
     "posthoc_gains",
     "rejection_counts",
     "reliability_table",
@@ -58,7 +50,7 @@ __all__ = [
 
 
 def _vanilla(rows, base):
-    label = BASE_LABELS[_check_base(base)]
+    label = BASE_LABELS[check_base(base)]
     mask = (rows["method"] == label) & (rows["train_fraction"] == 0.8)
     if not mask.any():
         raise ValueError(f"rows holds no vanilla {label} model trained on 80% of the data")
@@ -106,7 +98,7 @@ def calibration_test_table(rows, base="mix-nll", *, n_sim=10_000, alpha=0.01, se
     >>> t["dataset"].tolist(), t["reject"].tolist()
     (['b', 'a'], [False, True])
     """
-    _check_rows(rows, ["dataset", "run", "method", "train_fraction", "test_pce", "n_test"])
+    check_rows(rows, ["dataset", "run", "method", "train_fraction", "test_pce", "n_test"])
     n_sim = check_int(n_sim, "n_sim", minimum=1)
     seed = check_int(seed, "seed", minimum=0)
     vanilla = _vanilla(rows, base)
@@ -160,7 +152,7 @@ def rejection_counts(test_table, printed=11, total=57):
     >>> rejection_counts(t)[["reading", "paper_rejected", "ours_rejected"]].values.tolist()
     [['rejected for 11', 11, 2], ['not rejected for 11', 46, 2]]
     """
-    _check_rows(test_table, ["reject_paper", "reject"])
+    check_rows(test_table, ["reject_paper", "reject"])
     printed = check_int(printed, "printed", minimum=0)
     total = check_int(total, "total", minimum=max(printed, 1))
     n = len(test_table)
@@ -198,7 +190,7 @@ def reliability_table(rows, method="MIX-NLL", train_fraction=0.8):
     >>> len(t), float(t["level"].iloc[0]), float(t["frequency"].iloc[0])
     (19, 0.05, 0.5)
     """
-    _check_rows(rows, ["dataset", "run", "method", "train_fraction", "lam", "n_test", *FREQ_COLUMNS])
+    check_rows(rows, ["dataset", "run", "method", "train_fraction", "lam", "n_test", *FREQ_COLUMNS])
     chosen = rows[(rows["method"] == method) & (rows["train_fraction"] == train_fraction)]
     if chosen.empty:
         raise ValueError(f"rows holds no {method!r} at train_fraction {train_fraction!r}")
@@ -243,7 +235,7 @@ def posthoc_gains(rows, metric="pce"):
     if not isinstance(rows, pd.DataFrame):
         raise TypeError(f"rows must be a pandas DataFrame, got {type(rows).__name__}")
     column = f"test_{metric}"
-    _check_rows(rows, ["dataset", "run", "base", "regularizer", "train_fraction", "posthoc", "map_split", column])
+    check_rows(rows, ["dataset", "run", "base", "regularizer", "train_fraction", "posthoc", "map_split", column])
     own = rows[(rows["regularizer"] == "none") & (rows["train_fraction"] == 0.65)]
     means = own.groupby(["base", "posthoc", "dataset"])[column].mean()
     out = []
@@ -296,7 +288,7 @@ def coverage_shift(rows, lambdas=None):
     >>> coverage_shift(r)[["lam", "vanilla_coverage", "coverage_change", "lower_on"]].round(3).values.tolist()
     [[1.0, 0.9, -0.1, 2.0]]
     """
-    _check_rows(rows, ["dataset", "run", "base", "regularizer", "lam", "posthoc", "train_fraction", "test_pce",
+    check_rows(rows, ["dataset", "run", "base", "regularizer", "lam", "posthoc", "train_fraction", "test_pce",
                        "freq_05", "freq_95"])
     nets = rows[(rows["posthoc"] == "none") & (rows["train_fraction"] == 0.8)]
     nets = nets.assign(coverage=nets["freq_95"] - nets["freq_05"])
@@ -323,85 +315,6 @@ def coverage_shift(rows, lambdas=None):
     if not out:
         raise ValueError("rows hold no regularized network beside the vanilla network of its base")
     return pd.DataFrame(out)
-
-
-def plot_calibration_test(table, label="MIX-NLL"):
-    """Figure 2, top: each dataset's run-mean test PCE beside that of a calibrated model.
-
-    Parameters
-    ----------
-    table : pandas.DataFrame
-        From :func:`calibration_test_table`.
-    label : str, default "MIX-NLL"
-        The model's name in the legend.
-
-    Returns
-    -------
-    matplotlib.figure.Figure
-
-    Examples
-    --------
-    >>> t = pd.DataFrame({"dataset": ["a", "b"], "pce": [0.1, 0.05], "pce_se": 0.01,
-    ...                   "calibrated_pce": [0.04, 0.03]})
-    >>> [float(bar.get_height()) for bar in plot_calibration_test(t).axes[0].patches]
-    [0.1, 0.05, 0.04, 0.03]
-    """
-    import matplotlib.pyplot as plt
-
-    _check_rows(table, ["dataset", "pce", "pce_se", "calibrated_pce"])
-    fig, ax = plt.subplots(figsize=(max(4, 0.5 * len(table) + 2), 3))
-    x = np.arange(len(table))
-    ax.bar(x - 0.2, table["pce"], 0.4, yerr=table["pce_se"], label=label)
-    ax.bar(x + 0.2, table["calibrated_pce"], 0.4, color="tab:orange", label="calibrated model")
-    ax.set_xticks(x, table["dataset"], rotation=90)
-    ax.set_ylabel("mean test PCE")
-    ax.legend()
-    return fig
-
-
-def plot_reliability(curves, datasets):
-    """Figure 2, bottom: PIT reliability curves, one line per run, over a calibrated model's 90% band.
-
-    Parameters
-    ----------
-    curves : pandas.DataFrame
-        From :func:`reliability_table`.
-    datasets : sequence of str
-        The datasets to draw, one panel each.
-
-    Returns
-    -------
-    matplotlib.figure.Figure
-
-    Examples
-    --------
-    >>> c = pd.DataFrame({"dataset": "a", "run": [0, 0, 1, 1], "level": [0.25, 0.75] * 2,
-    ...                   "frequency": [0.2, 0.7, 0.3, 0.8], "n_test": 40})
-    >>> [len(ax.lines) for ax in plot_reliability(c, ["a"]).axes]  # the diagonal and two runs
-    [3]
-    """
-    import matplotlib.pyplot as plt
-
-    _check_rows(curves, ["dataset", "run", "level", "frequency", "n_test"])
-    datasets = list(datasets)
-    missing = sorted(set(datasets) - set(curves["dataset"]))
-    if not datasets or missing:
-        raise ValueError(f"datasets must be a non-empty list of datasets of curves; missing: {missing}")
-    fig, axes = plt.subplots(1, len(datasets), figsize=(2.6 * len(datasets), 2.8), sharey=True, squeeze=False)
-    for ax, name in zip(axes[0], datasets):
-        sub = curves[curves["dataset"] == name]
-        levels = np.sort(sub["level"].unique())
-        n = int(sub["n_test"].min())
-        lo, hi = consistency_band(np.full(levels.size, n), levels, alpha=0.1)
-        ax.fill_between(levels, lo, hi, color="0.85", label="90% band")
-        ax.plot([0, 1], [0, 1], color="0.4", lw=0.8)
-        for _, line in sub.groupby("run"):
-            ax.plot(line["level"], line["frequency"], marker=".", lw=1)
-        ax.set_title(f"{name} (n = {n})", fontsize=9)
-        ax.set_xlabel("level")
-    axes[0, 0].set_ylabel("observed frequency")
-    fig.tight_layout()
-    return fig
 
 
 def selected_lambdas(rows, tolerance=0.1, score="val_wis"):
@@ -434,10 +347,10 @@ def selected_lambdas(rows, tolerance=0.1, score="val_wis"):
     >>> selected_lambdas(rows).values.tolist()
     [['a', 'mix-nll', 'qr', 1.0]]
     """
-    _check_rows(rows, ["dataset", "run", "base", "train_fraction", "posthoc", "regularizer", "lam", "val_pce"])
+    check_rows(rows, ["dataset", "run", "base", "train_fraction", "posthoc", "regularizer", "lam", "val_pce"])
     if score not in ("val_wis", "val_crps"):
         raise ValueError(f"score must be 'val_wis' or 'val_crps', got {score!r}")
-    _check_rows(rows, [score])
+    check_rows(rows, [score])
     tolerance = check_real(tolerance, "tolerance", low=0)
     trained = rows[(rows["train_fraction"] == 0.8) & (rows["posthoc"] == "none")]
     out = []
@@ -479,7 +392,7 @@ def study_results(rows, tolerance=0.1):
     >>> study_results(rows)[["method", "lam"]].values.tolist()  # QR too costly: lambda = 0 kept
     [['MIX-NLL', 0.0], ['MIX-NLL + QR', 0.0]]
     """
-    _check_rows(rows, ["method", "base"])
+    check_rows(rows, ["method", "base"])
     chosen = selected_lambdas(rows, tolerance)
     fixed = rows[rows["regularizer"] == "none"].assign(selected_lam=math.nan)
     parts = [fixed]
@@ -519,7 +432,7 @@ def run_mean_table(results, metric):
     >>> run_mean_table(r, "pce").round(2).values.tolist()
     [[0.2, 0.05]]
     """
-    _check_rows(results, ["dataset", "method", "train_fraction", "posthoc", f"test_{metric}"])
+    check_rows(results, ["dataset", "method", "train_fraction", "posthoc", f"test_{metric}"])
     keep = (results["train_fraction"] == 0.8) | (results["posthoc"] != "none")
     table = results[keep].pivot_table(index="dataset", columns="method", values=f"test_{metric}", aggfunc="mean")
     table.columns.name = None
@@ -552,7 +465,7 @@ def method_means(rows, metrics=("pce", "wis", "nll", "std")):
     if isinstance(metrics, str) or not hasattr(metrics, "__iter__"):
         raise TypeError(f"metrics must be a sequence of metric names, got {metrics!r}")
     columns = [f"test_{m}" for m in metrics]
-    _check_rows(rows, ["method", "train_fraction", "posthoc", *columns])
+    check_rows(rows, ["method", "train_fraction", "posthoc", *columns])
     base65 = (rows["train_fraction"] == 0.65) & (rows["posthoc"] == "none")
     labels = rows["method"].where(~base65, rows["method"] + " (65%)")
     return rows.assign(method=labels).groupby("method")[columns].mean()
@@ -587,7 +500,7 @@ def cohens_d_table(results, metric, baseline="MIX-NLL", form="authors"):
     [[-2.0]]
     """
     column = f"test_{metric}"
-    _check_rows(results, ["dataset", "method", "train_fraction", "posthoc", column])
+    check_rows(results, ["dataset", "method", "train_fraction", "posthoc", column])
     if form not in ("authors", "textbook"):
         raise ValueError(f"form must be 'authors' or 'textbook', got {form!r}")
     keep = (results["train_fraction"] == 0.8) | (results["posthoc"] != "none")

@@ -40,12 +40,14 @@ every model), and the test frequencies ``freq_05 ... freq_95`` of the PIT
 reliability diagram.
 
 Sibling modules turn those rows into what the chapters show:
-:mod:`~calibtut.experiments.regression_study_tables` (chapters 1-3 and the
-lambda rule), :mod:`~calibtut.experiments.regression_study_figures`
-(Figures 3-10), :mod:`~calibtut.experiments.regression_study_ablations`
-(Appendix C) and :mod:`~calibtut.experiments.regression_study_claims` (the
-paper's 17 claims checked on our rows). This module keeps the tasks, the
-runner and the stored full run (:func:`full_study`).
+:mod:`~calibtut.experiments.regression_study.tables` (chapters 1-3 and the
+lambda rule), :mod:`~calibtut.experiments.regression_study.figures`
+(Figures 2-10), :mod:`~calibtut.experiments.regression_study.ablations`
+(Appendix C), :mod:`~calibtut.experiments.regression_study.claims` (the
+paper's 17 claims checked on our rows), :mod:`~calibtut.experiments.regression_study.sqr_forms`
+(the paper's SQR beside the authors') and :mod:`~calibtut.experiments.regression_study.costs`
+(what the full run cost). This module keeps the tasks, the runner and the
+stored full run (:func:`full_study`).
 """
 
 from __future__ import annotations
@@ -62,6 +64,7 @@ from calibtut._validation import check_int, check_real
 from calibtut.conformal import OneSidedCQR
 from calibtut.data import Standardizer, train_val_cal_test_split
 from calibtut.data.regression_study import STUDY_DATASETS, load_study_dataset, study_subsample
+from calibtut.experiments.regression_study._common import base_family, check_base, check_rows, published_or_stored
 from calibtut.metrics import (
     crps_mixture,
     crps_quantile,
@@ -76,14 +79,12 @@ from calibtut.metrics import (
 from calibtut.models import fit_study, fit_study_batched, make_study_model
 from calibtut.models.mixture import predict_mixture
 from calibtut.models.sqr import EVAL_LEVELS, predict_quantiles
-from calibtut.models.study_training import BASE_MODEL_NAMES
 from calibtut.recalibration import (
     QuantileRecalibrator,
     mixture_quantile_function,
     recalibrated_nll,
 )
 from calibtut.regularizers.calibration_penalties import REGULARIZERS
-from calibtut.run import load_result, stored_rows
 
 __all__ = [
     "BASE_LABELS",
@@ -122,16 +123,6 @@ _CRPS_LEVELS = (np.arange(64) + 0.5) / 64
 _SPLIT_SEED, _MODEL_SEED = 2000, 1000  # the authors' seeds: split 2000 + run, model 1000 + run
 
 
-def _check_base(base):
-    if base not in BASE_MODEL_NAMES:
-        raise ValueError(f"base must be one of {tuple(BASE_MODEL_NAMES)}, got {base!r}")
-    return base
-
-
-def _family(base):
-    return "mixture" if BASE_MODEL_NAMES[base][0] == "mixture" else "sqr"
-
-
 def method_label(base, regularizer="none", posthoc="none", map_split="calibration"):
     """The figure label of a method, e.g. ``"MIX-NLL + PCE-KDE"``.
 
@@ -159,7 +150,7 @@ def method_label(base, regularizer="none", posthoc="none", map_split="calibratio
     ...
     ValueError: map_split 'train' needs a post-hoc map
     """
-    label = BASE_LABELS[_check_base(base)]
+    label = BASE_LABELS[check_base(base)]
     if regularizer != "none" and regularizer not in REGULARIZER_LABELS:
         raise ValueError(f"regularizer must be 'none' or one of {tuple(REGULARIZER_LABELS)}, got {regularizer!r}")
     if posthoc != "none" and posthoc not in POSTHOC_LABELS:
@@ -217,7 +208,7 @@ def _parse_lambdas(lambdas):
 
 
 def _parse_regularizers(regularizers, base):
-    family = _family(base)
+    family = base_family(base)
     if not isinstance(regularizers, str):
         raise TypeError(f"regularizers must be 'auto' or a comma-separated str, got {regularizers!r}")
     if regularizers == "auto":
@@ -268,7 +259,7 @@ def study_tasks(datasets, runs, bases, *, lambdas=(0.01, 0.05, 0.2, 1.0, 5.0), r
         if name not in STUDY_DATASETS:
             raise ValueError(f"datasets must be keys of STUDY_DATASETS, got {name!r}")
     runs = [check_int(r, "runs", minimum=0) for r in runs]
-    bases = [_check_base(b) for b in bases]
+    bases = [check_base(b) for b in bases]
     if isinstance(lambdas, (str, bytes)) or not hasattr(lambdas, "__iter__"):
         raise TypeError(f"lambdas must be a sequence of numbers, got {lambdas!r}")
     grid = format_grid([check_real(v, "lambdas", low=0, low_open=True) for v in lambdas])
@@ -317,7 +308,7 @@ def complete_runs(rows, datasets=OFFLINE_DATASETS, bases=STUDY_BASES):
             raise TypeError(f"{name} must be a non-empty sequence of names, got {values!r}")
     if rows.empty:
         return rows
-    _check_rows(rows, ["dataset", "run", "base"])
+    check_rows(rows, ["dataset", "run", "base"])
     needed = {(d, b) for d in datasets for b in bases}
     held = rows.groupby("run")[["dataset", "base"]].apply(lambda g: needed <= set(zip(g["dataset"], g["base"])))
     keep = rows["run"].isin(held.index[held]) & rows["dataset"].isin(datasets) & rows["base"].isin(bases)
@@ -363,35 +354,10 @@ def full_study(*, min_runs=2, root=None):
     >>> found.rows is None, found.note
     (True, 'The full run is not yet published and its store holds no complete runs (0 of 345 tasks stored).')
     """
-    return _published_or_stored("04_comparison_at_scale", "runs", "study", ["dataset", "run", "base"],
-                                complete_runs, len(OFFLINE_DATASETS) * len(STUDY_BASES) * STUDY_RUNS,
-                                min_runs, root, what="run", covers="every dataset and base model")
-
-
-def _published_or_stored(notebook, table, store, keys, complete, total, min_runs, root, *, what, covers):
-    """The published table of a full run, else the complete runs of its store (:func:`full_study`)."""
-    min_runs = check_int(min_runs, "min_runs", minimum=2)
-    part = "regression_study"
-    try:
-        rows, provenance = load_result(part, notebook, table, root=root)
-    except FileNotFoundError:
-        pass
-    else:
-        runs = rows["run"].nunique()
-        return FullStudy(rows, "full", f"The full {what} of {provenance['finished']}: {rows['dataset'].nunique()} "
-                                       f"datasets, {runs} runs.")
-    stored = stored_rows(part, notebook, store, seconds="seconds", root=root)
-    done = 0 if stored.empty else len(stored.reindex(columns=keys).drop_duplicates())
-    rows = complete(stored)
-    runs = sorted(rows["run"].unique()) if not rows.empty else []
-    if len(runs) < min_runs:
-        have = f"{len(runs)} complete run" + ("" if len(runs) == 1 else "s") if runs else "no complete runs"
-        return FullStudy(None, None, f"The full {what} is not yet published and its store holds {have} "
-                                     f"({done} of {total} tasks stored).")
-    label = f"full, {len(runs)} of {STUDY_RUNS} runs"
-    return FullStudy(rows, label, f"The full {what} is not yet published: shown are the {len(runs)} runs complete "
-                                  f"in its store (runs {', '.join(map(str, runs))} of {covers}; "
-                                  f"{done} of {total} tasks stored), an interim result.")
+    return FullStudy(*published_or_stored("04_comparison_at_scale", "runs", "study", ["dataset", "run", "base"],
+                                          complete_runs, len(OFFLINE_DATASETS) * len(STUDY_BASES) * STUDY_RUNS,
+                                          STUDY_RUNS, min_runs, root, what="run",
+                                          covers="every dataset and base model"))
 
 
 @functools.lru_cache(maxsize=8)
@@ -486,7 +452,7 @@ def _train(base, configs, X, y, X_val, y_val, seed, epochs, patience, batch_size
         histories = fit_study_batched(models, Xs, ys, losses=losses, seeds=[seed] * len(models), **common)
     else:
         histories = [fit_study(m, Xs, ys, loss=loss, seed=seed, **common) for m, loss in zip(models, losses)]
-    family = _family(base)
+    family = base_family(base)
     return [(_Fitted(m, scaler, family, device), h) for m, h in zip(models, histories)]
 
 
@@ -561,7 +527,7 @@ def run_study_task(
         Appendix C: mixture components (mixtures only), hidden layers, and
         random levels per SQR step (SQR only); each >= 1. The rows do not
         repeat them: a sweep of
-        :func:`~calibtut.experiments.regression_study_ablations.ablation_tasks`
+        :func:`~calibtut.experiments.regression_study.ablation_tasks`
         adds them as task columns.
 
     Returns
@@ -590,7 +556,7 @@ def run_study_task(
     if dataset not in STUDY_DATASETS:
         raise ValueError(f"dataset must be a key of STUDY_DATASETS, got {dataset!r}")
     run = check_int(run, "run", minimum=0)
-    base = _check_base(base)
+    base = check_base(base)
     lams = _parse_lambdas(lambdas)
     regs = _parse_regularizers(regularizers, base)
     flags = (("fit_posthoc", fit_posthoc), ("batched", batched), ("combine", combine), ("map_on_train", map_on_train))
@@ -607,7 +573,7 @@ def run_study_task(
     arch = {"n_components": check_int(n_components, "n_components", minimum=1),
             "n_hidden": check_int(n_hidden, "n_hidden", minimum=1)}
     n_levels = check_int(n_levels, "n_levels", minimum=1)
-    if _family(base) == "sqr":
+    if base_family(base) == "sqr":
         if arch["n_components"] != 3:
             raise ValueError(f"n_components applies to mixture models, not to base {base!r}")
         arch["n_levels"] = n_levels
@@ -633,7 +599,7 @@ def _run(dataset, run, base, lams, regs, fit_posthoc, epochs, patience, batch_si
     train, val, cal, test = (keep[i] for i in train_val_cal_test_split(len(keep), seed=_SPLIT_SEED + run))
     seed = _MODEL_SEED + run
     schedule = (seed, epochs, patience, batch_size, device, batched, arch)
-    family = _family(base)
+    family = base_family(base)
     sizes = {"n_val": len(val), "n_test": len(test)}
     data = (X_all, y_all, val, test)
 
@@ -686,16 +652,8 @@ def _posthoc_rows(fitted, base, family, data, fit_on, run, info, reg, lam, split
         return rows
     for name, clip in (("cqr", True), ("cqr-paper", False)):
         cqr = OneSidedCQR(EVAL_LEVELS, clip_rank=clip).fit(fitted.quantiles(X_all[fit_on]), y_all[fit_on])
-        parts = [_quantile_metrics(y_all[idx], cqr.predict(fitted.quantiles(X_all[idx]))) for idx in (val, test)]
+        parts = [_quantile_metrics(y_all[idx], cqr.predict_quantiles(fitted.quantiles(X_all[idx])))
+                 for idx in (val, test)]
         rows.append(_row(parts[0][0], parts[1][0], parts[1][1], method=method_label(base, reg, name, split),
                          posthoc=name, **labels, **info))
-    return rows
-
-
-def _check_rows(rows, needed):
-    if not isinstance(rows, pd.DataFrame):
-        raise TypeError(f"rows must be a pandas DataFrame of run_study_task rows, got {type(rows).__name__}")
-    missing = [c for c in needed if c not in rows.columns]
-    if missing:
-        raise ValueError(f"rows lacks the columns {missing}")
     return rows

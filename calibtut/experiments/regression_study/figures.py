@@ -1,5 +1,7 @@
-"""Paper 002, Figures 3-10: which methods each figure compares, and their effect sizes.
+"""Paper 002, Figures 2-10: which methods each figure compares, their effect sizes, and the plots.
 
+:func:`plot_calibration_test` and :func:`plot_reliability` draw Figure 2
+(the per-dataset PCE test and the PIT reliability diagrams);
 :func:`figure_methods` names the methods of one figure; :func:`figure_effects`
 and :func:`median_effects` give Cohen's d per dataset against the figure's
 baseline and its medians; :func:`figure_comparisons` runs the Friedman and
@@ -18,8 +20,10 @@ import numpy as np
 import pandas as pd
 
 from calibtut._validation import check_real
-from calibtut.experiments.regression_study import BASE_LABELS, REGULARIZER_LABELS, _check_rows, method_label
-from calibtut.experiments.regression_study_tables import cohens_d_table, run_mean_table
+from calibtut.experiments.regression_study._common import check_rows
+from calibtut.experiments.regression_study.tables import cohens_d_table, run_mean_table
+from calibtut.experiments.regression_study.tasks import BASE_LABELS, REGULARIZER_LABELS, method_label
+from calibtut.metrics import consistency_band
 from calibtut.stats import critical_difference_diagram, friedman_wilcoxon, letter_value_plot, select_lambda
 
 __all__ = [
@@ -32,8 +36,10 @@ __all__ = [
     "median_effects",
     "per_base_effects",
     "PER_BASE_FIGURES",
+    "plot_calibration_test",
     "plot_cd_diagrams",
     "plot_main_figures",
+    "plot_reliability",
 ]
 
 
@@ -103,7 +109,7 @@ def combined_results(rows, tolerance=0.1, score="val_wis"):
     For each (dataset, base, regularizer, post-hoc map), lambda = 0 is the
     post-hoc method alone (the same network trained on 65%) and the others
     are the regularized networks of ``run_study_task(..., combine=True)``
-    with the same map; the rule of :func:`~calibtut.experiments.regression_study_tables.selected_lambdas` picks one.
+    with the same map; the rule of :func:`~calibtut.experiments.regression_study.selected_lambdas` picks one.
 
     Parameters
     ----------
@@ -131,7 +137,7 @@ def combined_results(rows, tolerance=0.1, score="val_wis"):
     tolerance = check_real(tolerance, "tolerance", low=0)
     if score not in ("val_wis", "val_crps"):
         raise ValueError(f"score must be 'val_wis' or 'val_crps', got {score!r}")
-    _check_rows(rows, ["dataset", "run", "base", "train_fraction", "map_split", "posthoc", "regularizer", "lam",
+    check_rows(rows, ["dataset", "run", "base", "train_fraction", "map_split", "posthoc", "regularizer", "lam",
                        "val_pce", "method", score])
     mapped = rows[(rows["train_fraction"] == 0.65) & (rows["posthoc"] != "none") & (rows["map_split"] == "calibration")]
     alone = mapped[mapped["regularizer"] == "none"]
@@ -171,7 +177,7 @@ def combination_effects(results, metric, form="authors"):
     >>> combination_effects(r, "pce", form="textbook").round(3).values.tolist()
     [[1.414]]
     """
-    _check_rows(results, ["dataset", "method", "regularizer", "posthoc", f"test_{metric}"])
+    check_rows(results, ["dataset", "method", "regularizer", "posthoc", f"test_{metric}"])
     tables = []
     for method, sub in results[results["regularizer"] != "none"].groupby("method", sort=True):
         reg_label = " + " + REGULARIZER_LABELS[sub["regularizer"].iloc[0]]
@@ -188,7 +194,7 @@ def figure_effects(results, figure, metric, *, sqr="sqr-affine", form="authors")
     Parameters
     ----------
     results : pandas.DataFrame
-        From :func:`~calibtut.experiments.regression_study_tables.study_results`.
+        From :func:`~calibtut.experiments.regression_study.study_results`.
     figure : {"3", "4", "5", "6", "7", "8", "10"}
         See :func:`figure_methods` (Figure 9: :func:`combination_effects`).
     metric : str
@@ -213,7 +219,7 @@ def figure_effects(results, figure, metric, *, sqr="sqr-affine", form="authors")
     if figure == "9":
         raise ValueError("figure '9' compares each combination with its own post-hoc method: use combination_effects")
     methods = figure_methods(figure, sqr)
-    _check_rows(results, ["method"])
+    check_rows(results, ["method"])
     chosen = results[results["method"].isin(methods)]
     table = cohens_d_table(chosen, metric, methods[0], form)
     return table[[m for m in methods[1:] if m in table.columns]]
@@ -231,14 +237,14 @@ def figure_comparisons(results, figures=MAIN_FIGURES):
     Parameters
     ----------
     results : pandas.DataFrame
-        From :func:`~calibtut.experiments.regression_study_tables.study_results`.
+        From :func:`~calibtut.experiments.regression_study.study_results`.
     figures : sequence of (figure, metric), default :data:`MAIN_FIGURES`
 
     Returns
     -------
     dict
         ``{metric: ComparisonResult}`` of :func:`calibtut.stats.friedman_wilcoxon`
-        over the run-mean table (:func:`~calibtut.experiments.regression_study_tables.run_mean_table`) of the figure's
+        over the run-mean table (:func:`~calibtut.experiments.regression_study.run_mean_table`) of the figure's
         methods present in ``results``.
 
     Examples
@@ -265,7 +271,7 @@ def per_base_effects(results, metrics=("pce", "wis", "nll", "std")):
     Parameters
     ----------
     results : pandas.DataFrame
-        From :func:`~calibtut.experiments.regression_study_tables.study_results`.
+        From :func:`~calibtut.experiments.regression_study.study_results`.
     metrics : sequence of str, default ("pce", "wis", "nll", "std")
         Metrics without any finite d (the NLL of quantile models) are left out.
 
@@ -284,7 +290,7 @@ def per_base_effects(results, metrics=("pce", "wis", "nll", "std")):
     """
     if not isinstance(results, pd.DataFrame):
         raise TypeError(f"results must be a pandas DataFrame, got {type(results).__name__}")
-    _check_rows(results, ["method"])
+    check_rows(results, ["method"])
     out = []
     for figure, base in PER_BASE_FIGURES:
         if BASE_LABELS[base] not in set(results["method"]):
@@ -298,6 +304,85 @@ def per_base_effects(results, metrics=("pce", "wis", "nll", "std")):
     return pd.concat(out, ignore_index=True)
 
 
+def plot_calibration_test(table, label="MIX-NLL"):
+    """Figure 2, top: each dataset's run-mean test PCE beside that of a calibrated model.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        From :func:`calibration_test_table`.
+    label : str, default "MIX-NLL"
+        The model's name in the legend.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+
+    Examples
+    --------
+    >>> t = pd.DataFrame({"dataset": ["a", "b"], "pce": [0.1, 0.05], "pce_se": 0.01,
+    ...                   "calibrated_pce": [0.04, 0.03]})
+    >>> [float(bar.get_height()) for bar in plot_calibration_test(t).axes[0].patches]
+    [0.1, 0.05, 0.04, 0.03]
+    """
+    import matplotlib.pyplot as plt
+
+    check_rows(table, ["dataset", "pce", "pce_se", "calibrated_pce"])
+    fig, ax = plt.subplots(figsize=(max(4, 0.5 * len(table) + 2), 3))
+    x = np.arange(len(table))
+    ax.bar(x - 0.2, table["pce"], 0.4, yerr=table["pce_se"], label=label)
+    ax.bar(x + 0.2, table["calibrated_pce"], 0.4, color="tab:orange", label="calibrated model")
+    ax.set_xticks(x, table["dataset"], rotation=90)
+    ax.set_ylabel("mean test PCE")
+    ax.legend()
+    return fig
+
+
+def plot_reliability(curves, datasets):
+    """Figure 2, bottom: PIT reliability curves, one line per run, over a calibrated model's 90% band.
+
+    Parameters
+    ----------
+    curves : pandas.DataFrame
+        From :func:`reliability_table`.
+    datasets : sequence of str
+        The datasets to draw, one panel each.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+
+    Examples
+    --------
+    >>> c = pd.DataFrame({"dataset": "a", "run": [0, 0, 1, 1], "level": [0.25, 0.75] * 2,
+    ...                   "frequency": [0.2, 0.7, 0.3, 0.8], "n_test": 40})
+    >>> [len(ax.lines) for ax in plot_reliability(c, ["a"]).axes]  # the diagonal and two runs
+    [3]
+    """
+    import matplotlib.pyplot as plt
+
+    check_rows(curves, ["dataset", "run", "level", "frequency", "n_test"])
+    datasets = list(datasets)
+    missing = sorted(set(datasets) - set(curves["dataset"]))
+    if not datasets or missing:
+        raise ValueError(f"datasets must be a non-empty list of datasets of curves; missing: {missing}")
+    fig, axes = plt.subplots(1, len(datasets), figsize=(2.6 * len(datasets), 2.8), sharey=True, squeeze=False)
+    for ax, name in zip(axes[0], datasets):
+        sub = curves[curves["dataset"] == name]
+        levels = np.sort(sub["level"].unique())
+        n = int(sub["n_test"].min())
+        lo, hi = consistency_band(np.full(levels.size, n), levels, alpha=0.1)
+        ax.fill_between(levels, lo, hi, color="0.85", label="90% band")
+        ax.plot([0, 1], [0, 1], color="0.4", lw=0.8)
+        for _, line in sub.groupby("run"):
+            ax.plot(line["level"], line["frequency"], marker=".", lw=1)
+        ax.set_title(f"{name} (n = {n})", fontsize=9)
+        ax.set_xlabel("level")
+    axes[0, 0].set_ylabel("observed frequency")
+    fig.tight_layout()
+    return fig
+
+
 def plot_main_figures(results, title=""):
     """Figures 3-5: letter-value plots of every method's Cohen's d against MIX-NLL.
 
@@ -307,7 +392,7 @@ def plot_main_figures(results, title=""):
     Parameters
     ----------
     results : pandas.DataFrame
-        From :func:`~calibtut.experiments.regression_study_tables.study_results`.
+        From :func:`~calibtut.experiments.regression_study.study_results`.
     title : str, default ""
         Added to each panel's title, e.g. ``" (full)"``.
 

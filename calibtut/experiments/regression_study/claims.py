@@ -16,16 +16,17 @@ import pandas as pd
 from scipy.stats import wilcoxon as sps_wilcoxon
 
 from calibtut._validation import check_int, check_real
-from calibtut.experiments.regression_study import STUDY_RUNS, _check_rows, method_label
-from calibtut.experiments.regression_study_ablations import ABLATIONS, ablation_effects
-from calibtut.experiments.regression_study_figures import combined_results, figure_methods
-from calibtut.experiments.regression_study_tables import (
+from calibtut.experiments.regression_study._common import check_rows
+from calibtut.experiments.regression_study.ablations import ABLATIONS, ablation_effects
+from calibtut.experiments.regression_study.figures import combined_results, figure_methods
+from calibtut.experiments.regression_study.tables import (
     calibration_test_table,
     cohens_d_table,
     rejection_counts,
     run_mean_table,
     study_results,
 )
+from calibtut.experiments.regression_study.tasks import STUDY_RUNS, method_label
 from calibtut.papers import paper_table
 from calibtut.run import load_result
 from calibtut.stats import friedman_wilcoxon
@@ -171,8 +172,8 @@ def claim_verdicts(rows, *, ablations=None, test_table=None, sqr="sqr-affine", a
 
     Methods are compared on their run means per dataset (lower is better),
     regularized methods at the lambda of the paper's rule
-    (:func:`~calibtut.experiments.regression_study_tables.study_results`,
-    :func:`~calibtut.experiments.regression_study_figures.combined_results`).
+    (:func:`~calibtut.experiments.regression_study.study_results`,
+    :func:`~calibtut.experiments.regression_study.combined_results`).
     A direction needs a majority of datasets. "Significantly" is read, as in the paper, off the
     critical-difference diagram of the claim's figure: Friedman's test over
     the figure's methods, then the pair's Wilcoxon signed-rank p-value
@@ -189,7 +190,7 @@ def claim_verdicts(rows, *, ablations=None, test_table=None, sqr="sqr-affine", a
         Rows of :func:`~calibtut.experiments.regression_study.run_study_task` with ``dataset`` and ``run`` (several
         datasets; Figures 9-10 need ``combine=True`` and ``map_on_train=True``).
     ablations : pandas.DataFrame, optional
-        Rows of :func:`~calibtut.experiments.regression_study_ablations.ablation_tasks`
+        Rows of :func:`~calibtut.experiments.regression_study.ablation_tasks`
         (claim C16, "not run" without them),
         read on the metrics each sentence of Appendix C names: one component
         is "much worse" when its median authors' d is above the large effect
@@ -199,7 +200,7 @@ def claim_verdicts(rows, *, ablations=None, test_table=None, sqr="sqr-affine", a
         median d on WIS and on NLL is 2, 3 or 5.
     test_table : pandas.DataFrame, optional
         The per-dataset PCE test of ``rows`` (claim C1) when already computed:
-        :func:`~calibtut.experiments.regression_study_tables.calibration_test_table`
+        :func:`~calibtut.experiments.regression_study.calibration_test_table`
         of the MIX-NLL rows, e.g. as :func:`full_calibration_test` reads it;
         computed with ``n_sim`` and ``seed`` otherwise. It must cover the same
         datasets as the rows' MIX-NLL models.
@@ -237,7 +238,7 @@ def claim_verdicts(rows, *, ablations=None, test_table=None, sqr="sqr-affine", a
     n_sim, seed = check_int(n_sim, "n_sim", minimum=1), check_int(seed, "seed", minimum=0)
     if sqr not in ("sqr", "sqr-affine"):
         raise ValueError(f"sqr must be 'sqr' or 'sqr-affine', got {sqr!r}")
-    _check_rows(rows, ["dataset", "run", "base", "method", "regularizer", "posthoc", "train_fraction", "map_split"])
+    check_rows(rows, ["dataset", "run", "base", "method", "regularizer", "posthoc", "train_fraction", "map_split"])
     results = study_results(rows)
     checks = _Checks(results, alpha, min_datasets, sqr)
     nll, crps, sq = (method_label(b) for b in ("mix-nll", "mix-crps", sqr))
@@ -252,7 +253,7 @@ def claim_verdicts(rows, *, ablations=None, test_table=None, sqr="sqr-affine", a
     if test_table is None:
         table = calibration_test_table(rows, n_sim=n_sim, seed=seed)
     else:
-        _check_rows(test_table, ["dataset", "reject_paper", "pvalue_paper", "pvalue"])
+        check_rows(test_table, ["dataset", "reject_paper", "pvalue_paper", "pvalue"])
         tested = set(rows.loc[rows["base"] == "mix-nll", "dataset"])
         if set(test_table["dataset"]) != tested:
             raise ValueError(f"test_table must test the datasets of the rows' MIX-NLL models {sorted(tested)}, "
@@ -434,7 +435,7 @@ def full_calibration_test(full, *, recompute=False, seed=0, root=None):
     Returns
     -------
     pandas.DataFrame
-        As :func:`~calibtut.experiments.regression_study_tables.calibration_test_table`
+        As :func:`~calibtut.experiments.regression_study.calibration_test_table`
         returns it. Only the published full run (label ``"full"``) reads the
         published table, and only when it was drawn with ``seed``; an interim
         run's, or another seed's, is computed.
@@ -521,7 +522,7 @@ def claims_table(ci, full=None, label="full"):
         raise TypeError(f"label must be a non-empty string, got {label!r}")
     for table in (ci, full):
         if table is not None:
-            _check_rows(table, ["claim", "statement", "verdict", "evidence"])
+            check_rows(table, ["claim", "statement", "verdict", "evidence"])
     out = pd.DataFrame({"claim": ci["claim"], "paper": ci["statement"], "ours (ci)": ci["verdict"]})
     if full is None:
         out["evidence"] = ci["evidence"].to_numpy()
@@ -556,7 +557,7 @@ def _ablation_verdict(ablations):
     """Claim C16 from ablation rows (see :func:`claim_verdicts`).
 
     The rows are those of
-    :func:`~calibtut.experiments.regression_study_ablations.ablation_tasks`.
+    :func:`~calibtut.experiments.regression_study.ablation_tasks`.
 
     Each part reads its sentence of Appendix C on the metrics the sentence
     names, by the median d of each value against the default: one component

@@ -18,13 +18,8 @@ import functools
 import pandas as pd
 import scipy.stats
 
-from calibtut.experiments.regression_study import (
-    STUDY_RUNS,
-    _check_rows,
-    _published_or_stored,
-    complete_runs,
-    study_tasks,
-)
+from calibtut.experiments.regression_study._common import check_rows, published_or_stored
+from calibtut.experiments.regression_study.tasks import STUDY_RUNS, FullStudy, complete_runs, study_tasks
 
 __all__ = ["SQR_FORMS", "SQR_FORM_DATASETS", "full_sqr_forms", "sqr_form_summary", "sqr_form_table", "sqr_form_tasks"]
 
@@ -90,9 +85,9 @@ def full_sqr_forms(*, min_runs=2, root=None):
     """
     complete = functools.partial(complete_runs, datasets=SQR_FORM_DATASETS, bases=SQR_FORMS)
     total = len(SQR_FORM_DATASETS) * len(SQR_FORMS) * STUDY_RUNS
-    return _published_or_stored("06_paper_vs_ours", "sqr_forms", "sqr_forms", ["dataset", "run", "base"],
-                                complete, total, min_runs, root, what="SQR-form run",
-                                covers="every dataset and both forms")
+    return FullStudy(*published_or_stored("06_paper_vs_ours", "sqr_forms", "sqr_forms", ["dataset", "run", "base"],
+                                          complete, total, STUDY_RUNS, min_runs, root, what="SQR-form run",
+                                          covers="every dataset and both forms"))
 
 
 def sqr_form_table(rows):
@@ -120,7 +115,7 @@ def sqr_form_table(rows):
     >>> [table[("vanilla", "pce", form)].round(2).tolist() for form in SQR_FORMS]
     [[0.2], [0.2]]
     """
-    _check_rows(rows, ["dataset", "run", "base", "posthoc", "train_fraction", "n_train", "seconds",
+    check_rows(rows, ["dataset", "run", "base", "posthoc", "train_fraction", "n_train", "seconds",
                        *(f"test_{m}" for m in _METRICS)])
     unknown = set(rows["base"]) - set(SQR_FORMS)
     if unknown:

@@ -1,0 +1,66 @@
+"""Helpers private to paper 002's experiments: argument checks and the full-run reader.
+
+The public files of :mod:`calibtut.experiments.regression_study` share these;
+nothing outside the package imports them.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from calibtut._validation import check_int
+from calibtut.models.study_training import BASE_MODEL_NAMES
+from calibtut.run import load_result, stored_rows
+
+
+def check_base(base):
+    """``base`` if it names a base model of the study, else a ValueError."""
+    if base not in BASE_MODEL_NAMES:
+        raise ValueError(f"base must be one of {tuple(BASE_MODEL_NAMES)}, got {base!r}")
+    return base
+
+
+def base_family(base):
+    """``"mixture"`` or ``"sqr"``: the family of networks of a base model."""
+    return "mixture" if BASE_MODEL_NAMES[base][0] == "mixture" else "sqr"
+
+
+def check_rows(rows, needed):
+    """``rows`` if it is a DataFrame with the columns ``needed``, else a TypeError or ValueError."""
+    if not isinstance(rows, pd.DataFrame):
+        raise TypeError(f"rows must be a pandas DataFrame of run_study_task rows, got {type(rows).__name__}")
+    missing = [c for c in needed if c not in rows.columns]
+    if missing:
+        raise ValueError(f"rows lacks the columns {missing}")
+    return rows
+
+
+def published_or_stored(notebook, table, store, keys, complete, total, n_runs, min_runs, root, *, what, covers):
+    """``(rows, label, note)`` of a full run: its published table, else the complete runs of its store.
+
+    ``complete`` keeps the complete runs of the stored rows, ``total`` is the
+    number of tasks of the whole run and ``n_runs`` its number of runs; see
+    :func:`~calibtut.experiments.regression_study.full_study`.
+    """
+    min_runs = check_int(min_runs, "min_runs", minimum=2)
+    part = "regression_study"
+    try:
+        rows, provenance = load_result(part, notebook, table, root=root)
+    except FileNotFoundError:
+        pass
+    else:
+        runs = rows["run"].nunique()
+        return rows, "full", (f"The full {what} of {provenance['finished']}: {rows['dataset'].nunique()} "
+                              f"datasets, {runs} runs.")
+    stored = stored_rows(part, notebook, store, seconds="seconds", root=root)
+    done = 0 if stored.empty else len(stored.reindex(columns=keys).drop_duplicates())
+    rows = complete(stored)
+    runs = sorted(rows["run"].unique()) if not rows.empty else []
+    if len(runs) < min_runs:
+        have = f"{len(runs)} complete run" + ("" if len(runs) == 1 else "s") if runs else "no complete runs"
+        return None, None, (f"The full {what} is not yet published and its store holds {have} "
+                            f"({done} of {total} tasks stored).")
+    label = f"full, {len(runs)} of {n_runs} runs"
+    return rows, label, (f"The full {what} is not yet published: shown are the {len(runs)} runs complete "
+                         f"in its store (runs {', '.join(map(str, runs))} of {covers}; "
+                         f"{done} of {total} tasks stored), an interim result.")
