@@ -112,9 +112,11 @@ def main(argv=None):
     result["identical_table"] = [True] * (len(rows) - 1) + [None]  # bare processes: not compared
     OUT.mkdir(parents=True, exist_ok=True)
     result.round(4).to_csv(OUT / "sweep_throughput.csv", index=False)
-    meta = {"task": "calibtut.experiments.run_qr_config (Dropout-VI, QR loss, yacht/concrete/airfoil/boston)",
+    meta = {"task": "calibtut.experiments.quantile_regularization.run_qr_config "
+                    "(Dropout-VI, QR loss, yacht/concrete/airfoil/boston)",
             "epochs": args.epochs, "n_mc": 16, "threads_per_worker": 1,
-            "load_average_1min": {"before": load_before, "after": os.getloadavg()[0]}, "python": platform.python_version(),
+            "load_average_1min": {"before": load_before, "after": os.getloadavg()[0]},
+            "python": platform.python_version(),
             "packages": package_versions(), "machine": machine()}
     (OUT / "provenance.json").write_text(json.dumps(meta, indent=2) + "\n")
     print(result.to_string(index=False))

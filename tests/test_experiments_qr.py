@@ -22,23 +22,21 @@ from sklearn.model_selection import KFold
 from calibtut.data import MIRROR_ENV
 from calibtut.experiments.quantile_regularization import (
     METRIC_LABELS,
-    kfold_indices,
-    paper_setting,
-    run_qr_config,
-    summarize_runs,
-)
-from calibtut.experiments.quantile_regularization import (
     PAPER_TABLES,
     ablation_tables,
     fold_order_summary,
     fold_order_tasks,
+    kfold_indices,
     mean_pm_std,
     paper_numbers,
+    paper_setting,
     paper_vs_ours_cells,
     paper_vs_ours_view,
     qr_effect,
     recalibration_raises_error,
+    run_qr_config,
     spacing_share_below,
+    summarize_runs,
 )
 
 MIRROR = os.environ.get(MIRROR_ENV)

@@ -115,7 +115,7 @@ def test_adversary_breaks_the_original_forecast_but_not_the_adjustment():
     forecasts = lambda t, rng: np.tile([-1.0, 0.0, 1.0], (n, 1))  # noqa: E731
     nature = lambda t, z, cal, rng: np.full(n, B)  # noqa: E731
     z0, y0 = play(OriginalForecast(levels, B), forecasts, nature, T, n, seed=0)
-    assert ece_loss(z0, y0, levels).min() == pytest.approx(0.5)
+    assert ece_loss(y0, z0, levels).min() == pytest.approx(0.5)
     z1, y1 = play(DriftCalibrator(levels, B, control="basic", feasibility=False), forecasts, nature, T, n, seed=0)
     assert np.all(deviations(z1, y1, levels)[:, -1] <= theorem1_bound(T, levels, B=B, beta=0.16, delta=0.47)[-1])
 
@@ -145,8 +145,8 @@ def test_basic_algorithm_crosses_where_springs_do_not():
 def test_pid_improves_calibration_on_figure1_stream():
     # paper, Figure 1 and Table 1: conformal alone stays miscalibrated after the jump
     s = figure1_stream(n_steps=60, n_series=100, seed=2)
-    conf = ece_loss(ConformalCalibrator(s.levels, s.B).run(s.forecasts, s.labels), s.labels, s.levels).mean()
-    ours = ece_loss(DriftCalibrator(s.levels, s.B).run(s.forecasts, s.labels), s.labels, s.levels).mean()
+    conf = ece_loss(s.labels, ConformalCalibrator(s.levels, s.B).run(s.forecasts, s.labels), s.levels).mean()
+    ours = ece_loss(s.labels, DriftCalibrator(s.levels, s.B).run(s.forecasts, s.labels), s.levels).mean()
     assert ours < 0.6 * conf
 
 
@@ -229,7 +229,8 @@ def test_equilibrium_minimises_the_energy():
         r = gaps / rest
         return 0.5 * np.sum((z - base - e) ** 2) + eta * np.sum(rest * (0.5 * r**2 - np.log(r)))
 
-    best = optimize.minimize(energy, base, method="Nelder-Mead", options={"xatol": 1e-10, "fatol": 1e-14, "maxiter": 40_000})
+    best = optimize.minimize(energy, base, method="Nelder-Mead",
+                             options={"xatol": 1e-10, "fatol": 1e-14, "maxiter": 40_000})
     np.testing.assert_allclose(solve_equilibrium(base, e, eta, B), best.x, atol=1e-4)
 
 
@@ -365,7 +366,7 @@ def test_pid_is_better_calibrated_and_steadier_than_p_alone():
     late = slice(70, 100)
     p = DriftCalibrator(s.levels, s.B, ki_max=0.0, ki_min=0.0, kd=0.0).run(s.forecasts, s.labels)
     pid = DriftCalibrator(s.levels, s.B).run(s.forecasts, s.labels)
-    assert ece_loss(pid, s.labels, s.levels).mean() < 0.75 * ece_loss(p, s.labels, s.levels).mean()
+    assert ece_loss(s.labels, pid, s.levels).mean() < 0.75 * ece_loss(s.labels, p, s.levels).mean()
     wobble = lambda z: np.abs(np.diff(z[:, late], axis=1)).mean()  # noqa: E731
     assert wobble(pid) < 0.85 * wobble(p)
 
@@ -436,20 +437,31 @@ def test_metrics_match_calibtut_metrics_on_non_crossing_quantiles():
     y = rng.normal(size=(4, 50))
     z = np.sort(rng.normal(size=(4, 50, 9)), axis=-1)
     for i in range(4):
-        assert ece_loss(z, y, LEVELS)[i] == pytest.approx(cm.quantile_calibration_error(y[i], z[i], LEVELS))
-        assert pinball_loss(z, y, LEVELS)[i] == pytest.approx(cm.pinball_loss(y[i], z[i], LEVELS))
+        assert ece_loss(y, z, LEVELS)[i] == pytest.approx(cm.quantile_calibration_error(y[i], z[i], LEVELS))
+        assert pinball_loss(y, z, LEVELS)[i] == pytest.approx(cm.pinball_loss(y[i], z[i], LEVELS))
         assert sharpness(z)[i] == pytest.approx(cm.quantile_sharpness(z[i]))
-        np.testing.assert_allclose(empirical_frequencies(z, y, LEVELS)[i], cm.quantile_frequencies(y[i], z[i], LEVELS))
+        np.testing.assert_allclose(empirical_frequencies(y, z, LEVELS)[i], cm.quantile_frequencies(y[i], z[i], LEVELS))
 
 
 def test_metrics_hand_values_and_crossing_allowed():
     z = np.array([[[1.0, 0.0]], [[1.0, 0.0]]])[:, 0][None]  # one series, two steps, crossing
     y = np.array([[0.5, 2.0]])
-    assert ece_loss(z, y, [0.25, 0.75])[0] == pytest.approx((abs(0.5 - 0.25) + abs(0.0 - 0.75)) / 2)
+    assert ece_loss(y, z, [0.25, 0.75])[0] == pytest.approx((abs(0.5 - 0.25) + abs(0.0 - 0.75)) / 2)
     # pinball: step 1: .25*0 + .75*.5 ; .75*.5 ; step 2: .25*1 ; .75*2 -> mean of 4
-    assert pinball_loss(z, y, [0.25, 0.75])[0] == pytest.approx((0.375 + 0.375 + 0.25 + 1.5) / 4)
-    assert mixed_loss(z, y, [0.25, 0.75], w_mix=0.4)[0] == pytest.approx(
-        0.4 * ece_loss(z, y, [0.25, 0.75])[0] + 0.6 * pinball_loss(z, y, [0.25, 0.75])[0])
+    assert pinball_loss(y, z, [0.25, 0.75])[0] == pytest.approx((0.375 + 0.375 + 0.25 + 1.5) / 4)
+    assert mixed_loss(y, z, [0.25, 0.75], w_mix=0.4)[0] == pytest.approx(
+        0.4 * ece_loss(y, z, [0.25, 0.75])[0] + 0.6 * pinball_loss(y, z, [0.25, 0.75])[0])
+
+
+@pytest.mark.parametrize("score", [ece_loss, pinball_loss, empirical_frequencies, mixed_loss, reliability_data])
+def test_scores_take_y_first_like_calibtut_metrics(score):
+    """``(y, quantiles, levels)`` as in :func:`calibtut.metrics.pinball_loss`; swapped arguments are refused."""
+    y, z = np.zeros((2, 5)), np.zeros((2, 5, 9)) + LEVELS
+    score(y, z, LEVELS)
+    with pytest.raises(ValueError, match="y must have shape"):
+        score(y[:, :4], z, LEVELS)
+    with pytest.raises(ValueError, match="quantiles"):
+        score(z, y, LEVELS)
 
 
 def test_oracle_band_covers_the_oracle_forecaster():
@@ -458,7 +470,7 @@ def test_oracle_band_covers_the_oracle_forecaster():
     n, T = 400, 50
     y = rng.normal(size=(n, T))
     z = np.broadcast_to(stats.norm.ppf(LEVELS), (n, T, 9))
-    d = reliability_data(z, y, LEVELS, delta=0.05)
+    d = reliability_data(y, z, LEVELS, delta=0.05)
     inside = (d["frequency"] >= d["lower"]) & (d["frequency"] <= d["upper"])
     assert inside.mean(axis=0).min() > 0.95 - 3 * np.sqrt(0.05 * 0.95 / n)
     lo, hi = oracle_band(T, LEVELS, delta=0.05)

@@ -34,14 +34,14 @@ def test_likelihood_hand_values():
     z = np.tile([-1.0, 0.5, 1.0], (7, 1))
     y = np.array([-2.0, -1.5, -1.0, 0.0, 0.5, 1.5, 2.0])
     expected = [0.25, 0.25, 0.25 / 1.5, 0.25 / 1.5, 0.25 / 0.5, 0.25, 0.25]
-    np.testing.assert_allclose(interval_likelihood(z, y, LEVELS, B=2.0), expected)
+    np.testing.assert_allclose(interval_likelihood(y, z, LEVELS, B=2.0), expected)
 
 
 def test_likelihood_uneven_levels_and_batch_shape():
     levels = [0.1, 0.6]
     z = np.array([[[-1.0, 1.0]], [[0.0, 0.2]]])  # (2 series, 1 step, K = 2)
     y = np.array([[-3.0], [0.1]])
-    L = interval_likelihood(z, y, levels, B=3.0)
+    L = interval_likelihood(y, z, levels, B=3.0)
     assert L.shape == (2, 1)
     np.testing.assert_allclose(L[:, 0], [0.1 / 2.0, 0.5 / 0.2])
 
@@ -50,23 +50,23 @@ def test_likelihood_is_the_density_of_a_uniform_forecast_in_the_limit():
     levels = equally_spaced_levels(99)
     z = -1.0 + 2.0 * levels  # quantiles of Uniform[-1, 1], B = 1
     y = np.random.default_rng(0).uniform(-1, 1, size=50)
-    np.testing.assert_allclose(interval_likelihood(np.tile(z, (50, 1)), y, levels, B=1.0), 0.5)
+    np.testing.assert_allclose(interval_likelihood(y, np.tile(z, (50, 1)), levels, B=1.0), 0.5)
 
 
 def test_likelihood_errors():
     z = np.tile([-1.0, 0.0, 1.0], (2, 1))
     with pytest.raises(ValueError, match="B is required"):
-        interval_likelihood(z, [0.0, 0.0], LEVELS, B=None)
-    with pytest.raises(ValueError, match="labels must have shape"):
-        interval_likelihood(z, [0.0], LEVELS, B=2.0)
-    with pytest.raises(ValueError, match="labels must lie"):
-        interval_likelihood(z, [0.0, 3.0], LEVELS, B=2.0)
+        interval_likelihood([0.0, 0.0], z, LEVELS, B=None)
+    with pytest.raises(ValueError, match="y must have shape"):
+        interval_likelihood([0.0], z, LEVELS, B=2.0)
+    with pytest.raises(ValueError, match="y must lie"):
+        interval_likelihood([0.0, 3.0], z, LEVELS, B=2.0)
     with pytest.raises(ValueError, match="strictly increasing"):
-        interval_likelihood(np.tile([0.0, 0.0, 1.0], (2, 1)), [0.0, 0.0], LEVELS, B=2.0)
+        interval_likelihood([0.0, 0.0], np.tile([0.0, 0.0, 1.0], (2, 1)), LEVELS, B=2.0)
     with pytest.raises(ValueError, match="one per level"):
-        interval_likelihood(z[:, :2], [0.0, 0.0], LEVELS, B=2.0)
+        interval_likelihood([0.0, 0.0], z[:, :2], LEVELS, B=2.0)
     with pytest.raises(TypeError, match="B must be"):
-        interval_likelihood(z, [0.0, 0.0], LEVELS, B="2")
+        interval_likelihood([0.0, 0.0], z, LEVELS, B="2")
 
 
 # --------------------------------------------------------------------------- counts and c
@@ -77,7 +77,7 @@ def test_count_deviation_hand_values():
     y = np.array([0.5, -1.0, 2.0])
     # F after each step: level 0.25 -> 0, 1, 1 ; level 0.75 -> 1, 2, 2
     expected = np.abs(np.array([[0, 1], [1, 2], [1, 2]]) - np.array([0.25, 0.75]) * np.arange(1, 4)[:, None])
-    np.testing.assert_allclose(count_deviation(z, y, [0.25, 0.75]), expected)
+    np.testing.assert_allclose(count_deviation(y, z, [0.25, 0.75]), expected)
 
 
 def test_admissible_c_solves_the_likelihood_condition():
@@ -114,7 +114,7 @@ def test_admissible_c_errors():
 def test_spring_bound_check_hand_case():
     z = np.tile([-1.0, 0.0, 1.0], (2, 1))
     y = np.array([0.5, 1.5])
-    r = spring_bound_check(z, y, LEVELS, B=2.0, beta=1.0, eta=1.0, delta=0.5)
+    r = spring_bound_check(y, z, LEVELS, B=2.0, beta=1.0, eta=1.0, delta=0.5)
     np.testing.assert_allclose(r.likelihood, [0.25, 0.25])
     np.testing.assert_allclose(r.max_likelihood, [0.25, 0.25])
     c = max(2.0, 1 + 2 * np.log(2 * 2.0 * 4 * 0.25 + 4 * 2.0))
@@ -132,7 +132,7 @@ def test_bounds_hold_on_drifting_streams(kind, pid):
     s = drifting_gaussian_stream(kind, 4, 150, levels=levels, seed=1)
     cal = DriftCalibrator(levels, B=s.B, control="pid" if pid else "basic")
     z = cal.run(s.forecasts, s.labels)
-    r = spring_bound_check(z, s.labels, levels, B=s.B, beta=PAPER.beta, eta=PAPER.eta, delta=PAPER.delta, pid=pid)
+    r = spring_bound_check(s.labels, z, levels, B=s.B, beta=PAPER.beta, eta=PAPER.eta, delta=PAPER.delta, pid=pid)
     assert r.deviation.shape == r.bound.shape == (4, 150)
     assert np.all(r.deviation <= r.bound)
     assert np.all(np.diff(r.max_likelihood, axis=-1) >= 0) and np.all(np.diff(r.c, axis=-1) >= 0)
@@ -147,16 +147,16 @@ def test_bounds_hold_on_random_labels_with_strong_parameters(seed):
     y = rng.uniform(-B, B, size=(n, T))
     base = np.sort(rng.uniform(-B, B, size=(n, T, 5)), axis=-1)
     z = DriftCalibrator(levels, B=B, control="basic", conformal=False, beta=3.0).run(base, y)
-    r = spring_bound_check(z, y, levels, B=B, beta=3.0, eta=PAPER.eta, delta=PAPER.delta)
+    r = spring_bound_check(y, z, levels, B=B, beta=3.0, eta=PAPER.eta, delta=PAPER.delta)
     assert np.all(r.deviation <= r.bound)
 
 
 def test_spring_bound_check_errors():
     z = np.tile([-1.0, 0.0, 1.0], (2, 1))
     with pytest.raises(TypeError, match="pid"):
-        spring_bound_check(z, [0.0, 0.0], LEVELS, B=2.0, beta=1.0, eta=1.0, delta=0.5, pid="yes")
+        spring_bound_check([0.0, 0.0], z, LEVELS, B=2.0, beta=1.0, eta=1.0, delta=0.5, pid="yes")
     with pytest.raises(ValueError, match="delta"):
-        spring_bound_check(z, [0.0, 0.0], LEVELS, B=2.0, beta=1.0, eta=1.0, delta=1.5)
+        spring_bound_check([0.0, 0.0], z, LEVELS, B=2.0, beta=1.0, eta=1.0, delta=1.5)
 
 
 # --------------------------------------------------------------------------- adversary
@@ -200,7 +200,7 @@ def test_constant_strategies_and_per_step_forecasts():
     assert np.all(y2 == -4.0)
     np.testing.assert_array_equal(z, z2)
     # nothing ever falls below the quantiles: the deviation is alpha_k t exactly
-    np.testing.assert_allclose(count_deviation(z, y, LEVELS)[0, -1], LEVELS * 5)
+    np.testing.assert_allclose(count_deviation(y, z, LEVELS)[0, -1], LEVELS * 5)
 
 
 def test_adversary_drives_the_error_up_compared_with_random_labels():
@@ -212,8 +212,8 @@ def test_adversary_drives_the_error_up_compared_with_random_labels():
     for make in (lambda: OriginalForecast(levels, B=B), lambda: ConformalCalibrator(levels, B=B)):
         z_rand = make().run(np.broadcast_to(base[:, None], (n, T, 9)), random_y)
         z_adv, y_adv = adversarial_labels(make(), base, T)
-        dev_rand = count_deviation(z_rand, random_y, levels)[:, -1].max(axis=-1)
-        dev_adv = count_deviation(z_adv, y_adv, levels)[:, -1].max(axis=-1)
+        dev_rand = count_deviation(random_y, z_rand, levels)[:, -1].max(axis=-1)
+        dev_adv = count_deviation(y_adv, z_adv, levels)[:, -1].max(axis=-1)
         assert dev_adv.min() > 3 * dev_rand.max()
 
 
@@ -225,7 +225,7 @@ def test_adversary_stays_within_theorem1_against_the_basic_algorithm():
     for strategy in ("greedy", "above", "below"):
         cal = DriftCalibrator(levels, B=B, control="basic", feasibility=False, conformal=False)
         z, y = adversarial_labels(cal, base, T, strategy=strategy)
-        ratio = count_deviation(z, y, levels) / bound
+        ratio = count_deviation(y, z, levels) / bound
         assert ratio.max() <= 1.0 and ratio.max() > 0.5
 
 
@@ -239,7 +239,7 @@ def test_median_adversary_makes_theorem2_vacuous(pid):
     base = np.broadcast_to(np.linspace(-1.5, 1.5, 9), (1, 9))
     cal = DriftCalibrator(levels, B=B, control="pid" if pid else "basic")
     z, y = adversarial_labels(cal, base, T, strategy="median")
-    check = spring_bound_check(z, y, levels, B=B, beta=PAPER.beta, eta=PAPER.eta, delta=PAPER.delta, pid=pid)
+    check = spring_bound_check(y, z, levels, B=B, beta=PAPER.beta, eta=PAPER.eta, delta=PAPER.delta, pid=pid)
     assert check.max_likelihood[0, -1] > 1e6
     assert np.all(check.deviation <= check.bound)  # the theorem holds ...
     assert check.bound[0, -1] > T  # ... vacuously
@@ -248,7 +248,7 @@ def test_median_adversary_makes_theorem2_vacuous(pid):
     free = DriftCalibrator(levels, B=B, control="basic", feasibility=False)
     z, y = adversarial_labels(free, base, T, strategy="median")
     bound = theorem1_bound(T, levels, B=B, beta=PAPER.beta, delta=PAPER.delta)[1:]
-    assert np.all(count_deviation(z, y, levels) <= bound)
+    assert np.all(count_deviation(y, z, levels) <= bound)
 
 
 def test_median_adversary_labels_sit_next_to_the_central_quantile():

@@ -133,13 +133,15 @@ class OnlineCalibrator(ABC):
             check_distribution(forecasts, "forecasts")
             shape = np.shape(forecasts.ppf(0.5))
             if shape != ((T,) if single else (n, T)):
-                raise ValueError(f"forecasts distribution must have batch shape {(T,) if single else (n, T)}, got {shape}")
+                raise ValueError(f"forecasts distribution must have batch shape {(T,) if single else (n, T)}, "
+                                 f"got {shape}")
             get = _distribution_steps(forecasts, single, n, T)
             whole = forecasts
         else:
             q = as_float_array(forecasts, "forecasts", ndim=(2, 3))
             if single and q.ndim == 3:
-                raise ValueError(f"forecasts must have shape (T, K) = ({T}, {self.n_levels}) for 1-d labels, got {q.shape}")
+                raise ValueError(f"forecasts must have shape (T, K) = ({T}, {self.n_levels}) for 1-d labels, "
+                                 f"got {q.shape}")
             if q.ndim == 2:
                 q = q[None]
             if q.shape != (n, T, self.n_levels):

@@ -216,7 +216,8 @@ class StepForecast:
         else:
             q = as_float_array(forecast, "forecast", ndim=2)
             if q.shape[1] != len(levels):
-                raise ValueError(f"forecast must have {len(levels)} quantiles per row (one per level), got shape {q.shape}")
+                raise ValueError(f"forecast must have {len(levels)} quantiles per row (one per level), "
+                                 f"got shape {q.shape}")
             if np.any(np.diff(q, axis=1) < 0):
                 raise ValueError("forecast quantiles must be non-decreasing along the last axis (found a crossing)")
             self.dist = None
@@ -242,7 +243,8 @@ class StepForecast:
         return out
 
     def cdf(self, y):
-        """CDF (PIT) of labels ``y`` of shape (n,) (a generalised PIT outside [0, 1] for unbounded quantile forecasts)."""
+        """CDF (PIT) of labels ``y`` of shape (n,) (a generalised PIT outside [0, 1] for unbounded quantile
+        forecasts)."""
         if self.dist is None:
             return interp_cdf(self.knots, self.knot_levels, y, extrapolate=self.B is None)
         return np.clip(np.asarray(self.dist.cdf(y), dtype=float), 0.0, 1.0)

@@ -5,8 +5,9 @@
 :func:`~calibtut.metrics.pinball_loss`, :func:`~calibtut.metrics.quantile_sharpness`).
 They reject crossing quantiles, while the paper scores its basic algorithm
 and the baselines, which can cross, level by level. The functions here take
-``(..., T, K)`` arrays (any leading batch shape), accept crossings and return
-one value per series; on non-crossing input they equal the single-series
+the same ``(y, quantiles, levels)`` with labels ``y`` of shape ``(..., T)`` and
+quantiles of shape ``(..., T, K)`` (any leading batch shape), accept crossings
+and return one value per series; on non-crossing input they equal the single-series
 functions (checked in the tests). The rest is specific to the paper: the
 oracle band ``alpha_k +- b_delta(T)`` of the reliability diagrams, the tuning
 loss ``L_mix`` of Eq. (43) and the bound of Theorem 1.
@@ -32,24 +33,25 @@ __all__ = [
 ]
 
 
-def _check(quantiles, labels, levels):
+def _check(y, quantiles, levels):
+    y = as_float_array(y, "y", min_ndim=1)
     q = as_float_array(quantiles, "quantiles", min_ndim=2)
-    y = as_float_array(labels, "labels", min_ndim=1)
     a = check_online_levels(levels)
     if q.shape[-1] != len(a):
         raise ValueError(f"quantiles must have {len(a)} entries on the last axis (one per level), got shape {q.shape}")
     if q.shape[:-1] != y.shape:
-        raise ValueError(f"labels must have shape {q.shape[:-1]} (quantiles without the level axis), got {y.shape}")
-    return q, y, a
+        raise ValueError(f"y must have shape {q.shape[:-1]} (quantiles without the level axis), got {y.shape}")
+    return y, q, a
 
 
-def empirical_frequencies(quantiles, labels, levels):
+def empirical_frequencies(y, quantiles, levels):
     """``F_k^T / T``: fraction of labels at or below each quantile, per series.
 
     Parameters
     ----------
+    y : array_like of shape (..., T)
+        Labels.
     quantiles : array_like of shape (..., T, K)
-    labels : array_like of shape (..., T)
     levels : array_like of shape (K,)
 
     Returns
@@ -58,34 +60,34 @@ def empirical_frequencies(quantiles, labels, levels):
 
     Examples
     --------
-    >>> empirical_frequencies([[1.0, 3.0], [1.0, 3.0]], [0.0, 2.0], [0.25, 0.75]).tolist()
+    >>> empirical_frequencies([0.0, 2.0], [[1.0, 3.0], [1.0, 3.0]], [0.25, 0.75]).tolist()
     [0.5, 1.0]
     """
-    q, y, _ = _check(quantiles, labels, levels)
+    y, q, _ = _check(y, quantiles, levels)
     return np.mean(y[..., None] <= q, axis=-2)
 
 
-def ece_loss(quantiles, labels, levels):
+def ece_loss(y, quantiles, levels):
     """The paper's calibration loss ``L_ece = 1/K sum_k |F_k^T / T - alpha_k|``, per series.
 
     Examples
     --------
-    >>> float(ece_loss([[1.0, 3.0], [1.0, 3.0]], [0.0, 2.0], [0.25, 0.75]))
+    >>> float(ece_loss([0.0, 2.0], [[1.0, 3.0], [1.0, 3.0]], [0.25, 0.75]))
     0.25
     """
-    q, y, a = _check(quantiles, labels, levels)
+    y, q, a = _check(y, quantiles, levels)
     return np.mean(np.abs(np.mean(y[..., None] <= q, axis=-2) - a), axis=-1)
 
 
-def pinball_loss(quantiles, labels, levels):
+def pinball_loss(y, quantiles, levels):
     """Average pinball loss ``1/(T K) sum_t sum_k rho_{alpha_k}(Y_t - Z_k^t)``, per series.
 
     Examples
     --------
-    >>> float(pinball_loss([[0.0, 3.0]], [1.0], [0.1, 0.9]).round(3))
+    >>> float(pinball_loss([1.0], [[0.0, 3.0]], [0.1, 0.9]).round(3))
     0.15
     """
-    q, y, a = _check(quantiles, labels, levels)
+    y, q, a = _check(y, quantiles, levels)
     diff = y[..., None] - q
     return np.mean(np.maximum(a * diff, (a - 1) * diff), axis=(-2, -1))
 
@@ -102,18 +104,18 @@ def sharpness(quantiles):
     return np.mean(np.abs(q - q[..., ::-1]), axis=(-2, -1))
 
 
-def mixed_loss(quantiles, labels, levels, w_mix=0.4):
+def mixed_loss(y, quantiles, levels, w_mix=0.4):
     """The tuning objective of Eq. (43): ``w_mix L_ece + (1 - w_mix) L_pinball``, per series.
 
     Examples
     --------
-    >>> float(mixed_loss([[1.0, 3.0], [1.0, 3.0]], [0.0, 2.0], [0.25, 0.75], w_mix=1.0))
+    >>> float(mixed_loss([0.0, 2.0], [[1.0, 3.0], [1.0, 3.0]], [0.25, 0.75], w_mix=1.0))
     0.25
     """
     w = float(w_mix)
     if not 0 <= w <= 1:
         raise ValueError(f"w_mix must lie in [0, 1], got {w}")
-    return w * ece_loss(quantiles, labels, levels) + (1 - w) * pinball_loss(quantiles, labels, levels)
+    return w * ece_loss(y, quantiles, levels) + (1 - w) * pinball_loss(y, quantiles, levels)
 
 
 def oracle_band(n_steps, levels, delta=0.01):
@@ -142,13 +144,14 @@ def oracle_band(n_steps, levels, delta=0.01):
     return a - b, a + b
 
 
-def reliability_data(quantiles, labels, levels, delta=0.01):
+def reliability_data(y, quantiles, levels, delta=0.01):
     """Reliability-diagram data with the oracle band.
 
     Parameters
     ----------
+    y : array_like of shape (..., T)
+        Labels.
     quantiles : array_like of shape (..., T, K)
-    labels : array_like of shape (..., T)
     levels : array_like of shape (K,)
     delta : float, default 0.01
 
@@ -161,11 +164,11 @@ def reliability_data(quantiles, labels, levels, delta=0.01):
 
     Examples
     --------
-    >>> d = reliability_data([[1.0, 3.0], [1.0, 3.0]], [0.0, 2.0], [0.25, 0.75], delta=0.05)
+    >>> d = reliability_data([0.0, 2.0], [[1.0, 3.0], [1.0, 3.0]], [0.25, 0.75], delta=0.05)
     >>> d["frequency"].tolist(), bool(d["inside"])
     ([0.5, 1.0], True)
     """
-    q, y, a = _check(quantiles, labels, levels)
+    y, q, a = _check(y, quantiles, levels)
     freq = np.mean(y[..., None] <= q, axis=-2)
     lower, upper = oracle_band(y.shape[-1], a, delta)
     inside = np.all((freq >= lower - 1e-12) & (freq <= upper + 1e-12), axis=-1)

@@ -152,7 +152,8 @@ class _Springs:
         self.anchor = base + adjustment
         self.first = base[:, :1]
         if B is not None:
-            padded = np.concatenate([np.full((len(base), 1), -B), np.clip(base, -B, B), np.full((len(base), 1), B)], axis=1)
+            ends = np.full((len(base), 1), B)
+            padded = np.concatenate([-ends, np.clip(base, -B, B), ends], axis=1)
         else:
             padded = base
         if min_rest is None:
@@ -312,7 +313,8 @@ def solve_equilibrium(base, adjustment, eta, B=None, *, tol=1e-12, max_iter=100,
     Examples
     --------
     >>> z = solve_equilibrium([-1.0, 0.0, 1.0], [0.0, 3.0, 0.0], eta=1.0, B=2.0)
-    >>> bool(np.all(np.diff(z) > 0)), bool(np.abs(equilibrium_residual(z, [-1.0, 0.0, 1.0], [0.0, 3.0, 0.0], 1.0, B=2.0)).max() < 1e-10)
+    >>> residual = equilibrium_residual(z, [-1.0, 0.0, 1.0], [0.0, 3.0, 0.0], 1.0, B=2.0)
+    >>> bool(np.all(np.diff(z) > 0)), bool(np.abs(residual).max() < 1e-10)
     (True, True)
     """
     z0, e, eta, B, min_rest, single = _check_problem(base, adjustment, eta, B, min_rest)

@@ -60,7 +60,7 @@ def _require_bound(B):
     return B
 
 
-def interval_likelihood(quantiles, labels, levels, B):
+def interval_likelihood(y, quantiles, levels, B):
     """The "likelihood" of Eq. (5): level mass over the width of the interval holding the label.
 
     With the padding ``Z_0 = -B``, ``Z_{K+1} = B``, ``alpha_0 = 0``,
@@ -70,10 +70,10 @@ def interval_likelihood(quantiles, labels, levels, B):
 
     Parameters
     ----------
+    y : array_like of shape (..., T)
+        Labels in ``[-B, B]``.
     quantiles : array_like of shape (..., T, K)
         Output quantiles, strictly increasing inside ``(-B, B)``.
-    labels : array_like of shape (..., T)
-        Labels in ``[-B, B]``.
     levels : array_like of shape (K,)
     B : float
         Label bound.
@@ -84,13 +84,13 @@ def interval_likelihood(quantiles, labels, levels, B):
 
     Examples
     --------
-    >>> interval_likelihood([[-1.0, 1.0]], [0.5], [0.25, 0.75], B=2.0).tolist()
+    >>> interval_likelihood([0.5], [[-1.0, 1.0]], [0.25, 0.75], B=2.0).tolist()
     [0.25]
     """
-    q, y, a = _check(quantiles, labels, levels)
+    y, q, a = _check(y, quantiles, levels)
     B = _require_bound(B)
     if np.any(np.abs(y) > B):
-        raise ValueError(f"labels must lie in [-B, B] = [{-B}, {B}]")
+        raise ValueError(f"y must lie in [-B, B] = [{-B}, {B}]")
     pad = np.full(q.shape[:-1] + (1,), B)
     knots = np.concatenate([-pad, q, pad], axis=-1)
     widths = np.diff(knots, axis=-1)
@@ -102,13 +102,13 @@ def interval_likelihood(quantiles, labels, levels, B):
     return mass[k] / width
 
 
-def count_deviation(quantiles, labels, levels):
+def count_deviation(y, quantiles, levels):
     """``|F_k^t - alpha_k t|`` in counts after every step ``t = 1..T``, per level.
 
     Parameters
     ----------
-    quantiles, labels, levels : array_like
-        Shapes (..., T, K), (..., T) and (K,), as in
+    y, quantiles, levels : array_like
+        Shapes (..., T), (..., T, K) and (K,), as in
         :func:`~calibtut.online.metrics.empirical_frequencies`.
 
     Returns
@@ -117,10 +117,10 @@ def count_deviation(quantiles, labels, levels):
 
     Examples
     --------
-    >>> count_deviation([[1.0], [1.0]], [0.0, 2.0], [0.5])[:, 0].tolist()
+    >>> count_deviation([0.0, 2.0], [[1.0], [1.0]], [0.5])[:, 0].tolist()
     [0.5, 0.0]
     """
-    q, y, a = _check(quantiles, labels, levels)
+    y, q, a = _check(y, quantiles, levels)
     F = np.cumsum(y[..., None] <= q, axis=-2)
     t = np.arange(1, y.shape[-1] + 1)[:, None]
     return np.abs(F - a * t)
@@ -181,14 +181,15 @@ class SpringBoundCheck(NamedTuple):
     """The smallest admissible ``c_T``."""
 
 
-def spring_bound_check(quantiles, labels, levels, *, B, beta, eta, delta, pid=False, kind="half"):
+def spring_bound_check(y, quantiles, levels, *, B, beta, eta, delta, pid=False, kind="half"):
     """Theorem 2 (or, with ``pid=True``, Corollary 1) along a transcript, at every ``T``.
 
     Parameters
     ----------
+    y : array_like of shape (..., T)
+        Labels.
     quantiles : array_like of shape (..., T, K)
         Output quantiles of the springs algorithm (strictly increasing inside ``(-B, B)``).
-    labels : array_like of shape (..., T)
     levels : array_like of shape (K,)
     B : float
         Label bound.
@@ -208,18 +209,18 @@ def spring_bound_check(quantiles, labels, levels, *, B, beta, eta, delta, pid=Fa
     Examples
     --------
     >>> z = np.tile([-1.0, 0.0, 1.0], (4, 1))
-    >>> r = spring_bound_check(z, [-0.5, 0.5, 0.5, -1.5], [0.25, 0.5, 0.75], B=2.0, beta=0.16, eta=0.96, delta=0.47)
+    >>> r = spring_bound_check([-0.5, 0.5, 0.5, -1.5], z, [0.25, 0.5, 0.75], B=2.0, beta=0.16, eta=0.96, delta=0.47)
     >>> bool(np.all(r.deviation <= r.bound)), r.likelihood.tolist()
     (True, [0.25, 0.25, 0.25, 0.25])
     """
     if not isinstance(pid, bool):
         raise TypeError(f"pid must be a boolean, got {type(pid).__name__}")
-    q, y, a = _check(quantiles, labels, levels)
-    L = interval_likelihood(q, y, a, B)
+    y, q, a = _check(y, quantiles, levels)
+    L = interval_likelihood(y, q, a, B)
     running = np.maximum.accumulate(L, axis=-1)
     c = admissible_c(running, len(a), B=B, beta=beta, eta=eta, margin=COROLLARY1_MARGIN if pid else THEOREM2_MARGIN)
     h = binomial_tolerance(y.shape[-1], a, _check_delta(delta), kind)[1:].max(axis=1)
-    deviation = count_deviation(q, y, a).max(axis=-1)
+    deviation = count_deviation(y, q, a).max(axis=-1)
     return SpringBoundCheck(deviation, len(a) * (2 * h + c), L, running, c)
 
 

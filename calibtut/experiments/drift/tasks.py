@@ -1,4 +1,4 @@
-"""The experiments of the drift paper (paper 000, Section 5, Appendix C): the regression benchmark and the decision task.
+"""The drift paper's (paper 000, Section 5, Appendix C) task lists and runners: the regression benchmark and the search.
 
 The regression benchmark puts UCI data under four drifts. For one dataset and seed:
 
@@ -17,17 +17,16 @@ The regression benchmark puts UCI data under four drifts. For one dataset and se
 
 The bound ``B`` of each stream is the smallest integer bounding its labels and
 base forecasts (it looks at the whole stream, as the paper's choice of ``B``
-and its regret baseline do). :func:`benchmark_table` runs a grid of datasets
-and seeds through :func:`calibtut.run.sweep`, so a long run resumes where it stopped.
+and its regret baseline do). :func:`benchmark_tasks` is the task list of the
+benchmark and :func:`run_benchmark_task` its runner; :func:`benchmark_table`
+runs a grid of datasets and seeds through :func:`calibtut.run.sweep`, so a
+long run resumes where it stopped.
 
-The decision task of Appendix C.1 (:func:`decision_loss`, :func:`best_action`)
-scores a response tier chosen from a forecast's median against the outcome.
-
-The tables of the chapters: :func:`benchmark_tasks` is the task list of the
-benchmark, :func:`table1_rows` and :func:`table1_summary` its rows and block of
-Table 1, :func:`paired_difference` the paired comparison behind the claims,
-and :func:`table1_vs_paper` / :func:`table2_vs_paper` put Tables 1 and 2 beside
-the paper's numbers (:func:`calibtut.papers.paper_table`).
+The hyper-parameter search of Appendix B.1 scores candidates
+(:func:`search_candidates`: the two presets and random draws from
+:data:`SEARCH_SPACE`) on the synthetic tasks of Eq. (44) and on the drifted
+benchmark; :func:`search_tasks` is its task list and :func:`run_search_task`
+its runner.
 """
 
 from __future__ import annotations
@@ -39,36 +38,29 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from calibtut._validation import check_int, check_levels, check_real, check_rng
+from calibtut._validation import as_float_array, check_int, check_levels, check_real, check_rng
 from calibtut.data import load_regression
+from calibtut.experiments.drift._common import _check_names
 from calibtut.online.adjustment import PRESETS, DriftParams
 from calibtut.online.baselines import ACICalibrator, OriginalForecast, RegretCalibrator
 from calibtut.online.calibrator import DriftCalibrator
 from calibtut.online.conformal import ConformalCalibrator, equally_spaced_levels
 from calibtut.online.drift import PAPER_DRIFT_BETA, apply_drift, synthetic_tasks
 from calibtut.online.metrics import ece_loss, pinball_loss, sharpness
-from calibtut.papers import paper_table
-from calibtut.run import paper_vs_ours, sweep
+from calibtut.run import sweep
 
 __all__ = [
     "BENCHMARK_DATASETS",
     "BENCHMARK_DRIFTS",
     "BENCHMARK_METHODS",
-    "COVID_LOSS",
-    "COVID_LOSS_THRESHOLDS",
-    "METHOD_LABELS",
     "SEARCH_SPACE",
-    "SHUTDOWN_LOSS",
     "BenchmarkStream",
     "benchmark_streams",
     "benchmark_table",
     "benchmark_tasks",
-    "best_action",
-    "decision_loss",
     "evaluate_params",
     "gaussian_base_forecasts",
     "make_method",
-    "paired_difference",
     "random_drift_params",
     "run_benchmark_task",
     "run_search_task",
@@ -77,10 +69,6 @@ __all__ = [
     "search_streams",
     "search_tasks",
     "stack_streams",
-    "table1_rows",
-    "table1_summary",
-    "table1_vs_paper",
-    "table2_vs_paper",
 ]
 
 
@@ -140,14 +128,6 @@ def _check_dataset(dataset):
     return dataset
 
 
-def _check_names(values, allowed, name):
-    values = (values,) if isinstance(values, str) else tuple(values)
-    bad = [v for v in values if v not in allowed]
-    if bad or not values:
-        raise ValueError(f"{name} must be a non-empty selection of {list(allowed)}, got {list(values)}")
-    return values
-
-
 def _check_settings(*, n_steps, n_sequences, n_levels, max_train, aci_gamma, params, drifts, methods):
     """Refuse a bad benchmark setting before any data is loaded (the checks of the functions it reaches)."""
     check_int(n_steps, "n_steps", minimum=1)
@@ -195,9 +175,9 @@ def gaussian_base_forecasts(X, y, levels, *, n_steps=100, n_sequences=1, max_tra
     from sklearn.ensemble import HistGradientBoostingRegressor
     from threadpoolctl import threadpool_limits
 
-    X = np.asarray(X, dtype=float)
-    y = np.asarray(y, dtype=float)
-    if X.ndim != 2 or y.ndim != 1 or len(X) != len(y):
+    X = as_float_array(X, "X", ndim=2, finite=False)  # the gradient-boosted trees take missing values
+    y = as_float_array(y, "y", ndim=1)
+    if len(X) != len(y):
         raise ValueError(f"X must be (n, d) and y (n,) with the same n, got {X.shape} and {y.shape}")
     T = check_int(n_steps, "n_steps", minimum=1)
     m = check_int(n_sequences, "n_sequences", minimum=1)
@@ -314,8 +294,15 @@ def make_method(method, levels, B, *, params="paper", aci_gamma=0.05, seed=None)
     return ACICalibrator(levels, B, gamma=aci_gamma)
 
 
-def score_stream(quantiles, labels, levels):
+def score_stream(y, quantiles, levels):
     """Pinball loss, ``L_ece`` and sharpness of each sequence.
+
+    Parameters
+    ----------
+    y : array_like of shape (n_sequences, T)
+        Labels.
+    quantiles : array_like of shape (n_sequences, T, K)
+    levels : array_like of shape (K,)
 
     Returns
     -------
@@ -324,13 +311,14 @@ def score_stream(quantiles, labels, levels):
 
     Examples
     --------
-    >>> score_stream(np.array([[[0.0, 1.0]]]), np.array([[0.5]]), [0.25, 0.75]).round(3).to_dict("records")
+    >>> score_stream(np.array([[0.5]]), np.array([[[0.0, 1.0]]]), [0.25, 0.75]).round(3).to_dict("records")
     [{'sequence': 0, 'pinball': 0.125, 'ece': 0.25, 'sharpness': 1.0}]
     """
+    pinball = pinball_loss(y, quantiles, levels)
     return pd.DataFrame({
-        "sequence": np.arange(len(labels)),
-        "pinball": pinball_loss(quantiles, labels, levels),
-        "ece": ece_loss(quantiles, labels, levels),
+        "sequence": np.arange(len(pinball)),
+        "pinball": pinball,
+        "ece": ece_loss(y, quantiles, levels),
         "sharpness": sharpness(quantiles),
     })
 
@@ -378,7 +366,7 @@ def run_benchmark_task(dataset, seed, *, n_steps=100, n_sequences=1, n_levels=9,
             calibrator = make_method(method, s.levels, s.B, params=params, aci_gamma=aci_gamma,
                                      seed=np.random.default_rng([seed, 7]))
             z = calibrator.run(s.forecasts, s.labels)
-            frames.append(score_stream(z, s.labels, s.levels).assign(drift=drift, method=method))
+            frames.append(score_stream(s.labels, z, s.levels).assign(drift=drift, method=method))
     table = pd.concat(frames, ignore_index=True)
     return table[["drift", "method", "sequence", "pinball", "ece", "sharpness"]]
 
@@ -452,241 +440,6 @@ def benchmark_tasks(datasets, seeds, *, n_steps=100, n_sequences=1, n_levels=9, 
     return [{"dataset": d, "seed": s, "n_steps": n_steps, "n_sequences": n_sequences, "n_levels": n_levels,
              "params": params, "aci_gamma": float(aci_gamma), "max_train": max_train, "drifts": drifts,
              "methods": methods} for d in datasets for s in seeds]
-
-
-METHOD_LABELS = {"original": "orig.", "conformal": "conf.", "ours": "ours", "regret": "regret", "aci": "ACI"}
-"""Method name -> its column label in the paper's Table 1 (ACI is not in the paper)."""
-
-TABLE1_METRICS = ("pinball", "ece", "sharpness")
-"""The three scores of Table 1, in its order."""
-
-TABLE1_COLUMNS = ("dataset", "seed", "drift", "method", "sequence", *TABLE1_METRICS)
-
-
-def _check_frame(frame, columns, name):
-    if not isinstance(frame, pd.DataFrame):
-        raise TypeError(f"{name} must be a pandas DataFrame, got {type(frame).__name__}")
-    missing = [c for c in columns if c not in frame.columns]
-    if missing:
-        raise ValueError(f"{name} lacks column(s) {missing}; it has {list(frame.columns)}")
-    return frame
-
-
-def table1_rows(bench):
-    """The benchmark's rows as Table 1 labels them: methods renamed (:data:`METHOD_LABELS`), Table 1's columns.
-
-    Parameters
-    ----------
-    bench : pandas.DataFrame
-        What :func:`benchmark_table` returns.
-
-    Returns
-    -------
-    pandas.DataFrame
-        Columns ``dataset``, ``seed``, ``drift``, ``method``, ``sequence``,
-        ``pinball``, ``ece``, ``sharpness``.
-
-    Examples
-    --------
-    >>> bench = pd.DataFrame({"dataset": ["yacht"], "seed": [0], "drift": ["jump"], "method": ["conformal"],
-    ...                       "sequence": [0], "pinball": [0.5], "ece": [0.1], "sharpness": [2.0], "n_steps": [100]})
-    >>> table1_rows(bench).to_dict("records")
-    [{'dataset': 'yacht', 'seed': 0, 'drift': 'jump', 'method': 'conf.', 'sequence': 0, 'pinball': 0.5, 'ece': 0.1, \
-'sharpness': 2.0}]
-    """
-    _check_frame(bench, TABLE1_COLUMNS, "bench")
-    unknown = sorted(set(bench["method"]) - set(METHOD_LABELS))
-    if unknown:
-        raise ValueError(f"bench['method'] holds names outside {list(METHOD_LABELS)}: {unknown}")
-    return bench.assign(method=bench["method"].map(METHOD_LABELS))[list(TABLE1_COLUMNS)]
-
-
-def table1_summary(rows):
-    """Table 1's block for some rows: the mean of each score per drift (or row) and method.
-
-    Parameters
-    ----------
-    rows : pandas.DataFrame
-        Columns ``drift``, ``method`` and the three scores, e.g. :func:`table1_rows`.
-
-    Returns
-    -------
-    pandas.DataFrame
-        Index ``(drift, metric)``, one column per method in the order of
-        :data:`METHOD_LABELS`: the mean over datasets, seeds and sequences.
-
-    Examples
-    --------
-    >>> rows = pd.DataFrame({"drift": ["jump"] * 3, "method": ["ours", "ours", "conf."], "pinball": [1.0, 2.0, 4.0],
-    ...                      "ece": [0.1, 0.3, 0.4], "sharpness": [1.0, 1.0, 2.0]})
-    >>> summary = table1_summary(rows)
-    >>> summary.index.tolist(), summary.columns.tolist()
-    ([('jump', 'pinball'), ('jump', 'ece'), ('jump', 'sharpness')], ['conf.', 'ours'])
-    >>> summary.values.tolist()
-    [[4.0, 1.5], [0.4, 0.2], [2.0, 1.0]]
-    """
-    _check_frame(rows, ["drift", "method", *TABLE1_METRICS], "rows")
-    means = rows.groupby(["drift", "method"], sort=False)[list(TABLE1_METRICS)].mean()
-    long = means.rename_axis(columns="metric").stack().unstack("method")
-    order = [m for m in METHOD_LABELS.values() if m in long.columns]
-    return long[order + [m for m in long.columns if m not in order]].rename_axis(columns=None)
-
-
-def paired_difference(rows, metric, a, b, alternative="two-sided"):
-    """Mean of ``metric`` of method ``a`` minus method ``b`` per drift, paired by base model, with a t-test.
-
-    The sequences of one base model (one ``dataset`` and ``seed``) share its
-    forecasts, so they are not independent: the differences are first
-    averaged over each base model's sequences, and the mean, its standard
-    error and the t-test are taken over base models.
-
-    Parameters
-    ----------
-    rows : pandas.DataFrame
-        Columns ``dataset``, ``seed``, ``sequence``, ``drift``, ``method`` and ``metric``.
-    metric : {"pinball", "ece", "sharpness"}
-    a, b : str
-        Two different method labels in ``rows["method"]``.
-    alternative : {"two-sided", "greater", "less"}, default "two-sided"
-        The t-test's alternative for the mean of ``a`` minus ``b``: a claim
-        that ``a`` is larger is tested with ``"greater"``.
-
-    Returns
-    -------
-    pandas.DataFrame
-        Index ``drift``; columns ``mean``, ``se`` (sample standard deviation
-        over the base models' mean differences divided by the square root of
-        their number), ``n`` (the number of base models) and ``p`` (the
-        p-value of the one-sample t-test of a zero mean against
-        ``alternative``, from :func:`scipy.stats.ttest_1samp`; NaN with one
-        base model).
-
-    Examples
-    --------
-    >>> rows = pd.DataFrame({"dataset": "d", "seed": [0, 0, 1, 1], "drift": "jump", "sequence": 0,
-    ...                      "method": ["ours", "conf.", "ours", "conf."], "ece": [0.1, 0.3, 0.2, 0.6]})
-    >>> paired_difference(rows, "ece", "conf.", "ours").round(3).to_dict("records")
-    [{'mean': 0.3, 'se': 0.1, 'n': 2, 'p': 0.205}]
-    >>> round(paired_difference(rows, "ece", "conf.", "ours", alternative="greater")["p"].item(), 3)
-    0.102
-    """
-    from scipy import stats
-
-    if metric not in TABLE1_METRICS:
-        raise ValueError(f"metric must be one of {list(TABLE1_METRICS)}, got {metric!r}")
-    _check_frame(rows, ["dataset", "seed", "sequence", "drift", "method", metric], "rows")
-    for name, label in (("a", a), ("b", b)):
-        if label not in set(rows["method"]):
-            raise ValueError(f"{name} must be a method of rows, one of {sorted(set(rows['method']))}, got {label!r}")
-    if a == b:
-        raise ValueError(f"a and b must be two different methods, got {a!r} twice")
-    if alternative not in ("two-sided", "greater", "less"):
-        raise ValueError(f"alternative must be 'two-sided', 'greater' or 'less', got {alternative!r}")
-    wide = rows.pivot_table(index=["dataset", "seed", "sequence", "drift"], columns="method", values=metric)
-    per_model = (wide[a] - wide[b]).groupby(level=["drift", "dataset", "seed"]).mean().dropna()
-    d = per_model.groupby(level="drift")
-    p = d.apply(lambda x: stats.ttest_1samp(x.to_numpy(), 0.0, alternative=alternative).pvalue
-                if len(x) > 1 else np.nan)
-    return pd.DataFrame({"mean": d.mean(), "se": d.std(ddof=1) / np.sqrt(d.count()), "n": d.count(), "p": p})
-
-
-def table1_vs_paper(ours, *, rows, full=None, by="drift", live="ci"):
-    """Table 1 of the paper beside ours, one line per (row, metric, method).
-
-    The paper's numbers are :func:`calibtut.papers.paper_table` ``("drift",
-    "table1")``; the two cells unreadable in our copy are left out.
-
-    Parameters
-    ----------
-    ours : pandas.DataFrame
-        Our scores: the column ``by`` holds Table 1's row (a drift, ``"COVID"``,
-        ``"stock"``), ``method`` a label of :data:`METHOD_LABELS`, and the three scores.
-    rows : sequence of str
-        Table 1's rows to compare.
-    full : pandas.DataFrame, optional
-        The published full run, laid out like ``ours``.
-    by : str, default "drift"
-        The column of ``ours`` (and ``full``) that holds Table 1's row.
-    live : {"ci", "full"}, default "ci"
-        The profile ``ours`` was run at; it names the column ``ours (<live>)``
-        (see :func:`calibtut.run.paper_vs_ours`).
-
-    Returns
-    -------
-    pandas.DataFrame
-        Columns ``row``, ``metric``, ``method``, ``paper``, ``ours (<live>)``,
-        ``ours (full)`` (with ``full``) and ``difference``, rounded to 3
-        decimals, in the paper's order.
-
-    Examples
-    --------
-    >>> ours = pd.DataFrame({"drift": "jump", "method": ["ours", "ours"], "pinball": [0.5, 0.6],
-    ...                      "ece": [0.07, 0.09], "sharpness": [2.0, 2.0]})
-    >>> table = table1_vs_paper(ours, rows=["jump"])
-    >>> table.columns.tolist()
-    ['row', 'metric', 'method', 'paper', 'ours (ci)', 'difference']
-    >>> table.query("method == 'ours'")[["metric", "paper", "ours (ci)"]].values.tolist()
-    [['pinball', 0.533, 0.55], ['ece', 0.073, 0.08], ['sharpness', 1.972, 2.0]]
-    """
-    paper = paper_table("drift", "table1").dropna()
-    rows = _check_names(rows, tuple(paper["row"].unique()), "rows")
-
-    def long(frame, name):
-        _check_frame(frame, [by, "method", *TABLE1_METRICS], name)
-        return frame.melt(id_vars=[by, "method"], value_vars=list(TABLE1_METRICS), var_name="metric").rename(
-            columns={by: "row"})
-
-    full_long = None if full is None else long(full, "full")
-    table = paper_vs_ours(paper[paper["row"].isin(rows)], long(ours, "ours"), on=["row", "metric", "method"],
-                          full=full_long, live=live, decimals=3)
-    return table.reset_index(drop=True)
-
-
-COVID_LOSS_THRESHOLDS = (4.0, 6.0, 8.0)
-"""Log-case thresholds of the COVID loss of Appendix C.1 (``z <= 4``, ``4 < z <= 6``, ``6 < z <= 8``, ``z > 8``)."""
-
-COVID_LOSS = np.array([[0.0, 0.0, 0.0, 0.0], [1.0, 0.0, 0.0, 0.0], [3.0, 2.0, 0.0, 0.0], [6.0, 5.0, 3.0, 0.0]])
-"""COVID loss of Appendix C.1: row = band of the outcome ``z``, column = response tier ``a`` = 0..3."""
-
-SHUTDOWN_LOSS = np.array([0.0, 0.3, 0.7, 1.0])
-"""Shut-down loss of response tiers 0..3 (Appendix C.1)."""
-
-
-def decision_loss(action, z):
-    """Loss of response tier ``action`` when the (log) outcome is ``z``: COVID loss + shut-down loss.
-
-    Parameters
-    ----------
-    action : array_like of int in {0, 1, 2, 3}
-    z : array_like of float, broadcastable with ``action``
-
-    Returns
-    -------
-    ndarray
-
-    Examples
-    --------
-    >>> decision_loss([0, 3, 2], [7.0, 7.0, 9.0]).tolist()
-    [3.0, 1.0, 3.7]
-    """
-    a = np.asarray(action)
-    if not np.issubdtype(a.dtype, np.integer) or np.any((a < 0) | (a > 3)):
-        raise ValueError("action must hold integers in {0, 1, 2, 3}")
-    band = np.searchsorted(COVID_LOSS_THRESHOLDS, np.asarray(z, dtype=float), side="left")
-    return COVID_LOSS[band, a] + SHUTDOWN_LOSS[a]
-
-
-def best_action(z_forecast):
-    """The tier that minimises :func:`decision_loss` if the outcome were ``z_forecast`` (the paper uses the median).
-
-    Examples
-    --------
-    >>> best_action([3.0, 5.0, 7.0, 9.0]).tolist()
-    [0, 1, 2, 3]
-    """
-    z = np.asarray(z_forecast, dtype=float)
-    losses = np.stack([decision_loss(np.full(z.shape, a), z) for a in range(4)], axis=-1)
-    return np.argmin(losses, axis=-1)
 
 
 SEARCH_SPACE = {
@@ -799,47 +552,10 @@ def evaluate_params(params, forecasts, labels, levels, B, w_mix=0.4):
     if not 0 <= w <= 1:
         raise ValueError(f"w_mix must lie in [0, 1], got {w}")
     z = DriftCalibrator(levels, B, params=params).run(forecasts, labels)
-    scores = score_stream(z, labels, levels)
+    scores = score_stream(labels, z, levels)
     out = {k: float(scores[k].mean()) for k in ("pinball", "ece", "sharpness")}
     out["mix"] = w * out["ece"] + (1 - w) * out["pinball"]
     return out
-
-
-def table2_vs_paper(table2, *, live="ci"):
-    """Table 2 of the paper (Appendix B.1) beside ours, one line per (``w_mix``, metric).
-
-    Parameters
-    ----------
-    table2 : pandas.DataFrame
-        Index ``w_mix``; columns ``candidate``, ``pinball``, ``ece`` and
-        ``sharpness``: the chosen candidate for each weight, scored on fresh
-        synthetic tasks.
-    live : {"ci", "full"}, default "ci"
-        The profile ``table2`` was run at; it names the column ``ours (<live>)``
-        (see :func:`calibtut.run.paper_vs_ours`).
-
-    Returns
-    -------
-    pandas.DataFrame
-        Columns ``w_mix``, ``metric``, ``paper``, ``ours (<live>)``, ``difference``,
-        rounded to 3 decimals, in the paper's order; the paper's numbers are
-        :func:`calibtut.papers.paper_table` ``("drift", "table2")``.
-
-    Examples
-    --------
-    >>> ours = pd.DataFrame({"candidate": ["c1", "c2"], "pinball": [0.16, 0.17], "ece": [0.02, 0.01],
-    ...                      "sharpness": [0.8, 0.9]}, index=pd.Index([0.0, 1.0], name="w_mix"))
-    >>> table = table2_vs_paper(ours)
-    >>> table.query("w_mix == 1.0")[["metric", "paper", "ours (ci)"]].values.tolist()
-    [['pinball', 0.178, 0.17], ['ece', 0.008, 0.01], ['sharpness', 0.972, 0.9]]
-    """
-    _check_frame(table2, ["candidate", *TABLE1_METRICS], "table2")
-    if table2.index.name != "w_mix":
-        raise ValueError(f"table2 must be indexed by w_mix, got index {table2.index.name!r}")
-    ours = table2.reset_index().melt(id_vars=["w_mix", "candidate"], value_vars=list(TABLE1_METRICS),
-                                     var_name="metric")
-    return paper_vs_ours(paper_table("drift", "table2"), ours.astype({"value": float}), on=["w_mix", "metric"],
-                         live=live, decimals=3)
 
 
 def search_candidates(n_candidates, seed):

@@ -1,0 +1,513 @@
+"""The tables of paper 003's UCI experiments: our runs summarized as the paper prints them and beside its numbers.
+
+:func:`summarize_runs` and :func:`mean_pm_std` give the paper's "mean ± std"
+cells over folds and repeats; :func:`paper_numbers` reads Tables 1, 2 and 4-7
+from :mod:`calibtut.papers`, and :func:`paper_vs_ours_cells` /
+:func:`paper_vs_ours_view` put every cell beside ours. :func:`qr_effect`,
+:func:`recalibration_raises_error` and :func:`fold_order_summary` are the
+comparisons behind the chapters' claims; :func:`ablation_tables` and
+:func:`spacing_share_below` the tables behind the ablation figures (Figures 5-12).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from calibtut._validation import check_int
+from calibtut.experiments.quantile_regularization.tasks import PAPER_LAMBDA
+from calibtut.papers import paper_table
+from calibtut.run import paper_vs_ours
+
+__all__ = [
+    "PAPER_TABLES",
+    "SHORT_METRIC_LABELS",
+    "ablation_tables",
+    "fold_order_summary",
+    "mean_pm_std",
+    "paper_numbers",
+    "paper_setting",
+    "paper_vs_ours_cells",
+    "paper_vs_ours_view",
+    "qr_effect",
+    "recalibration_raises_error",
+    "spacing_share_below",
+    "summarize_runs",
+]
+
+
+def paper_setting(runs):
+    """Boolean mask of the runs in the setting of Tables 1-2: base or the paper's ``L``, ``k = sqrt(n)``.
+
+    Parameters
+    ----------
+    runs : pandas.DataFrame
+        Rows of a sweep of :func:`run_qr_config` with the columns ``model``,
+        ``lam``, ``spacing`` and ``spacing_mult`` (``spacing`` may hold
+        ``"sqrt"`` and integers, or their text after a round trip through CSV).
+
+    Returns
+    -------
+    pandas.Series of bool
+
+    Examples
+    --------
+    >>> runs = pd.DataFrame({"model": ["dropout"] * 3, "lam": [0.0, 1.0, 3.0], "spacing": ["sqrt"] * 3,
+    ...                      "spacing_mult": [1.0] * 3})
+    >>> paper_setting(runs).tolist()
+    [True, True, False]
+    """
+    if not isinstance(runs, pd.DataFrame):
+        raise TypeError(f"runs must be a pandas DataFrame, got {type(runs).__name__}")
+    missing = [c for c in ("model", "lam", "spacing", "spacing_mult") if c not in runs.columns]
+    if missing:
+        raise ValueError(f"runs lacks column(s) {missing}; it has {list(runs.columns)}")
+    paper_lam = runs["model"].map(PAPER_LAMBDA)
+    return ((runs["spacing"].astype(str) == "sqrt") & (runs["spacing_mult"] == 1.0)
+            & ((runs["lam"] == 0) | (runs["lam"] == paper_lam)))
+
+
+def summarize_runs(runs, by, metrics, *, decimals=None):
+    """Mean and standard deviation of metrics over folds and repeats, one row per group.
+
+    The paper reports "mean ± std" over its splits and repeats; this builds the
+    same summary from the rows of a sweep of :func:`run_qr_config`.
+
+    Parameters
+    ----------
+    runs : pandas.DataFrame
+        One row per run, with the columns ``by`` and ``metrics``.
+    by : str or list of str
+        Grouping columns, e.g. ``["model", "dataset", "lam"]``.
+    metrics : list of str
+        Metric columns to summarize.
+    decimals : int, optional
+        Round for display.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``by``, ``n_runs``, then ``<metric>_mean`` and ``<metric>_std``
+        (sample std, ddof = 1; NaN for a single run) for each metric.
+
+    Examples
+    --------
+    >>> runs = pd.DataFrame({"lam": [0, 0, 1], "rmse": [1.0, 3.0, 2.0]})
+    >>> summarize_runs(runs, "lam", ["rmse"])
+       lam  n_runs  rmse_mean  rmse_std
+    0    0       2        2.0  1.414214
+    1    1       1        2.0       NaN
+    """
+    if not isinstance(runs, pd.DataFrame):
+        raise TypeError(f"runs must be a pandas DataFrame, got {type(runs).__name__}")
+    by = [by] if isinstance(by, str) else list(by)
+    metrics = [metrics] if isinstance(metrics, str) else list(metrics)
+    missing = [c for c in [*by, *metrics] if c not in runs.columns]
+    if missing:
+        raise ValueError(f"runs lacks column(s) {missing}; it has {list(runs.columns)}")
+    if decimals is not None:
+        decimals = check_int(decimals, "decimals", minimum=0)
+    groups = runs.groupby(by, sort=False)
+    table = groups.size().rename("n_runs").reset_index()
+    for metric in metrics:
+        stats = groups[metric].agg(["mean", "std"]).rename(columns=lambda c: f"{metric}_{c}").reset_index()
+        table = table.merge(stats, on=by, how="left")
+    if decimals is not None:
+        numeric = [c for c in table.columns if c.endswith(("_mean", "_std"))]
+        table[numeric] = table[numeric].round(decimals)
+    return table
+
+
+#: The paper's UCI tables shipped in :mod:`calibtut.papers`: Tables 1-2 (base vs QR), 4-5 (after isotonic),
+#: 6-7 (K-fold).
+PAPER_TABLES = ("table1", "table2", "table4", "table5", "table6", "table7")
+
+_CELL = ["model", "dataset", "method"]
+
+
+def _frame(df, columns, name):
+    if not isinstance(df, pd.DataFrame):
+        raise TypeError(f"{name} must be a pandas DataFrame, got {type(df).__name__}")
+    missing = [c for c in columns if c not in df.columns]
+    if missing:
+        raise ValueError(f"{name} lacks column(s) {missing}; it has {list(df.columns)}")
+    return df
+
+
+def paper_numbers():
+    """The paper's Tables 1, 2 and 4-7 in one long frame, read from :mod:`calibtut.papers`.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``table`` (``"table1"``, ...), ``model``, ``dataset``,
+        ``method``, ``metric`` (a :data:`METRIC_LABELS` key), ``mean`` and
+        ``std`` as printed.
+
+    Examples
+    --------
+    >>> paper = paper_numbers()
+    >>> sorted(paper["table"].unique()) == sorted(PAPER_TABLES)
+    True
+    >>> paper.query("table == 'table2' and dataset == 'yacht' and metric == 'calib_error'")["mean"].tolist()
+    [24.18, 26.81]
+    """
+    frames = [paper_table("quantile_regularization", t).assign(table=t) for t in PAPER_TABLES]
+    return pd.concat(frames, ignore_index=True)[["table", *_CELL, "metric", "mean", "std"]]
+
+
+def paper_vs_ours_cells(paper, ours, metrics, *, full=None, methods=("base", "QR"), datasets=None):
+    """Every cell of some of the paper's tables beside ours, one line per (metric, model, dataset, method).
+
+    Parameters
+    ----------
+    paper : pandas.DataFrame
+        Rows of :func:`paper_numbers`, one per cell (select the tables first:
+        Tables 1-2 and 6-7 both hold ``calib_error``).
+    ours : pandas.DataFrame
+        Our ``ci`` runs with the columns ``model``, ``dataset``, ``method``
+        (``"base"`` or ``"QR"``) and the ``metrics``; folds are averaged.
+    metrics : list of str
+        Metric columns, in display order.
+    full : pandas.DataFrame, optional
+        The full run, laid out like ``ours``.
+    methods : sequence of str, default ("base", "QR")
+    datasets : sequence of str, optional
+        Keep only these datasets (default: all of the paper's).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Index ``(metric, model, dataset, method)`` in the paper's order;
+        columns ``paper``, ``paper std``, ``ours (ci)``, then with ``full``
+        ``ours (full)`` and ``ours (full) std`` (the spread over the full
+        run's folds), and ``difference`` (ours minus paper, the full run
+        where given). Rounded to 2 decimals.
+
+    Examples
+    --------
+    >>> paper = paper_numbers().query("table == 'table1'")
+    >>> ours = pd.DataFrame({"model": "dropout", "dataset": "yacht", "method": ["base", "QR"],
+    ...                      "calib_error": [10.0, 8.0]})
+    >>> cells = paper_vs_ours_cells(paper, ours, ["calib_error"], datasets=["yacht"])
+    >>> cells.index.tolist()
+    [('calib_error', 'dropout', 'yacht', 'base'), ('calib_error', 'dropout', 'yacht', 'QR')]
+    >>> cells.to_dict("list")
+    {'paper': [29.52, 29.0], 'paper std': [3.36, 2.7], 'ours (ci)': [10.0, 8.0], 'difference': [-19.52, -21.0]}
+    """
+    _frame(paper, [*_CELL, "metric", "mean", "std"], "paper")
+    metrics = [metrics] if isinstance(metrics, str) else list(metrics)
+    _frame(ours, [*_CELL, *metrics], "ours")
+    if full is not None:
+        _frame(full, [*_CELL, *metrics], "full")
+    parts = []
+    for metric in metrics:
+        want = paper[(paper["metric"] == metric) & paper["method"].isin(methods)]
+        if datasets is not None:
+            want = want[want["dataset"].isin(list(datasets))]
+        if want.empty:
+            raise ValueError(f"paper has no cell of metric {metric!r} for methods {list(methods)}")
+        runs = None if full is None else full[[*_CELL, metric]]
+        table = paper_vs_ours(want.rename(columns={"mean": metric})[[*_CELL, metric]], ours[[*_CELL, metric]],
+                              on=_CELL, value=metric, full=runs, decimals=2)
+        table.insert(len(_CELL) + 1, "paper std", want["std"].round(2).to_numpy())
+        if runs is not None:
+            spread = runs.groupby(_CELL)[metric].std().round(2).rename("ours (full) std").reset_index()
+            table = table.merge(spread, on=_CELL, how="left")
+            table.insert(table.columns.get_loc("ours (full)") + 1, "ours (full) std", table.pop("ours (full) std"))
+        parts.append(table.assign(metric=metric))
+    return pd.concat(parts, ignore_index=True).set_index(["metric", *_CELL])
+
+
+def qr_effect(cells, source):
+    """Per (model, dataset): does QR lower the calibration error, and the QR / base RMSE ratio, for one source.
+
+    Parameters
+    ----------
+    cells : pandas.DataFrame
+        What :func:`paper_vs_ours_cells` returns for ``calib_error`` and ``rmse``.
+    source : str
+        One of its columns: ``"paper"``, ``"ours (ci)"`` or ``"ours (full)"``.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Index ``(model, dataset)``; columns ``qr_lowers_ce`` (bool) and
+        ``rmse_ratio``.
+
+    Examples
+    --------
+    >>> paper = paper_numbers().query("table == 'table1' and dataset == 'yacht'")
+    >>> ours = pd.DataFrame({"model": "dropout", "dataset": "yacht", "method": ["base", "QR"],
+    ...                      "calib_error": [10.0, 8.0], "rmse": [4.0, 5.0]})
+    >>> qr_effect(paper_vs_ours_cells(paper, ours, ["calib_error", "rmse"]), "ours (ci)").values.tolist()
+    [[True, 1.25]]
+    """
+    _frame(cells, [source], "cells")
+    wide = cells[source].unstack("method")
+    return pd.DataFrame({
+        "qr_lowers_ce": wide.loc["calib_error", "QR"] < wide.loc["calib_error", "base"],
+        "rmse_ratio": wide.loc["rmse", "QR"] / wide.loc["rmse", "base"],
+    })
+
+
+def _share_raised(after, before):
+    raised = (after > before).where(after.notna() & before.notna())
+    return raised.groupby("model").mean()
+
+
+def recalibration_raises_error(runs, paper):
+    """Share of datasets, per model, on which isotonic recalibration raises the base model's calibration error.
+
+    Three columns: the paper (Tables 1-2 against 4-5), our runs with the map
+    fitted on the training PITs, and our runs with the K-fold variant, whose
+    maps are fitted on held-out folds (against the K-fold average before its
+    maps). A dataset enters a column only where
+    both numbers exist.
+
+    Parameters
+    ----------
+    runs : pandas.DataFrame
+        Rows of :func:`run_qr_config` with a ``method`` column; the ``"base"``
+        rows are averaged over folds.
+    paper : pandas.DataFrame
+        :func:`paper_numbers`.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Index ``model``; columns ``paper: train PITs``, ``ours: train PITs``,
+        ``ours: held-out folds``, shares in [0, 1].
+
+    Examples
+    --------
+    >>> runs = pd.DataFrame({"model": "ensemble", "dataset": ["yacht", "boston"], "method": "base",
+    ...                      "calib_error": [5.0, 5.0], "calib_error_iso": [7.0, 4.0],
+    ...                      "calib_error_kfold": [4.5, 4.5], "calib_error_kfold_iso": [4.0, 4.0]})
+    >>> recalibration_raises_error(runs, paper_numbers()).round(2).to_dict("records")
+    [{'paper: train PITs': 1.0, 'ours: train PITs': 0.5, 'ours: held-out folds': 0.0}]
+    """
+    columns = ["calib_error", "calib_error_iso", "calib_error_kfold", "calib_error_kfold_iso"]
+    _frame(runs, ["model", "dataset", "method", *columns], "runs")
+    _frame(paper, ["table", *_CELL, "metric", "mean"], "paper")
+    ours = runs[runs["method"] == "base"].groupby(["model", "dataset"])[columns].mean()
+    printed = paper[paper["table"].isin(["table1", "table2", "table4", "table5"]) & (paper["method"] == "base")]
+    printed = printed.pivot(index=["model", "dataset"], columns="metric", values="mean").reindex(ours.index)
+    return pd.DataFrame({
+        "paper: train PITs": _share_raised(printed["calib_error_iso"], printed["calib_error"]),
+        "ours: train PITs": _share_raised(ours["calib_error_iso"], ours["calib_error"]),
+        "ours: held-out folds": _share_raised(ours["calib_error_kfold_iso"], ours["calib_error_kfold"]),
+    })
+
+
+def fold_order_summary(order):
+    """Mean and spread of the calibration error over contiguous and over shuffled folds, one row per dataset.
+
+    Parameters
+    ----------
+    order : pandas.DataFrame
+        Rows of a sweep of :func:`fold_order_tasks`.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Index ``dataset``; columns ``CE mean, contiguous folds``,
+        ``CE mean, shuffled folds``, ``CE std, contiguous folds`` and
+        ``CE std, shuffled folds``.
+
+    Examples
+    --------
+    >>> order = pd.DataFrame({"dataset": "concrete", "shuffle": [False, False, True, True],
+    ...                       "calib_error": [9.0, 11.0, 2.0, 4.0]})
+    >>> fold_order_summary(order).iloc[0].tolist()
+    [10.0, 3.0, 1.4142135623730951, 1.4142135623730951]
+    """
+    _frame(order, ["dataset", "shuffle", "calib_error"], "order")
+    table = order.pivot_table(index="dataset", columns="shuffle", values="calib_error", aggfunc=["mean", "std"])
+    table.columns = [f"CE {stat}, {'shuffled' if shuffled else 'contiguous'} folds" for stat, shuffled in
+                     table.columns]
+    return table
+
+
+#: Short metric names for the book's comparison tables (the full names are :data:`METRIC_LABELS`).
+SHORT_METRIC_LABELS = {
+    "calib_error": "CE (%)",
+    "rmse": "RMSE",
+    "nll": "NLL",
+    "calib_error_iso": "CE iso (%)",
+    "rmse_iso": "RMSE iso",
+    "max_lik_iso": "max lik. iso",
+    "calib_error_kfold": "CE K-fold (%)",
+    "calib_error_kfold_iso": "CE K-fold iso (%)",
+}
+
+
+def _plus_minus(mean, std):
+    if pd.isna(mean):
+        return ""
+    return f"{mean:.2f}" if pd.isna(std) else f"{mean:.2f} ± {std:.2f}"
+
+
+def paper_vs_ours_view(cells):
+    """The comparison of :func:`paper_vs_ours_cells` as the book shows it: paper, ours (ci), ours (full), difference.
+
+    Means and standard deviations share a cell (``"29.52 ± 3.36"``), and
+    metrics get their short names (:data:`SHORT_METRIC_LABELS`), so the table
+    fits the page; the numbers stay in ``cells``.
+
+    Parameters
+    ----------
+    cells : pandas.DataFrame
+        What :func:`paper_vs_ours_cells` returns.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Same index, text columns ``paper``, ``ours (ci)``, ``ours (full)``
+        (when ``cells`` has it) and ``difference``; blank where a number is missing.
+
+    Examples
+    --------
+    >>> paper = paper_numbers().query("table == 'table1'")
+    >>> ours = pd.DataFrame({"model": "dropout", "dataset": "yacht", "method": ["base", "QR"],
+    ...                      "calib_error": [10.0, 8.0]})
+    >>> view = paper_vs_ours_view(paper_vs_ours_cells(paper, ours, ["calib_error"], datasets=["yacht"]))
+    >>> view.values.tolist()
+    [['29.52 ± 3.36', '10.00', '-19.52'], ['29.00 ± 2.70', '8.00', '-21.00']]
+    >>> view.index[0]
+    ('CE (%)', 'dropout', 'yacht', 'base')
+    """
+    _frame(cells, ["paper", "paper std", "ours (ci)", "difference"], "cells")
+    nothing = pd.Series(float("nan"), index=cells.index)
+    view = pd.DataFrame(index=cells.index)
+    view["paper"] = [_plus_minus(m, s) for m, s in zip(cells["paper"], cells["paper std"])]
+    view["ours (ci)"] = [_plus_minus(m, None) for m in cells["ours (ci)"]]
+    if "ours (full)" in cells:
+        spread = cells.get("ours (full) std", nothing)
+        view["ours (full)"] = [_plus_minus(m, s) for m, s in zip(cells["ours (full)"], spread)]
+    view["difference"] = [_plus_minus(m, None) for m in cells["difference"]]
+    return view.rename(index=SHORT_METRIC_LABELS, level="metric")
+
+
+def mean_pm_std(table, metrics):
+    """The paper's "mean ± std" cells from :func:`summarize_runs`, one row per (model, dataset, method).
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        :func:`summarize_runs` by ``["model", "dataset", "method"]``.
+    metrics : list of str
+        Metrics summarized in ``table`` (its ``<metric>_mean`` and
+        ``<metric>_std`` columns).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Index ``(model, dataset, method)``; one text column per metric, named
+        by :data:`SHORT_METRIC_LABELS`; a single run's missing spread reads ``NA``.
+
+    Examples
+    --------
+    >>> runs = pd.DataFrame({"model": "dropout", "dataset": "yacht", "method": ["base", "base", "QR"],
+    ...                      "rmse": [1.0, 3.0, 2.0]})
+    >>> mean_pm_std(summarize_runs(runs, ["model", "dataset", "method"], ["rmse"]), ["rmse"])["RMSE"].tolist()
+    ['2.00 ± 1.41', '2.00 ± NA']
+    """
+    metrics = [metrics] if isinstance(metrics, str) else list(metrics)
+    columns = [f"{m}_{stat}" for m in metrics for stat in ("mean", "std")]
+    _frame(table, [*_CELL, *columns], "table")
+    unknown = [m for m in metrics if m not in SHORT_METRIC_LABELS]
+    if unknown:
+        raise ValueError(f"metrics must be among {list(SHORT_METRIC_LABELS)}, got {unknown}")
+    view = table.set_index(_CELL)[[]].copy()
+    for m in metrics:
+        view[SHORT_METRIC_LABELS[m]] = [
+            f"{mean:.2f} ± {'NA' if pd.isna(std) else f'{std:.2f}'}"
+            for mean, std in zip(table[f"{m}_mean"], table[f"{m}_std"])
+        ]
+    return view
+
+
+def ablation_tables(runs):
+    """The three tables behind the ablation figures (Figures 5-12), from the rows of the ablation runs.
+
+    Every run's RMSE is divided by the RMSE of the base model (``lam == 0``)
+    of the same model, dataset and fold, then calibration error and RMSE
+    ratio are averaged per setting.
+
+    Parameters
+    ----------
+    runs : pandas.DataFrame
+        Rows of :func:`run_qr_config` for the ablation grid (one seed), with
+        the base model's runs among them.
+
+    Returns
+    -------
+    by_lam : pandas.DataFrame
+        ``k = sqrt(n)``, per ``(model, dataset, lam)``: ``calib_error``, ``rmse_ratio``.
+    by_mult : pandas.DataFrame
+        At the paper's ``L``, per ``(model, dataset, spacing_mult)``.
+    fixed64 : pandas.DataFrame
+        The authors' fixed spacing ``k = 64``, per ``(model, dataset)``.
+
+    Examples
+    --------
+    >>> runs = pd.DataFrame({"model": "dropout", "dataset": "yacht", "fold": 0, "lam": [0.0, 1.0, 1.0, 1.0],
+    ...                      "spacing": ["sqrt", "sqrt", "sqrt", "64"], "spacing_mult": [1.0, 1.0, 2.0, 1.0],
+    ...                      "calib_error": [20.0, 10.0, 12.0, 15.0], "rmse": [2.0, 2.5, 3.0, 2.2]})
+    >>> by_lam, by_mult, fixed64 = ablation_tables(runs)
+    >>> by_lam["rmse_ratio"].tolist(), by_mult["spacing_mult"].tolist(), fixed64["calib_error"].tolist()
+    ([1.0, 1.25], [1.0, 2.0], [15.0])
+    """
+    _frame(runs, ["model", "dataset", "fold", "lam", "spacing", "spacing_mult", "calib_error", "rmse"], "runs")
+    keys = ["model", "dataset", "fold"]
+    base_rmse = runs[runs["lam"] == 0].set_index(keys)["rmse"]
+    runs = runs.assign(rmse_ratio=runs["rmse"].to_numpy()
+                       / base_rmse.reindex(pd.MultiIndex.from_frame(runs[keys])).to_numpy())
+    sqrt_rule = runs["spacing"].astype(str) == "sqrt"
+    values = ["calib_error", "rmse_ratio"]
+
+    def mean_by(rows, by):
+        return rows.groupby(by)[values].mean().reset_index()
+
+    by_lam = mean_by(runs[sqrt_rule & (runs["spacing_mult"] == 1.0)], ["model", "dataset", "lam"])
+    by_mult = mean_by(runs[sqrt_rule & (runs["lam"] == runs["model"].map(PAPER_LAMBDA))],
+                      ["model", "dataset", "spacing_mult"])
+    fixed64 = mean_by(runs[runs["spacing"].astype(str) == "64"], ["model", "dataset"])
+    return by_lam, by_mult, fixed64
+
+
+def spacing_share_below(by_lam, by_mult):
+    """Per model, the share of the spacing ablation's settings whose calibration error is below the base model's.
+
+    Parameters
+    ----------
+    by_lam, by_mult : pandas.DataFrame
+        The first two tables of :func:`ablation_tables`; the base model is the
+        row of ``by_lam`` with ``lam == 0`` of the same model and dataset.
+
+    Returns
+    -------
+    pandas.Series
+        Indexed by model: the share of ``(dataset, spacing_mult)`` rows of
+        ``by_mult`` below the base model's calibration error.
+
+    Examples
+    --------
+    >>> by_lam = pd.DataFrame({"model": "dropout", "dataset": "yacht", "lam": [0.0, 1.0],
+    ...                        "calib_error": [20.0, 10.0], "rmse_ratio": [1.0, 1.1]})
+    >>> by_mult = pd.DataFrame({"model": "dropout", "dataset": "yacht", "spacing_mult": [1.0, 2.0, 3.0],
+    ...                         "calib_error": [10.0, 25.0, 15.0], "rmse_ratio": 1.1})
+    >>> spacing_share_below(by_lam, by_mult).round(3).to_dict()
+    {'dropout': 0.667}
+    """
+    _frame(by_lam, ["model", "dataset", "lam", "calib_error"], "by_lam")
+    _frame(by_mult, ["model", "dataset", "calib_error"], "by_mult")
+    base = by_lam[by_lam["lam"] == 0].set_index(["model", "dataset"])["calib_error"]
+    if base.index.has_duplicates:
+        raise ValueError("by_lam has several base rows (lam == 0) for one model and dataset")
+    base_ce = base.reindex(pd.MultiIndex.from_frame(by_mult[["model", "dataset"]])).to_numpy()
+    if np.isnan(base_ce).any():
+        raise ValueError("by_mult has a model and dataset without a base row (lam == 0) in by_lam")
+    below = pd.Series(by_mult["calib_error"].to_numpy() < base_ce, index=by_mult["model"].to_numpy())
+    return below.groupby(level=0).mean().rename("share_below_base")
