@@ -9,6 +9,7 @@ import pytest
 from calibtut.experiments import covariate_shift as cs
 from calibtut.metrics import expected_calibration_error
 from calibtut.papers import paper_table
+from calibtut.run.recheck import resolve_function
 
 TINY = {"n_source": 400, "n_target": 400, "epochs": 2, "dann_epochs": 3}
 
@@ -42,6 +43,11 @@ def test_runner_refuses_bad_arguments_before_any_work(change):
         cs.run_cs_config(**{"shift": "U->M", **TINY, **change})
 
 
+def test_the_stored_runner_resolves_to_the_package_export():
+    # the fn of results/covariate_shift/05_experiments/sweeps/cs_table1.jsonl
+    assert resolve_function("calibtut.experiments.covariate_shift:run_cs_config") is cs.run_cs_config
+
+
 @pytest.fixture(scope="module")
 def tiny_run():
     return cs.run_cs_config("U->M", seed=0, repeat=0, **TINY)
@@ -59,8 +65,8 @@ def test_runner_returns_every_method_with_scores_in_range(tiny_run):
 
 def test_runner_is_deterministic_and_none_does_not_depend_on_the_repeat(tiny_run):
     # recompute from scratch: the per-process caches would otherwise return the same run
-    cs._run.cache_clear()
-    cs._source_model.cache_clear()
+    cs.tasks._run.cache_clear()
+    cs.tasks._source_model.cache_clear()
     again = cs.run_cs_config("U->M", seed=0, repeat=0, **TINY)
     pd.testing.assert_frame_equal(tiny_run, again)
     other = cs.run_cs_config("U->M", seed=0, repeat=1, **TINY).set_index("method")

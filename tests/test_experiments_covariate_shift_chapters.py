@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 from scipy import special, stats
 
-from calibtut.experiments.covariate_shift_chapters import (
+from calibtut.experiments.covariate_shift import (
     clip_summary,
     coverage_by_group,
     mean_with_sem,
@@ -36,6 +36,8 @@ def test_mean_with_sem_matches_scipy():
         mean_with_sem(runs.iloc[:1])
     with pytest.raises(TypeError, match="DataFrame"):
         mean_with_sem(runs.to_numpy())
+    with pytest.raises(ValueError, match="at least one row"):
+        mean_with_sem(runs.iloc[:0])
 
 
 def test_clip_summary_hand_case_and_errors():

@@ -186,7 +186,7 @@ def test_logistic_discriminator_recovers_the_true_ratio():
     rng = np.random.default_rng(3)
     xs, xt = rng.normal(size=10_000), rng.normal(1.0, 0.7, size=10_000)
     feats = lambda x: np.column_stack([x, x**2])  # noqa: E731
-    d = LogisticDiscriminator(C=100.0).fit(feats(xs), feats(xt), seed=0)
+    d = LogisticDiscriminator(C=100.0, seed=0).fit(feats(xs), feats(xt))
     grid = np.linspace(-0.5, 2.0, 26)  # where both domains have mass
     w_hat = d.weights(feats(grid), upper=None)
     assert np.allclose(np.log(w_hat), shift.log_density_ratio(grid), atol=0.15)
@@ -197,7 +197,7 @@ def test_temperature_calibrates_an_overconfident_discriminator():
     # a tiny penalty on separable-looking inputs scaled up: the temperature brings the logit back
     rng = np.random.default_rng(4)
     xs, xt = rng.normal(size=(3000, 1)), rng.normal(0.5, 1.0, size=(3000, 1))
-    d = LogisticDiscriminator().fit(xs, xt, seed=0)
+    d = LogisticDiscriminator(seed=0).fit(xs, xt)
     true_logit = -(0.5 * np.linspace(-2, 2, 9) - 0.125)
     d.pipeline_[-1].coef_ *= 5
     d.pipeline_[-1].intercept_ *= 5
@@ -216,25 +216,39 @@ def test_temperature_calibrates_an_overconfident_discriminator():
 def test_mlp_discriminator_is_seeded_and_sensible():
     rng = np.random.default_rng(5)
     Xs, Xt = rng.normal(size=(300, 2)), rng.normal(1.5, 1.0, size=(300, 2))
-    a = MLPDiscriminator(hidden=16, epochs=10, lr=1e-2).fit(Xs, Xt, seed=0)
-    b = MLPDiscriminator(hidden=16, epochs=10, lr=1e-2).fit(Xs, Xt, seed=0)
+    a = MLPDiscriminator(hidden=16, epochs=10, lr=1e-2, seed=0).fit(Xs, Xt)
+    b = MLPDiscriminator(hidden=16, epochs=10, lr=1e-2, seed=0).fit(Xs, Xt)
     grid = np.array([[-1.0, -1.0], [0.75, 0.75], [2.5, 2.5]])
     assert np.array_equal(a.predict_source_proba(grid), b.predict_source_proba(grid))
     g = a.predict_source_proba(grid)
     assert g[0] > 0.75 and g[2] < 0.25 and 0.25 < g[1] < 0.75
 
 
+def test_discriminator_seed_is_a_setting_as_in_scikit_learn():
+    # an int seed gives the same split at every fit; a Generator goes on with its stream
+    rng = np.random.default_rng(9)
+    Xs, Xt = rng.normal(size=(200, 2)), rng.normal(1.0, 1.0, size=(200, 2))
+    d = LogisticDiscriminator(seed=3)
+    first = d.fit(Xs, Xt).temperature_
+    assert d.fit(Xs, Xt).temperature_ == first
+    g = LogisticDiscriminator(seed=np.random.default_rng(3))
+    assert g.fit(Xs, Xt).temperature_ == first
+    assert g.fit(Xs, Xt).temperature_ != first
+
+
 def test_discriminator_input_checks():
     with pytest.raises(ValueError, match="X_target has 3 features"):
         LogisticDiscriminator().fit(np.zeros((10, 2)), np.zeros((10, 3)))
-    d = LogisticDiscriminator().fit(np.random.default_rng(0).normal(size=(20, 2)),
-                                    np.random.default_rng(1).normal(size=(20, 2)), seed=0)
+    d = LogisticDiscriminator(seed=0).fit(np.random.default_rng(0).normal(size=(20, 2)),
+                                          np.random.default_rng(1).normal(size=(20, 2)))
     with pytest.raises(ValueError, match="features"):
         d.predict_source_proba(np.zeros((3, 5)))
-    with pytest.raises(ValueError, match="not fitted"):
+    with pytest.raises(RuntimeError, match="not fitted: call fit first"):
         LogisticDiscriminator().predict_source_proba(np.zeros((3, 2)))
-    with pytest.raises(ValueError, match="val_fraction"):
-        LogisticDiscriminator().fit(np.zeros((10, 2)), np.zeros((10, 2)), val_fraction=1.5)
+    with pytest.raises(RuntimeError, match="not fitted"):
+        MLPDiscriminator().weights(np.zeros((3, 2)))
+    with pytest.raises(ValueError, match="leaves no training"):
+        LogisticDiscriminator(val_fraction=0.01).fit(np.zeros((10, 2)), np.zeros((10, 2)))
 
 
 # ---------------------------------------------------------------- importance-weighted temperature scaling
@@ -358,6 +372,10 @@ def test_arguments_are_rejected_where_they_are_given():
         MLPDiscriminator(dropout=1.0)
     with pytest.raises(TypeError, match="hidden must be an integer, got 8.5"):
         MLPDiscriminator(hidden=8.5)
+    with pytest.raises(ValueError, match="val_fraction"):
+        LogisticDiscriminator(val_fraction=1.5)
+    with pytest.raises(ValueError, match="seed"):
+        MLPDiscriminator(seed=-1)
     # the design of gaussian_bound_terms: an amplitude delta >= 0 and increasing laws
     shift = GaussianShift(1.0, 0.7)
     with pytest.raises(ValueError, match="perturbation must be >= 0, got -0.1"):
@@ -433,7 +451,9 @@ def test_fit_dann_input_checks():
     model = DANNHead(3, 2, hidden=4, hidden_d=4, seed=0)
     with pytest.raises(ValueError, match="Z_target has 4 features"):
         fit_dann(model, torch.zeros(5, 3), torch.zeros(5), torch.zeros(5, 4), progress=False)
-    with pytest.raises(ValueError, match="y_source"):
+    with pytest.raises(ValueError, match="y_source must be integers in 0..1, got 2.0"):
         fit_dann(model, torch.zeros(5, 3), torch.full((5,), 2.0), torch.zeros(5, 3), progress=False)
+    with pytest.raises(ValueError, match=r"y_source must have one entry per point \(5\)"):
+        fit_dann(model, torch.zeros(5, 3), torch.zeros(4), torch.zeros(5, 3), progress=False)
     with pytest.raises(TypeError, match="DANNHead"):
         fit_dann(torch.nn.Linear(3, 2), torch.zeros(5, 3), torch.zeros(5), torch.zeros(5, 3))

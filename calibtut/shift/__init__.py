@@ -4,7 +4,8 @@
   paper's ``1/g - 1/2`` from a domain discriminator, the clamp
   ``g >= 1/(1+U)``, the effective sample size.
 * :mod:`calibtut.shift.discriminators`: logistic-regression and MLP
-  discriminators, each temperature-calibrated on held-out source-vs-target data.
+  discriminators, each temperature-calibrated on held-out source-vs-target
+  data (``Discriminator(seed=...).fit(X_source, X_target).weights(X)``).
 * :mod:`calibtut.shift.theory`: Theorem 1 (Eq. 8) term by term, exact on
   discrete instances and Gaussian shifts with a known ratio; the
   counterexample to step (5) of the printed proof and the corrected step.

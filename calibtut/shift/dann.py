@@ -30,7 +30,7 @@ from torch import nn
 from tqdm.auto import tqdm
 
 from calibtut._torch import resolve_device, seeded_rng, to_tensor
-from calibtut._validation import check_int, check_real
+from calibtut._validation import check_int, check_labels, check_real
 
 __all__ = ["DANNHead", "DANNHistory", "GradientReversal", "fit_dann", "grad_reverse", "grl_coefficient"]
 
@@ -291,13 +291,8 @@ def fit_dann(
     Zt = to_tensor(Z_target, "Z_target", ndim=2)
     if Zt.shape[1] != Zs.shape[1]:
         raise ValueError(f"Z_target has {Zt.shape[1]} features but Z_source has {Zs.shape[1]}")
-    ys = to_tensor(y_source, "y_source", ndim=1, dtype=torch.float64)
     n_classes = model.head[-1].out_features
-    if len(ys) != len(Zs):
-        raise ValueError(f"Z_source and y_source must have the same length, got {len(Zs)} and {len(ys)}")
-    if torch.any(ys != torch.round(ys)) or torch.any(ys < 0) or torch.any(ys >= n_classes):
-        raise ValueError(f"y_source must hold integer classes in [0, {n_classes - 1}]")
-    ys = ys.long()
+    ys = torch.as_tensor(check_labels(y_source, "y_source", n_classes=n_classes, n=len(Zs)))
     epochs = check_int(epochs, "epochs", minimum=1)
     batch_size = check_int(batch_size, "batch_size", minimum=1)
     lr_step = check_int(lr_step, "lr_step", minimum=1)

@@ -13,8 +13,12 @@ Eq. 8; the paper's code does the same with SGD):
   squared loss of its sigmoid output (the paper's experiments), with the
   package's training loop (Adam, best held-out loss kept).
 
-The held-out pair defaults to a seeded 30 % split of the inputs. Numpy in,
-numpy out.
+Both follow the estimator contract: settings (the held-out share
+``val_fraction`` and the ``seed`` among them) are checked by the
+constructor, ``fit(X_source, X_target, *, val=None)`` returns the fitted
+estimator, fitted attributes end in ``_``, and a prediction before ``fit``
+raises a ``RuntimeError``. The held-out pair defaults to a seeded 30 % split
+of the inputs. Numpy in, numpy out.
 """
 
 from __future__ import annotations
@@ -76,7 +80,12 @@ def _split(X, val_fraction, rng):
 class _Discriminator:
     """Shared fit/calibrate/predict logic; subclasses provide ``_fit_raw`` and ``_logit``."""
 
-    def fit(self, X_source, X_target, *, val=None, val_fraction=0.3, seed=None):
+    def __init__(self, val_fraction, seed):
+        self.val_fraction = check_real(val_fraction, "val_fraction", low=0, high=1, low_open=True, high_open=True)
+        check_rng(seed)
+        self.seed = seed
+
+    def fit(self, X_source, X_target, *, val=None):
         """Train the discriminator, then calibrate its temperature on held-out data.
 
         Parameters
@@ -86,19 +95,16 @@ class _Discriminator:
         val : tuple (X_source_val, X_target_val), optional
             Held-out inputs for model selection and the temperature; default:
             a seeded ``val_fraction`` split of each domain.
-        val_fraction : float, default 0.3
-        seed : int, numpy.random.Generator or None
 
         Returns
         -------
         self
         """
         X_source, X_target = check_domains(X_source, X_target)
-        rng = check_rng(seed)
+        rng = check_rng(self.seed)
         if val is None:
-            val_fraction = check_real(val_fraction, "val_fraction", low=0, high=1, low_open=True, high_open=True)
-            X_source, Xs_val = _split(X_source, val_fraction, rng)
-            X_target, Xt_val = _split(X_target, val_fraction, rng)
+            X_source, Xs_val = _split(X_source, self.val_fraction, rng)
+            X_target, Xt_val = _split(X_target, self.val_fraction, rng)
         else:
             if not isinstance(val, (tuple, list)) or len(val) != 2:
                 raise TypeError("val must be a pair (X_source_val, X_target_val)")
@@ -115,7 +121,7 @@ class _Discriminator:
 
     def _checked(self, X):
         if not hasattr(self, "temperature_"):
-            raise ValueError(f"this {type(self).__name__} is not fitted: call fit first")
+            raise RuntimeError(f"this {type(self).__name__} is not fitted: call fit first")
         X = as_float_array(X, "X", ndim=2)
         if X.shape[1] != self.n_features_in_:
             raise ValueError(f"X has {X.shape[1]} features, the discriminator was fitted on {self.n_features_in_}")
@@ -144,6 +150,11 @@ class LogisticDiscriminator(_Discriminator):
         Inverse L2 penalty of :class:`sklearn.linear_model.LogisticRegression` (> 0).
     max_iter : int, default 1000
         At least 1.
+    val_fraction : float, default 0.3
+        Share of each domain held out for the temperature when ``fit`` is
+        given no ``val`` pair, in ``(0, 1)``.
+    seed : int, numpy.random.Generator or None, default None
+        Seeds the held-out split (the logistic fit itself is deterministic).
 
     Attributes
     ----------
@@ -151,19 +162,21 @@ class LogisticDiscriminator(_Discriminator):
         ``StandardScaler`` then ``LogisticRegression`` (balanced classes).
     temperature_ : float
         Temperature dividing the logit, fitted on the held-out pair.
+    n_features_in_ : int
 
     Examples
     --------
     >>> import numpy as np
     >>> rng = np.random.default_rng(0)
     >>> Xs, Xt = rng.normal(size=(400, 1)), rng.normal(1.0, 1.0, size=(400, 1))
-    >>> d = LogisticDiscriminator().fit(Xs, Xt, seed=0)
+    >>> d = LogisticDiscriminator(seed=0).fit(Xs, Xt)
     >>> g = d.predict_source_proba([[0.5]])   # the true g is 1/2 at x = 1/2
     >>> bool(abs(g[0] - 0.5) < 0.1)
     True
     """
 
-    def __init__(self, C=1.0, max_iter=1000):
+    def __init__(self, C=1.0, max_iter=1000, *, val_fraction=0.3, seed=None):
+        super().__init__(val_fraction, seed)
         self.C = check_real(C, "C", low=0, low_open=True)
         self.max_iter = check_int(max_iter, "max_iter", minimum=1)
 
@@ -219,6 +232,11 @@ class MLPDiscriminator(_Discriminator):
     patience : int or None, default 20
         Epochs without improvement of the held-out balanced loss before
         stopping (>= 1); ``None`` trains all epochs.
+    val_fraction : float, default 0.3
+        Share of each domain held out for the temperature when ``fit`` is
+        given no ``val`` pair, in ``(0, 1)``.
+    seed : int, numpy.random.Generator or None, default None
+        Seeds the held-out split, the initialisation, dropout and batch order.
     device : {"cpu", "cuda"}, default "cpu"
     progress : bool, default False
 
@@ -227,20 +245,22 @@ class MLPDiscriminator(_Discriminator):
     model_ : torch.nn.Module
     history_ : calibtut.models.FitHistory
     temperature_ : float
+    n_features_in_ : int
 
     Examples
     --------
     >>> import numpy as np
     >>> rng = np.random.default_rng(0)
     >>> Xs, Xt = rng.normal(size=(300, 2)), rng.normal(2.0, 1.0, size=(300, 2))
-    >>> d = MLPDiscriminator(hidden=8, epochs=30).fit(Xs, Xt, seed=0)
+    >>> d = MLPDiscriminator(hidden=8, epochs=30, seed=0).fit(Xs, Xt)
     >>> g = d.predict_source_proba([[-1.0, -1.0], [3.0, 3.0]])
     >>> bool(g[0] > 0.8 and g[1] < 0.2)
     True
     """
 
     def __init__(self, hidden=(84,), dropout=0.5, epochs=100, batch_size=200, lr=1e-3, weight_decay=5e-4,
-                 patience=20, device="cpu", progress=False):
+                 patience=20, *, val_fraction=0.3, seed=None, device="cpu", progress=False):
+        super().__init__(val_fraction, seed)
         self.hidden = check_hidden(hidden)
         self.dropout = check_real(dropout, "dropout", low=0, high=1, high_open=True)
         self.epochs = check_int(epochs, "epochs", minimum=1)

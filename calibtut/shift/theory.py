@@ -38,7 +38,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import special, stats
 
-from calibtut._validation import as_float_array, check_int, check_real, check_rng
+from calibtut._validation import as_float_array, check_int, check_positive, check_real, check_rng
+from calibtut.shift.weights import _source_probabilities
 
 __all__ = [
     "BoundTerms",
@@ -113,9 +114,7 @@ class BoundTerms:
 
 
 def _masses(x, name):
-    x = as_float_array(x, name, min_ndim=1)
-    if np.any(x < 0):
-        raise ValueError(f"{name} must be non-negative masses")
+    x = check_positive(x, name, strict=False, min_ndim=1)
     total = x.sum(axis=-1, keepdims=True)
     if np.any(total <= 0):
         raise ValueError(f"{name} must have a positive total mass")
@@ -149,14 +148,12 @@ def theorem1_terms(p, q, g_hat, loss, *, calibration_error=None):
     (1.0, 0.75, True)
     """
     p, q = _masses(p, "p"), _masses(q, "q")
-    g_hat = as_float_array(g_hat, "g_hat", min_ndim=1)
+    g_hat = _source_probabilities(g_hat, "g_hat", min_ndim=1)
     loss = as_float_array(loss, "loss", min_ndim=1)
     if not (p.shape == q.shape == g_hat.shape == loss.shape):
         raise ValueError(
             f"p, q, g_hat and loss must have the same shape, got {p.shape}, {q.shape}, {g_hat.shape}, {loss.shape}"
         )
-    if np.any((g_hat <= 0) | (g_hat > 1)):
-        raise ValueError("g_hat must lie in (0, 1]")
     if np.any((loss < 0) | (loss > 2)):
         raise ValueError("loss must lie in [0, 2] (a multiclass Brier loss)")
     if np.any((p == 0) & (q > 0)):

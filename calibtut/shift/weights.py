@@ -22,11 +22,19 @@ from __future__ import annotations
 
 import numpy as np
 
-from calibtut._validation import as_float_array, check_positive, check_real
+from calibtut._validation import check_probabilities, check_real, check_weights
 
 __all__ = ["check_discriminator_output", "discriminator_weights", "effective_sample_size"]
 
 _KINDS = ("ratio", "bound")
+
+
+def _source_probabilities(g, name, **kwargs):
+    """Discriminator probabilities ``P(source | x)`` in ``(0, 1]``, any shape (``kwargs``: :func:`as_float_array`)."""
+    g = check_probabilities(g, name, **kwargs)
+    if np.any(g == 0):
+        raise ValueError(f"{name} must be positive (a zero probability of the source gives an infinite weight)")
+    return g
 
 
 def check_discriminator_output(g, name="g"):
@@ -37,7 +45,7 @@ def check_discriminator_output(g, name="g"):
 
     Parameters
     ----------
-    g : array_like
+    g : array_like of shape (n,)
         Discriminator outputs.
     name : str, default "g"
         The argument's name, used in error messages.
@@ -51,11 +59,7 @@ def check_discriminator_output(g, name="g"):
     >>> check_discriminator_output([0.25, 1.0])
     array([0.25, 1.  ])
     """
-    g = as_float_array(g, name, ndim=1)
-    bad = (g <= 0) | (g > 1)
-    if np.any(bad):
-        raise ValueError(f"{name} must lie in (0, 1] (a probability of the source domain), got {g[bad][0]!r}")
-    return g
+    return _source_probabilities(g, name, ndim=1)
 
 
 def discriminator_weights(g, *, kind="ratio", upper=1e3, prior_ratio=1.0):
@@ -127,9 +131,6 @@ def effective_sample_size(weights):
     >>> effective_sample_size([1.0, 0.0, 0.0])
     1.0
     """
-    w = check_positive(weights, "weights", strict=False, ndim=1)
-    total = w.sum()
-    if total <= 0:
-        raise ValueError("weights must have a positive sum")
-    w = w / total
+    w = check_weights(weights, "weights")
+    w = w / w.sum()
     return float(1.0 / np.sum(w**2))

@@ -1,7 +1,8 @@
 """Tables and fixed set-ups of the teaching chapters on covariate shift (paper 004, chapters 1-4 and 7).
 
-The experiments chapter and its paper-versus-ours table have their own module,
-:mod:`calibtut.experiments.covariate_shift`; this module holds what the
+The experiments chapter and its paper-versus-ours table have their own
+modules (:mod:`~calibtut.experiments.covariate_shift.tasks` and
+:mod:`~calibtut.experiments.covariate_shift.tables`); this one holds what the
 teaching chapters share or reshape:
 
 * :func:`misspecified_classifier_logits`: the fixed, misspecified binary
@@ -21,7 +22,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from calibtut._validation import as_float_array, check_int
+from calibtut._validation import as_float_array, check_int, check_positive, check_same_length
+from calibtut.experiments.covariate_shift._common import check_frame
 
 __all__ = [
     "clip_summary",
@@ -61,17 +63,6 @@ def misspecified_classifier_logits(X):
     return np.column_stack([np.zeros_like(z), z])
 
 
-def _check_frame(df, name, columns=()):
-    if not isinstance(df, pd.DataFrame):
-        raise TypeError(f"{name} must be a pandas DataFrame, got {type(df).__name__}")
-    missing = [c for c in columns if c not in df.columns]
-    if missing:
-        raise ValueError(f"{name} lacks the columns {missing}")
-    if len(df) == 0:
-        raise ValueError(f"{name} must have at least one row")
-    return df
-
-
 def mean_with_sem(runs):
     """Mean and standard error (``std / sqrt(n)``, ddof 1) of every column over the runs.
 
@@ -91,7 +82,7 @@ def mean_with_sem(runs):
               mean  std. error
     coverage   0.9      0.0577
     """
-    runs = _check_frame(runs, "runs")
+    runs = check_frame(runs, "runs", allow_empty=False)
     if len(runs) < 2:
         raise ValueError(f"runs must have at least two rows for a standard error, got {len(runs)}")
     values = runs.astype(float)
@@ -124,10 +115,8 @@ def clip_summary(rows):
     >>> table.index.tolist(), table["bias"].tolist(), table["rmse"].tolist()
     ([1, 10], [0.5, 0.0], [0.52, 0.141])
     """
-    rows = _check_frame(rows, "rows", ("U", "T", "ESS / n", "best T"))
-    best = as_float_array(rows["best T"], "rows['best T']", ndim=1)
-    if np.any(best <= 0):
-        raise ValueError(f"rows['best T'] must be positive, got {best[best <= 0][0]!r}")
+    rows = check_frame(rows, "rows", ("U", "T", "ESS / n", "best T"), allow_empty=False)
+    best = check_positive(rows["best T"], "rows['best T']", ndim=1)
     grouped = rows.assign(error=rows["T"] - best).groupby("U")
     table = pd.DataFrame(
         {
@@ -166,9 +155,7 @@ def top_weight_spread(weights, k=15):
     1   5.0     5.0  2.0  8.0     4.0
     0   2.0     2.0  1.0  3.0     3.0
     """
-    w = as_float_array(weights, "weights", ndim=2)
-    if np.any(w < 0):
-        raise ValueError("weights must be non-negative")
+    w = check_positive(weights, "weights", strict=False, ndim=2)
     k = check_int(k, "k", minimum=1, maximum=w.shape[1])
     mean = w.mean(axis=0)
     top = np.argsort(-mean, kind="stable")[:k]
@@ -205,6 +192,5 @@ def coverage_by_group(covered, groups):
     if np.any((hit != 0) & (hit != 1)):
         raise ValueError("covered must hold booleans or 0/1 values")
     group = as_float_array(groups, "groups", ndim=1)
-    if group.size != hit.size:
-        raise ValueError(f"covered and groups must have the same length, got {hit.size} and {group.size}")
+    check_same_length(covered=hit, groups=group)
     return pd.Series(hit).groupby(group).mean().rename("coverage")

@@ -1,4 +1,4 @@
-"""Table 1 of paper 004 (Park et al.): calibration under covariate shift on digits, one run per call.
+"""Paper 004's Table 1 runs (Park et al.): the task list and the one-configuration runner.
 
 :func:`run_cs_config` runs one calibrator repeat of one shift: it builds the
 source and target samples, trains (or takes from this process's cache) the
@@ -33,7 +33,8 @@ domain, ``seed`` and its training settings, never on ``repeat``, so the ten
 repeats of the paper share one fixed source classifier (the paper's setting);
 each worker trains it once and keeps it (:func:`functools.lru_cache`), and
 keeps the last runs too, so that :func:`shift_predictions` after
-:func:`run_cs_config` with the same arguments costs nothing.
+:func:`run_cs_config` with the same arguments costs nothing. :func:`cs_tasks` builds the
+task list that :func:`calibtut.run.sweep` runs through :func:`run_cs_config`.
 
 Shifts (``source->target``): ``M`` MNIST (the 15,000 offline images, halved
 at random into a source half and a target half, so that ``M->M`` has disjoint
@@ -57,33 +58,16 @@ from calibtut._validation import check_int, check_real
 from calibtut.data import load_digits_8x8, load_mnist_pool, load_usps, rotate_images, texture_images
 from calibtut.metrics import expected_calibration_error, overconfidence_error
 from calibtut.models import LeNet5, extract_features, fit_classifier
-from calibtut.papers import paper_table
 from calibtut.recalibration import TemperatureScaling
-from calibtut.run import paper_vs_ours
 from calibtut.shift import DANNHead, LogisticDiscriminator, MLPDiscriminator, effective_sample_size, fit_dann
 
-__all__ = [
-    "DIGIT_SHIFTS",
-    "METHODS",
-    "STAND_INS",
-    "cs_tasks",
-    "ece_vs_rotation",
-    "parse_shift",
-    "repeats_by_method",
-    "run_cs_config",
-    "shift_predictions",
-    "table1_summary",
-    "table1_vs_paper",
-]
+__all__ = ["DIGIT_SHIFTS", "METHODS", "cs_tasks", "parse_shift", "run_cs_config", "shift_predictions"]
 
 #: The columns of the paper's Table 1, then our two ablations (NLL temperature, density-ratio weights).
 METHODS = ("None", "Temp", "IW+Temp", "FL+Temp", "FL+IW+Temp", "Temp (NLL)", "IW(ratio)+Temp")
 
 #: The digit shifts of the paper's Table 1 that the offline data reproduce.
 DIGIT_SHIFTS = ("M->M", "U->M", "M->U")
-
-#: The paper's shifts that we cannot run offline -> the stand-in shift we run for them (None: no stand-in).
-STAND_INS = {"S->M": "T->M", "M->S": "M->T", "A->W": "U->D8", "D->A": "D8->U", "W->A": None}
 
 #: SGD learning rates of the paper's code for each temperature (used with ``temperature="sgd"``).
 _SGD_LR = {"Temp": 1.0, "Temp (NLL)": 1.0, "IW+Temp": 0.1, "IW(ratio)+Temp": 0.1, "FL+Temp": 0.1,
@@ -195,18 +179,18 @@ def _source_model(source, seed, n_source, epochs, lr, device):
 def _temperature(method, logits, labels, weights, temperature, seed):
     ts = TemperatureScaling(loss="nll" if method == "Temp (NLL)" else "brier")
     if temperature == "sgd":
-        ts.fit_sgd(logits, labels, weights, lr=_SGD_LR[method], seed=seed)
+        ts.fit_sgd(logits, labels, sample_weight=weights, lr=_SGD_LR[method], seed=seed)
     else:
-        ts.fit(logits, labels, weights)
+        ts.fit(logits, labels, sample_weight=weights)
     return ts
 
 
 def _discriminator(kind, X_source, X_target, val, seed, device):
     if kind == "logistic":
-        d = LogisticDiscriminator()
+        d = LogisticDiscriminator(seed=seed)
     else:
-        d = MLPDiscriminator(hidden=(84,), epochs=100, patience=20, device=device)
-    return d.fit(X_source, X_target, val=val, seed=seed)
+        d = MLPDiscriminator(hidden=(84,), epochs=100, patience=20, seed=seed, device=device)
+    return d.fit(X_source, X_target, val=val)
 
 
 def _check_run(shift, seed, repeat, n_source, n_target, epochs, lr, discriminator, dann_epochs, dann_lr, upper,
@@ -403,7 +387,7 @@ def run_cs_config(shift="U->M", seed=0, repeat=0, *, n_source=None, n_target=Non
     return pd.DataFrame(rows).sort_values("method", key=lambda s: s.map(order), kind="stable").reset_index(drop=True)
 
 
-# ------------------------------------------------------------------------------------------- tasks and tables
+# ------------------------------------------------------------------------------------------- tasks
 
 
 def cs_tasks(shifts=DIGIT_SHIFTS, seeds=(0,), repeats=1, **fixed):
@@ -438,178 +422,3 @@ def cs_tasks(shifts=DIGIT_SHIFTS, seeds=(0,), repeats=1, **fixed):
     seeds = [check_int(s, "seeds", minimum=0) for s in seeds]
     return [{"shift": shift, "seed": seed, "repeat": repeat, **fixed}
             for repeat in range(repeats) for seed in seeds for shift in shifts]
-
-
-def _check_runs(runs, columns, name="runs"):
-    if not isinstance(runs, pd.DataFrame):
-        raise TypeError(f"{name} must be a pandas DataFrame, got {type(runs).__name__}")
-    missing = [c for c in columns if c not in runs.columns]
-    if missing:
-        raise ValueError(f"{name} lacks column(s) {missing}; it has {list(runs.columns)}")
-
-
-def _long(runs, name="runs"):
-    """Runs in long format: shift, method, metric (ece, oce, cls_error), value."""
-    _check_runs(runs, ["shift", "method", "ece", "oce", "cls_error"], name)
-    metrics = runs.melt(id_vars=["shift", "method"], value_vars=["ece", "oce"], var_name="metric")
-    cls = runs[runs["method"] == "None"][["shift", "method", "cls_error"]].rename(columns={"cls_error": "value"})
-    return pd.concat([cls.assign(metric="cls_error"), metrics], ignore_index=True)[["shift", "method", "metric",
-                                                                                  "value"]]
-
-
-def table1_summary(runs):
-    """Our Table 1: mean and standard deviation (ddof 1, as the paper) over repeats, per shift, method, metric.
-
-    Parameters
-    ----------
-    runs : pandas.DataFrame
-        Rows of :func:`run_cs_config` with a ``shift`` column (the output of
-        :func:`calibtut.run.sweep` over :func:`cs_tasks`).
-
-    Returns
-    -------
-    pandas.DataFrame
-        Long: ``shift``, ``method``, ``metric`` (``cls_error``, ``ece``,
-        ``oce``), ``mean``, ``std`` (NaN for a single run), ``runs``; shifts
-        in the order they first appear, methods in :data:`METHODS` order.
-
-    Examples
-    --------
-    >>> runs = pd.DataFrame({"shift": "U->M", "method": ["None", "Temp", "None", "Temp"],
-    ...                      "ece": [40.0, 36.0, 42.0, 38.0], "oce": [40.0, 36.0, 42.0, 38.0],
-    ...                      "cls_error": 50.0})
-    >>> table1_summary(runs).query("metric == 'ece'")[["method", "mean", "std"]].values.tolist()
-    [['None', 41.0, 1.4142135623730951], ['Temp', 37.0, 1.4142135623730951]]
-    """
-    long = _long(runs)
-    shifts = list(dict.fromkeys(long["shift"]))
-    out = long.groupby(["shift", "method", "metric"], sort=False)["value"].agg(["mean", "std", "count"])
-    out = out.rename(columns={"count": "runs"}).reset_index()
-    rank = {m: i for i, m in enumerate(METHODS)}
-    metric_rank = {"cls_error": 0, "ece": 1, "oce": 2}
-    key = out["shift"].map({s: i for i, s in enumerate(shifts)}) * 10_000 + out["metric"].map(metric_rank) * 100
-    out = out.assign(_k=key + out["method"].map(rank)).sort_values("_k").drop(columns="_k")
-    return out.reset_index(drop=True)
-
-
-def table1_vs_paper(ours, *, full=None):
-    """Every cell of the paper's Table 1 beside ours, long: one row per (shift, method, metric).
-
-    Paper shifts we cannot run offline are compared with their stand-in
-    (:data:`STAND_INS`, named in the column ``ours shift``; ``"none"`` when
-    there is none, with NaN for ours).
-
-    Parameters
-    ----------
-    ours : pandas.DataFrame
-        Our ``ci`` runs (rows of :func:`run_cs_config` with ``shift``); repeats are averaged.
-    full : pandas.DataFrame, optional
-        The full run, laid out like ``ours``.
-
-    Returns
-    -------
-    pandas.DataFrame
-        Columns ``shift``, ``ours shift``, ``method``, ``metric``, ``paper``,
-        ``paper std``, ``source`` (where the paper's number was read),
-        ``ours (ci)``, ``ours (full)`` (with ``full``) and ``difference``
-        (ours minus paper, the full run where given), rounded to 2 decimals.
-
-    Examples
-    --------
-    >>> runs = pd.DataFrame({"shift": "U->M", "method": ["None", "Temp"], "ece": [40.0, 36.0],
-    ...                      "oce": [40.0, 36.0], "cls_error": 50.0})
-    >>> t = table1_vs_paper(runs)
-    >>> t.query("shift == 'U->M' and metric == 'ece'")[["method", "paper", "ours (ci)"]].values.tolist()[:2]
-    [['None', 42.43, 40.0], ['Temp', 36.89, 36.0]]
-    """
-    paper = paper_table("covariate_shift", "table1")
-    ours_shift = paper["shift"].map(lambda s: STAND_INS.get(s, s) or "none")
-    key = ["shift", "method", "metric"]
-
-    def relabel(runs, name):
-        long = _long(runs, name)
-        back = {v: k for k, v in STAND_INS.items() if v is not None}
-        return long.assign(shift=long["shift"].map(lambda s: back.get(s, s)))
-
-    table = paper_vs_ours(paper.rename(columns={"mean": "value"})[[*key, "value"]], relabel(ours, "ours"), on=key,
-                          full=None if full is None else relabel(full, "full"), decimals=2)
-    table.insert(1, "ours shift", ours_shift.to_numpy())
-    table.insert(table.columns.get_loc("paper") + 1, "paper std", paper["std"].round(2).to_numpy())
-    table.insert(table.columns.get_loc("paper std") + 1, "source", paper["source"].to_numpy())
-    return table
-
-
-def ece_vs_rotation(runs, metric="ece"):
-    """Mean ECE (or another metric) per rotation angle and method: the severity figure's data.
-
-    Parameters
-    ----------
-    runs : pandas.DataFrame
-        Rows of :func:`run_cs_config` with ``shift``; only ``M->M`` (angle 0)
-        and ``M->R<angle>`` shifts are used.
-    metric : {"ece", "oce", "cls_error"}, default "ece"
-
-    Returns
-    -------
-    pandas.DataFrame
-        Index ``angle`` (degrees, increasing), one column per method
-        (:data:`METHODS` order), the mean over repeats.
-
-    Examples
-    --------
-    >>> runs = pd.DataFrame({"shift": ["M->M", "M->R30"], "method": "Temp", "ece": [1.0, 9.0],
-    ...                      "oce": [0.5, 8.0], "cls_error": [2.0, 20.0]})
-    >>> ece_vs_rotation(runs).to_dict()
-    {'Temp': {0.0: 1.0, 30.0: 9.0}}
-    """
-    if metric not in ("ece", "oce", "cls_error"):
-        raise ValueError(f"metric must be 'ece', 'oce' or 'cls_error', got {metric!r}")
-    _check_runs(runs, ["shift", "method", metric])
-    angle = runs["shift"].map(lambda s: 0.0 if s == "M->M" else (float(s[4:]) if s.startswith("M->R") else None))
-    kept = runs.assign(angle=angle).dropna(subset=["angle"])
-    if kept.empty:
-        raise ValueError("runs has no M->M or M->R<angle> shift")
-    table = kept.pivot_table(index="angle", columns="method", values=metric, aggfunc="mean").sort_index()
-    table = table[[m for m in METHODS if m in table.columns]]
-    table.columns.name = None
-    return table
-
-
-def repeats_by_method(runs, shift, metric="ece"):
-    """One shift's metric per calibrator repeat (rows) and method (columns).
-
-    The repeats of a shift share the source classifier and differ only in the
-    calibrators (their discriminator, DANN head and temperatures), so this
-    table shows whether a method's effect holds repeat by repeat or only on
-    average.
-
-    Parameters
-    ----------
-    runs : pandas.DataFrame
-        Rows of :func:`run_cs_config` with ``shift`` and ``repeat`` columns.
-    shift : str
-        The shift to show, e.g. ``"U->M"``; it must occur in ``runs``.
-    metric : {"ece", "oce", "cls_error"}, default "ece"
-
-    Returns
-    -------
-    pandas.DataFrame
-        Index ``repeat``, one column per method (:data:`METHODS` order).
-
-    Examples
-    --------
-    >>> runs = pd.DataFrame({"shift": "U->M", "repeat": [0, 0, 1, 1], "method": ["Temp", "IW+Temp"] * 2,
-    ...                      "ece": [34.0, 27.0, 34.0, 33.0]})
-    >>> repeats_by_method(runs, "U->M").values.tolist()
-    [[34.0, 27.0], [34.0, 33.0]]
-    """
-    if metric not in ("ece", "oce", "cls_error"):
-        raise ValueError(f"metric must be 'ece', 'oce' or 'cls_error', got {metric!r}")
-    _check_runs(runs, ["shift", "repeat", "method", metric])
-    chosen = runs[runs["shift"] == shift]
-    if chosen.empty:
-        raise ValueError(f"runs has no shift {shift!r}; it has {sorted(runs['shift'].unique())}")
-    table = chosen.pivot_table(index="repeat", columns="method", values=metric, aggfunc="mean")
-    table = table[[m for m in METHODS if m in table.columns]]
-    table.columns.name = None
-    return table

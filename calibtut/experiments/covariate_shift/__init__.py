@@ -1,0 +1,55 @@
+"""Paper 004 (Park et al., calibration under covariate shift): the experiments of its book part.
+
+* :mod:`~calibtut.experiments.covariate_shift.tasks`: the shift names, the
+  task list and the one-configuration runner :func:`run_cs_config` of Table 1
+  (the digit shifts, their stand-ins for SVHN and Office-31, the rotation
+  sweep), and the per-point predictions of its reliability diagrams;
+* :mod:`~calibtut.experiments.covariate_shift.tables`: our Table 1, the paper's
+  beside it, and the tables behind the rotation figure and the per-repeat view;
+* :mod:`~calibtut.experiments.covariate_shift.chapters`: the fixed set-ups
+  and tables that the teaching chapters (1-4 and 7) share.
+
+Notebooks and tests import every name from this package.
+"""
+
+from calibtut.experiments.covariate_shift.chapters import (
+    clip_summary,
+    coverage_by_group,
+    mean_with_sem,
+    misspecified_classifier_logits,
+    top_weight_spread,
+)
+from calibtut.experiments.covariate_shift.tables import (
+    STAND_INS,
+    ece_vs_rotation,
+    repeats_by_method,
+    table1_summary,
+    table1_vs_paper,
+)
+from calibtut.experiments.covariate_shift.tasks import (
+    DIGIT_SHIFTS,
+    METHODS,
+    cs_tasks,
+    parse_shift,
+    run_cs_config,
+    shift_predictions,
+)
+
+__all__ = [
+    "DIGIT_SHIFTS",
+    "METHODS",
+    "STAND_INS",
+    "clip_summary",
+    "coverage_by_group",
+    "cs_tasks",
+    "ece_vs_rotation",
+    "mean_with_sem",
+    "misspecified_classifier_logits",
+    "parse_shift",
+    "repeats_by_method",
+    "run_cs_config",
+    "shift_predictions",
+    "table1_summary",
+    "table1_vs_paper",
+    "top_weight_spread",
+]
