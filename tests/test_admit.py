@@ -6,7 +6,14 @@ import numpy as np
 import pytest
 
 from calibtut.recalibration import venn_probability_bounds
-from calibtut.selective import admit_sets, admitted_accuracy_by_class, venn_admit
+from calibtut.selective import (
+    ADMIT,
+    KNNFeatures,
+    VennADMIT,
+    admit_sets,
+    admitted_accuracy_by_class,
+    venn_admit,
+)
 
 
 def _split(rng, n, n_classes=3, q_max=3, ties=False):
@@ -19,6 +26,16 @@ def _split(rng, n, n_classes=3, q_max=3, ties=False):
     if ties:
         d = np.round(d, 1)
     return probs, labels, q, d
+
+
+def _cal(split):
+    """The KNN features of a labelled split."""
+    return KNNFeatures(*split)
+
+
+def _test(split):
+    """The KNN features of a split's points without their labels."""
+    return KNNFeatures(split[0], None, split[2], split[3])
 
 
 def _reference_admit(cal_probs, cal_labels, cal_q, cal_d, probs, q, d, alpha, omega, kappa, partition):
@@ -49,7 +66,7 @@ def test_vectorised_admit_equals_the_per_point_algorithm(partition, seed):
     cal = _split(rng, 900, ties=seed == 2)
     test = _split(rng, 200, ties=seed == 2)
     alpha, omega, kappa = [0.1, 0.2, 0.2][seed], [0.3, 0.5, 0.2][seed], [9, 5, 4][seed]
-    got = admit_sets(*cal, test[0], test[2], test[3], alpha, omega=omega, kappa=kappa, partition=partition)
+    got = admit_sets(_cal(cal), _test(test), alpha, omega=omega, kappa=kappa, partition=partition)
     expected = _reference_admit(*cal, test[0], test[2], test[3], alpha, omega, kappa, partition)
     assert np.array_equal(got, expected)
     assert 0.05 < np.mean(got.sum(axis=1) == 1) < 0.95  # a test of both outcomes, not of a constant
@@ -74,7 +91,8 @@ def test_fixed_partition_admit_matches_crepes():
     expected[np.arange(len(tp)), np.argmax(tp, axis=1)] = True
     n_min = np.array([min(counts[code(tq[t], tbin[t], c)] for c in range(3)) for t in range(len(tp))])
     expected[n_min < 9] = True
-    got = admit_sets(cp, cy, cq, cd, tp, tq, td, alpha, omega=omega, kappa=9, partition="fixed")
+    got = admit_sets(KNNFeatures(cp, cy, cq, cd), KNNFeatures(tp, None, tq, td), alpha, omega=omega, kappa=9,
+                     partition="fixed")
     assert np.array_equal(got, expected)
 
 
@@ -86,7 +104,7 @@ def test_label_conditional_coverage_on_a_fixed_partition():
     for seed in range(60):
         rng = np.random.default_rng(100 + seed)
         cal, test = _split(rng, 3000, q_max=1), _split(rng, 1000, q_max=1)
-        sets = admit_sets(*cal, test[0], test[2], test[3], alpha, omega=0.5, kappa=9, partition="fixed")
+        sets = admit_sets(_cal(cal), _test(test), alpha, omega=0.5, kappa=9, partition="fixed")
         covered.append(sets[np.arange(1000), test[1]])
         labels.append(test[1])
     covered, labels = np.concatenate(covered), np.concatenate(labels)
@@ -119,7 +137,7 @@ def test_venn_admit_equals_explicit_venn_categories(partition):
     rng = np.random.default_rng(8)
     mc, vp, test = _split(rng, 1500, q_max=2), _split(rng, 1500, q_max=2), _split(rng, 150, q_max=2)
     weight = rng.uniform(1, 3, size=150)
-    admitted, lower = venn_admit(*mc, *vp, test[0], test[2], test[3], 0.2, omega=0.4, kappa=5,
+    admitted, lower = venn_admit(_cal(mc), _cal(vp), _test(test), 0.2, omega=0.4, kappa=5,
                                  test_weight=weight, partition=partition)
     expected = _reference_venn_admit(mc, vp, test, 0.2, 0.4, 5, weight, partition)
     # the band reference tests |d_j - d_t| <= omega, the library d_t - omega <= d_j <= d_t + omega
@@ -132,7 +150,7 @@ def test_weighting_and_censoring_only_remove_admissions():
     # Proposition 3's mechanism (w >= 1 lowers the lower probability) and Proposition 2's (qK is a subset)
     rng = np.random.default_rng(9)
     mc, vp, test = _split(rng, 2000, q_max=2), _split(rng, 2000, q_max=2), _split(rng, 500, q_max=2)
-    args = (*mc, *vp, test[0], test[2], test[3], 0.2)
+    args = (_cal(mc), _cal(vp), _test(test), 0.2)
     plain, low_plain = venn_admit(*args, omega=0.5, kappa=5)
     weighted, low_weighted = venn_admit(*args, omega=0.5, kappa=5, test_weight=rng.uniform(1, 4, size=500))
     censored, _ = venn_admit(*args, omega=0.5, kappa=5, require_q=2)
@@ -161,7 +179,7 @@ def test_venn_admit_admitted_accuracy_reaches_one_minus_alpha():
     for seed in range(30):
         rng = np.random.default_rng(200 + seed)
         mc, vp, test = _reliable_split(rng, 2000), _reliable_split(rng, 2000), _reliable_split(rng, 1000)
-        admitted, _ = venn_admit(*mc, *vp, test[0], test[2], test[3], alpha, omega=0.5, kappa=4)
+        admitted, _ = venn_admit(_cal(mc), _cal(vp), _test(test), alpha, omega=0.5, kappa=4)
         hit = test[0].argmax(1) == test[1]
         correct.append(hit[admitted])
         base.append(hit)
@@ -180,7 +198,7 @@ def test_uniform_accuracy_below_target_shows_the_winners_curse():
     for seed in range(20):
         rng = np.random.default_rng(300 + seed)
         mc, vp, test = _split(rng, 2000, q_max=1), _split(rng, 2000, q_max=1), _split(rng, 1000, q_max=1)
-        admitted, _ = venn_admit(*mc, *vp, test[0], test[2], test[3], alpha, omega=0.5, kappa=4)
+        admitted, _ = venn_admit(_cal(mc), _cal(vp), _test(test), alpha, omega=0.5, kappa=4)
         correct.append((test[0].argmax(1) == test[1])[admitted])
     correct = np.concatenate(correct)
     assert correct.size > 100
@@ -192,10 +210,10 @@ def test_localizer_weight_is_one_over_the_category_mass():
     rng = np.random.default_rng(11)
     mc, vp, test = _split(rng, 1500, q_max=2), _split(rng, 1000, q_max=2), _split(rng, 120, q_max=2)
     psi = rng.dirichlet(np.full(1000, 0.3), size=120)
-    args = (*mc, *vp, test[0], test[2], test[3], 0.2)
+    args = (_cal(mc), _cal(vp), _test(test), 0.2)
     admitted, lower = venn_admit(*args, omega=0.4, kappa=5, localizer_psi=psi)
-    vp_sets = admit_sets(*mc, vp[0], vp[2], vp[3], 0.2, omega=0.4, kappa=5)
-    test_sets = admit_sets(*mc, test[0], test[2], test[3], 0.2, omega=0.4, kappa=5)
+    vp_sets = admit_sets(_cal(mc), _test(vp), 0.2, omega=0.4, kappa=5)
+    test_sets = admit_sets(_cal(mc), _test(test), 0.2, omega=0.4, kappa=5)
     vp_class = np.where(vp_sets.sum(1) == 1, vp_sets.argmax(1), -1)
     weight = np.ones(120)
     for t in np.flatnonzero(test_sets.sum(1) == 1):
@@ -216,7 +234,7 @@ def test_localizer_psi_as_a_function_of_blocks_gives_the_same_result(monkeypatch
     rng = np.random.default_rng(12)
     mc, vp, test = _split(rng, 1500, q_max=2), _split(rng, 1000, q_max=2), _split(rng, 400, q_max=2)
     psi = rng.dirichlet(np.full(1000, 0.3), size=400)
-    args = (*mc, *vp, test[0], test[2], test[3], 0.2)
+    args = (_cal(mc), _cal(vp), _test(test), 0.2)
     asked = []
 
     def rows(index):
@@ -246,7 +264,7 @@ def test_accuracy_table_by_true_and_predicted_class():
     assert np.allclose(by_true["share"], [2 / 6, 2 / 6, 4 / 6])
     by_pred = admitted_accuracy_by_class(admitted, predictions, labels, 3, by="predicted")
     assert by_pred["n"].tolist() == [2, 2, 0, 4] and np.isnan(by_pred["accuracy"][2])
-    with pytest.raises(ValueError, match="labels must be one integer in 0..1"):
+    with pytest.raises(ValueError, match=r"labels must be integers in 0..1, got 2.0"):
         admitted_accuracy_by_class(admitted, predictions, labels + 1, 2)
     with pytest.raises(TypeError, match="admitted must be a 1-d boolean array"):
         admitted_accuracy_by_class(admitted.astype(int), predictions, labels, 2)
@@ -256,16 +274,90 @@ def test_clear_errors():
     rng = np.random.default_rng(10)
     cal, test = _split(rng, 50), _split(rng, 5)
     with pytest.raises(ValueError, match="kappa must be >= 1, got 0"):
-        admit_sets(*cal, test[0], test[2], test[3], 0.1, omega=0.5, kappa=0)
+        admit_sets(_cal(cal), _test(test), 0.1, omega=0.5, kappa=0)
     with pytest.raises(ValueError, match="kappa=5 is too small for alpha=0.1"):
-        admit_sets(*cal, test[0], test[2], test[3], 0.1, omega=0.5, kappa=5)
+        admit_sets(_cal(cal), _test(test), 0.1, omega=0.5, kappa=5)
     with pytest.raises(ValueError, match=r"alpha must lie in \(0, 1\)"):
-        admit_sets(*cal, test[0], test[2], test[3], 0.0, omega=0.5)
-    with pytest.raises(ValueError, match="cal_labels must be one integer in 0..2 per point, got 3.0"):
-        admit_sets(cal[0], np.full(50, 3), cal[2], cal[3], test[0], test[2], test[3], 0.1, omega=0.5)
-    with pytest.raises(ValueError, match="probs must sum to 1"):
-        admit_sets(*cal, test[0] * 0.5, test[2], test[3], 0.1, omega=0.5)
+        admit_sets(_cal(cal), _test(test), 0.0, omega=0.5)
     with pytest.raises(ValueError, match="test_weight must be >= 1"):
-        venn_admit(*cal, *cal, test[0], test[2], test[3], 0.1, omega=0.5, kappa=9, test_weight=0.5)
+        venn_admit(_cal(cal), _cal(cal), _test(test), 0.1, omega=0.5, kappa=9, test_weight=0.5)
     with pytest.raises(ValueError, match="omega must be > 0 with partition='fixed'"):
-        admit_sets(*cal, test[0], test[2], test[3], 0.1, omega=0.0, kappa=9, partition="fixed")
+        admit_sets(_cal(cal), _test(test), 0.1, omega=0.0, kappa=9, partition="fixed")
+    with pytest.raises(ValueError, match="cal must be labelled"):
+        admit_sets(_test(cal), _test(test), 0.1, omega=0.5, kappa=9)
+    with pytest.raises(ValueError, match="vp must be labelled"):
+        venn_admit(_cal(cal), _test(cal), _test(test), 0.1, omega=0.5, kappa=9)
+    with pytest.raises(TypeError, match="test must be a KNNFeatures bundle, got tuple"):
+        admit_sets(_cal(cal), (test[0], test[2], test[3]), 0.1, omega=0.5, kappa=9)
+    with pytest.raises(ValueError, match="test has 2 classes, the calibration split 3"):
+        admit_sets(_cal(cal), _test(_split(rng, 5, n_classes=2)), 0.1, omega=0.5, kappa=9)
+
+
+@pytest.mark.parametrize(("field", "value", "error", "match"), [
+    ("probs", lambda s: s[0] * 0.5, ValueError, "probs must sum to 1"),
+    ("probs", lambda s: s[0][:, :1] / s[0][:, :1], ValueError, "probs must have at least 2 columns"),
+    ("labels", lambda s: np.full(50, 3), ValueError, r"labels must be integers in 0..2, got 3.0"),
+    ("labels", lambda s: s[1] + 0.5, ValueError, "labels must be integers"),
+    ("labels", lambda s: s[1][:49], ValueError, r"labels must have one entry per point \(50\), got 49"),
+    ("q", lambda s: s[2] - 1, ValueError, r"q must be non-negative integers, got -1.0"),
+    ("q", lambda s: s[2] + 0.5, ValueError, "q must be non-negative integers"),
+    ("q", lambda s: s[2][:49], ValueError, r"q must have one entry per point \(50\)"),
+    ("d", lambda s: -s[3], ValueError, "d must be non-negative"),
+    ("d", lambda s: np.append(s[3], 1.0), ValueError, "probs has 50, d has 51"),
+    ("d", lambda s: np.where(s[3] > 1, np.nan, s[3]), ValueError, "d contains NaN"),
+    ("d", lambda s: s[3].astype(str), TypeError, "d must hold numbers"),
+])
+def test_knn_features_check_every_field_on_construction(field, value, error, match):
+    split = _split(np.random.default_rng(13), 50)
+    fields = dict(zip(("probs", "labels", "q", "d"), split))
+    fields[field] = value(split)
+    with pytest.raises(error, match=match):
+        KNNFeatures(**fields)
+
+
+def test_knn_features_hold_clean_arrays_and_select_points():
+    probs, labels, q, d = _split(np.random.default_rng(14), 20)
+    features = KNNFeatures(probs.tolist(), labels.astype(float), q.astype(float), d)
+    assert features.labels.dtype == features.q.dtype == np.int64 and features.probs.dtype == np.float64
+    assert np.array_equal(features.q, q) and np.array_equal(features.labels, labels)
+    assert len(features) == 20 and features.n_classes == 3
+    part = features[q == 0]
+    assert len(part) == int(np.sum(q == 0)) and np.array_equal(part.d, d[q == 0])
+    assert KNNFeatures(probs, None, q, d)[:3].labels is None
+    with pytest.raises(AttributeError):
+        features.q = q  # a bundle is frozen: it stays as checked
+
+
+def test_classes_are_the_one_call_functions_and_keep_their_fit():
+    rng = np.random.default_rng(15)
+    mc, vp, test = _split(rng, 1500, q_max=2), _split(rng, 1500, q_max=2), _split(rng, 300, q_max=2)
+    admit = ADMIT(alpha=0.2, omega=0.4, kappa=5)
+    assert admit.fit(_cal(mc)) is admit and admit.n_classes_ == 3
+    assert set(admit.groups_) == {(v, c) for v in range(3) for c in range(3)}
+    sets = admit.predict_set(_test(test))
+    assert np.array_equal(sets, admit_sets(_cal(mc), _test(test), 0.2, omega=0.4, kappa=5))
+    # a labelled bundle predicts as an unlabelled one: the labels are not read
+    assert np.array_equal(sets, admit.predict_set(_cal(test)))
+    model = VennADMIT(alpha=0.2, omega=0.4, kappa=5, require_q=2).fit(_cal(mc), _cal(vp))
+    assert model.n_vp_ == 1500 and model.admit_.n_classes_ == 3
+    admitted, lower = venn_admit(_cal(mc), _cal(vp), _test(test), 0.2, omega=0.4, kappa=5, require_q=2)
+    assert np.array_equal(model.predict_admitted(_test(test)), admitted) and admitted.any()
+    assert np.array_equal(model.predict_lower(_test(test)), lower, equal_nan=True)
+    # the fitted categories are those of the vp points whose ADMIT set is a singleton
+    vp_sets = admit.predict_set(_test(vp))
+    members = np.concatenate([category[0] for category in model.categories_.values()])
+    assert np.array_equal(np.sort(members), np.flatnonzero(vp_sets.sum(axis=1) == 1))
+
+
+def test_predicting_before_fit_raises_and_options_are_checked_at_construction():
+    test = _test(_split(np.random.default_rng(16), 5))
+    with pytest.raises(RuntimeError, match="not fitted yet"):
+        ADMIT(omega=0.5, kappa=9).predict_set(test)
+    with pytest.raises(RuntimeError, match="not fitted yet"):
+        VennADMIT(omega=0.5, kappa=9).predict_admitted(test)
+    with pytest.raises(ValueError, match="kappa=5 is too small for alpha=0.1"):
+        ADMIT(alpha=0.1, omega=0.5, kappa=5)
+    with pytest.raises(ValueError, match="partition must be one of"):
+        VennADMIT(alpha=0.1, omega=0.5, kappa=9, partition="sliding")
+    with pytest.raises(ValueError, match="require_q must be >= 0, got -1"):
+        VennADMIT(alpha=0.1, omega=0.5, kappa=9, require_q=-1)

@@ -14,6 +14,7 @@ from calibtut.experiments.venn_admit import (
     PROTEIN_METHODS,
     accuracy_gap_sd,
     grammar_tasks,
+    plot_admitted_accuracy,
     pooled_singletons,
     protein_tasks,
     run_grammar_config,
@@ -516,17 +517,17 @@ def test_a_small_protein_run_counts_residues_and_nests_its_admissions():
 def test_f05_hand_case_and_sklearn():
     from sklearn.metrics import fbeta_score
 
-    from calibtut.experiments.venn_admit import _f05
+    from calibtut.experiments.venn_admit._common import f05_score
 
     y = np.array([1, 1, 1, 0, 0, 0, 0, 0])
     pred = np.array([1, 0, 0, 1, 0, 0, 0, 0])
     # precision 1/2, recall 1/3: F0.5 = 1.25 * (1/6) / (0.125 + 1/3) = 5/11
-    assert _f05(y, pred) == pytest.approx(5 / 11)
+    assert f05_score(y, pred) == pytest.approx(5 / 11)
     rng = np.random.default_rng(0)
     for _ in range(20):
         y, pred = rng.integers(0, 2, 50), rng.integers(0, 2, 50)
-        assert _f05(y, pred) == pytest.approx(fbeta_score(y, pred, beta=0.5))
-    assert _f05(y, np.zeros(50, int)) == 0.0  # nothing predicted: 0, as sklearn's zero_division=0
+        assert f05_score(y, pred) == pytest.approx(fbeta_score(y, pred, beta=0.5))
+    assert f05_score(y, np.zeros(50, int)) == 0.0  # nothing predicted: 0, as sklearn's zero_division=0
 
 
 def _grammar_rows():
@@ -687,3 +688,47 @@ def test_accuracy_gap_sd_is_a_standardized_binomial_gap():
         accuracy_gap_sd(pd.DataFrame({"n": [-1], "accuracy": [0.5]}), 0.1)
     with pytest.raises(ValueError, match=r"\[0, 1\]"):
         accuracy_gap_sd(pd.DataFrame({"n": [10], "accuracy": [1.5]}), 0.1)
+
+
+# ------------------------------------------------------------------------------------------ figures and layout
+
+
+def test_admitted_accuracy_figure_draws_both_panels_and_the_counts():
+    import matplotlib.pyplot as plt
+
+    rows = _grammar_rows().assign(n_test=100)
+    table = table5_vs_paper(rows, datasets=["grammar"])
+    admitted = pooled_singletons(rows)["n"]
+    methods = ["APS", "Venn-ADMIT"]
+    fig = plot_admitted_accuracy(table, admitted, methods, {"0": "correct", "1": "error"}, alpha=0.1,
+                                 titles=("paper", "ours"), unit="tokens")
+    try:
+        paper, ours = fig.axes
+        # one bar per method and class in each panel, at the table's values (NaN drawn as 0)
+        heights = [bar.get_height() for bar in ours.patches]
+        cells = table[table["metric"] == "accuracy"].set_index(["class", "method"])["ours (ci)"]
+        assert heights == pytest.approx([cells[c, m] for c in ("0", "1") for m in methods])
+        assert len(paper.patches) == 4 and not paper.texts
+        # our bars carry the admitted counts pooled over the splits (10 per split, 2 splits)
+        assert [t.get_text() for t in ours.texts] == ["20"] * 4
+        assert paper.get_ylabel() == "accuracy among admitted tokens"
+        assert [line.get_ydata()[0] for line in ours.lines] == [pytest.approx(0.9)]
+    finally:
+        plt.close(fig)
+    with pytest.raises(ValueError, match="table lacks"):
+        plot_admitted_accuracy(table.drop(columns="paper"), admitted, methods, {"0": "correct"})
+    with pytest.raises(TypeError, match="admitted must be a pandas Series"):
+        plot_admitted_accuracy(table, admitted.to_dict(), methods, {"0": "correct"})
+
+
+def test_the_package_reexports_its_files_and_the_stored_runners():
+    import calibtut.experiments.venn_admit as part
+    from calibtut.experiments.venn_admit import figures, synthetic, tables, tasks
+    from calibtut.run.recheck import resolve_function
+
+    exported = set(part.__all__)
+    for module in (tasks, tables, figures, synthetic):
+        assert set(module.__all__) <= exported, module.__name__
+        assert all(getattr(part, name) is getattr(module, name) for name in module.__all__)
+    for name in ("run_va_config", "run_protein_config", "run_grammar_config"):
+        assert resolve_function(f"calibtut.experiments.venn_admit:{name}") is getattr(tasks, name)

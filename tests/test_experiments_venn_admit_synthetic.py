@@ -1,4 +1,4 @@
-"""Synthetic set-ups and simulation loops of the Venn-ADMIT theory chapters (calibtut.experiments.venn_admit_theory)."""
+"""The theory chapters' synthetic set-ups and simulation loops (calibtut.experiments.venn_admit.synthetic)."""
 
 import numpy as np
 import pandas as pd
@@ -6,7 +6,7 @@ import pytest
 from scipy import stats
 
 from calibtut.conformal import localized_conformal_sets
-from calibtut.experiments.venn_admit_theory import (
+from calibtut.experiments.venn_admit import (
     admission_summary,
     binomial_admission,
     category_coverage_runs,
@@ -96,15 +96,18 @@ def test_naive_lcp_population_coverage_matches_a_large_simulation():
 
 def test_synthetic_pipeline_is_deterministic_and_consistent(pool):
     again = synthetic_knn_pipeline(0, n_train=1000, n_pool=1200, n_knn=200, epochs=5)
-    for key in ("probs", "q", "d"):
-        assert np.array_equal(pool[key], again[key])
-    assert np.allclose(pool["probs"].sum(axis=1), 1) and set(np.unique(pool["q"])) <= set(range(26))
-    assert pool["omega"] > 0 and np.all(pool["d"] >= 0)
+    features = pool["features"]
+    for key in ("probs", "labels", "q", "d"):
+        assert np.array_equal(getattr(features, key), getattr(again["features"], key))
+    assert np.allclose(features.probs.sum(axis=1), 1) and set(np.unique(features.q)) <= set(range(26))
+    assert pool["omega"] > 0 and np.all(features.d >= 0) and len(features) == 1200
+    # omega is Eq. 6 on the whole pool: the std of d over the correct points with q > 0
+    right = features.probs.argmax(axis=1) == features.labels
+    assert pool["omega"] == np.std(features.d[right & (features.q > 0)])
     # the KNN mimics the network: it agrees with it on most points and is about as accurate
     assert pool["agreement"] > 0.75 and abs(pool["knn_accuracy"] - pool["network_accuracy"]) < 0.1
     # q = 25 points are more often right than q = 0 points (the paper's Table 3)
-    right = pool["probs"].argmax(axis=1) == pool["labels"]
-    assert right[pool["q"] == 25].mean() > right[pool["q"] == 0].mean() + 0.2
+    assert right[features.q == 25].mean() > right[features.q == 0].mean() + 0.2
 
 
 def test_mondrian_on_the_fixed_partition_covers_every_category_and_class(pool):
@@ -167,9 +170,9 @@ def test_category_coverage_table_drops_thin_cells_and_checks_its_input():
 
 def test_pool_arguments_are_checked(pool):
     with pytest.raises(ValueError, match="pool must be the dict"):
-        category_coverage_runs({"probs": pool["probs"]}, 1, 10, 0.1)
+        category_coverage_runs({"probs": pool["features"].probs}, 1, 10, 0.1)
     with pytest.raises(ValueError, match="n_cal"):
-        category_coverage_runs(pool, 1, len(pool["probs"]), 0.1)
+        category_coverage_runs(pool, 1, len(pool["features"]), 0.1)
     with pytest.raises(ValueError, match="n_vp"):
         venn_admit_runs(pool, 1, 600, 600, 0.1)
 

@@ -6,6 +6,7 @@ import torch
 
 from calibtut.selective import (
     KNNApproximation,
+    KNNFeatures,
     Localizer,
     band_width,
     consecutive_agreement,
@@ -79,12 +80,15 @@ def test_pipeline_from_exemplars_to_features():
     d, idx = nearest_neighbors(torch.tensor(r_ca), torch.tensor(r_tr), 25)
     knn = KNNApproximation(3)
     with torch.no_grad():
-        pred = knn(d, torch.tensor(net_tr)[idx], torch.tensor(y_tr)[idx]).argmax(1).numpy()
+        probs = torch.softmax(knn(d, torch.tensor(net_tr)[idx], torch.tensor(y_tr)[idx]), dim=1).numpy()
+    pred = probs.argmax(1)
     assert np.mean(pred == y_ca) > 0.95  # well-separated clusters
     q = consecutive_agreement(pred, net_tr.argmax(1)[idx.numpy()], y_tr[idx.numpy()])
     assert q.max() == 25 and np.mean(q[pred == y_ca] == 25) > 0.9
-    omega = band_width(d[:, 0].numpy(), q, pred == y_ca)
-    assert 0 < omega < d[:, 0].numpy().max()
+    cal = KNNFeatures(probs, y_ca, q, d[:, 0].numpy())
+    omega = band_width(cal)
+    assert 0 < omega < cal.d.max()
+    assert omega == np.std(cal.d[(q > 0) & (pred == y_ca)])
 
 
 def test_localizer_recovers_its_temperature():
@@ -120,12 +124,16 @@ def test_consecutive_agreement_against_the_recursion_of_equation_4():
 
 
 def test_band_width_hand_case_and_errors():
-    # points with q > 0 and correct: distances 0.5, 1.5 -> std 0.5; times n_std 2 -> 1.0
-    assert band_width([0.5, 1.5, 9.0, 1.0], [3, 1, 0, 2], [True, True, True, False], n_std=2.0) == 1.0
+    # points with q > 0 and a correct argmax: distances 0.5, 1.5 -> std 0.5; times n_std 2 -> 1.0
+    probs = [[0.9, 0.1], [0.2, 0.8], [0.6, 0.4], [0.7, 0.3]]
+    cal = KNNFeatures(probs, [0, 1, 0, 1], [3, 1, 0, 2], [0.5, 1.5, 9.0, 1.0])
+    assert band_width(cal, n_std=2.0) == 1.0
     with pytest.raises(ValueError, match="omega is undefined"):
-        band_width([0.5, 1.5], [0, 0], [True, True])
-    with pytest.raises(ValueError, match="same shape"):
-        band_width([0.5, 1.5], [1], [True, True])
+        band_width(KNNFeatures(probs[:2], [0, 1], [0, 0], [0.5, 1.5]))
+    with pytest.raises(ValueError, match="cal must be labelled"):
+        band_width(KNNFeatures(probs, None, [3, 1, 0, 2], [0.5, 1.5, 9.0, 1.0]))
+    with pytest.raises(TypeError, match="cal must be a KNNFeatures bundle"):
+        band_width([0.5, 1.5])
 
 
 def test_clear_errors():

@@ -3,15 +3,21 @@
 * :mod:`calibtut.selective.neighbors`: exact k-nearest neighbours in torch.
 * :mod:`calibtut.selective.knn_approximation`: the KNN approximation of a
   network, the localizer, and the features q and d.
-* :mod:`calibtut.selective.admit`: ADMIT sets and Venn-ADMIT.
+* :mod:`calibtut.selective.features`: :class:`KNNFeatures`, the bundle of a
+  split's KNN probabilities, labels, q and d that the methods take.
+* :mod:`calibtut.selective.admit`: ADMIT sets and Venn-ADMIT
+  (:class:`ADMIT`, :class:`VennADMIT` and their one-call forms).
 """
 
 
 from calibtut.selective.admit import (
+    ADMIT,
+    VennADMIT,
     admit_sets,
     admitted_accuracy_by_class,
     venn_admit,
 )
+from calibtut.selective.features import KNNFeatures
 from calibtut.selective.knn_approximation import (
     KNNApproximation,
     KNNFitHistory,
@@ -34,6 +40,9 @@ __all__ = [
     "fit_localizer",
     "consecutive_agreement",
     "band_width",
+    "KNNFeatures",
+    "ADMIT",
+    "VennADMIT",
     "admit_sets",
     "venn_admit",
     "admitted_accuracy_by_class",

@@ -1,30 +1,36 @@
 """ADMIT and Venn-ADMIT: selective classification from a KNN approximation (Schmaltz & Rasooly).
 
-Every instance carries, from :mod:`calibtut.selective.knn_approximation`, the KNN's
-class probabilities ``pi``, the feature ``q`` (consecutive agreeing, correct
-training neighbours) and the distance ``d`` to the nearest training exemplar.
+Every point carries, from :mod:`calibtut.selective.knn_approximation`, the
+KNN's class probabilities ``pi``, the feature ``q`` (consecutive agreeing,
+correct training neighbours) and the distance ``d`` to the nearest training
+exemplar, bundled per split in a :class:`~calibtut.selective.features.KNNFeatures`.
 
-**ADMIT** (Alg. 2) is label-conditional conformal prediction inside a
-data-driven partition. For a point ``t``, the band is the calibration points
-with the same ``q`` and ``|d_j - d_t| <= omega`` (``partition="band"``, the
-paper's sliding window, centred on each point) or with the same ``q`` and the
-same bin ``floor(d / (2 omega))`` (``partition="fixed"``, a true Mondrian
-taxonomy for which Theorem 2 holds verbatim). Class ``c`` enters the set when
-``1 - pi^c(t)`` is at most the ``ceil((n_c + 1)(1 - alpha))``-th smallest LAC
-score ``1 - pi^{y_j}`` of the ``n_c`` band points of true class ``c``; the
-KNN's prediction is always in the set; and when some class has fewer than
-``kappa`` band points the set is every class (the point is rejected).
+**ADMIT** (Alg. 2, :class:`ADMIT`) is label-conditional conformal prediction
+inside a data-driven partition. For a point ``t``, the band is the
+calibration points with the same ``q`` and ``|d_j - d_t| <= omega``
+(``partition="band"``, the paper's sliding window, centred on each point) or
+with the same ``q`` and the same bin ``floor(d / (2 omega))``
+(``partition="fixed"``, a true Mondrian taxonomy for which Theorem 2 holds
+verbatim). Class ``c`` enters the set when ``1 - pi^c(t)`` is at most the
+``ceil((n_c + 1)(1 - alpha))``-th smallest LAC score ``1 - pi^{y_j}`` of the
+``n_c`` band points of true class ``c``; the KNN's prediction is always in the
+set; and when some class has fewer than ``kappa`` band points the set is every
+class (the point is rejected).
 
-**Venn-ADMIT** (Alg. 1, 3, 4) calibrates ADMIT's singletons with an inductive
-Venn predictor over a second calibration split: the category of a test point
-whose ADMIT set is ``{c*}`` is the second split's points in its band whose
-ADMIT set is also ``{c*}``; with ``n`` of its ``|T|`` points of true class
-``c*`` and the test point's weight ``w >= 1`` (1 for the unweighted "-w"
-variant, the localizer's ``1 / psi'`` otherwise) the lower Venn probability of
-``c*`` is ``n / (|T| + w)``, and the point is admitted when it is at least
-``1 - alpha``. ``require_q`` keeps only points with that ``q`` (the "qK"
-censoring). Both are vectorised: sorted bands, prefix counts, one pass per
-(``q``, class) group, in blocks of bounded memory.
+**Venn-ADMIT** (Alg. 1, 3, 4, :class:`VennADMIT`) calibrates ADMIT's
+singletons with an inductive Venn predictor over a second calibration split:
+the category of a test point whose ADMIT set is ``{c*}`` is the second
+split's points in its band whose ADMIT set is also ``{c*}``; with ``n`` of its
+``|T|`` points of true class ``c*`` and the test point's weight ``w >= 1`` (1
+for the unweighted "-w" variant, the localizer's ``1 / psi'`` otherwise) the
+lower Venn probability of ``c*`` is ``n / (|T| + w)``, and the point is
+admitted when it is at least ``1 - alpha``. ``require_q`` keeps only points
+with that ``q`` (the "qK" censoring).
+
+``fit`` sorts each (``q``, class) group of calibration points by ``d`` once;
+the predictions are vectorised: band ranges by binary search, prefix counts,
+one pass per (``q``, class) group, in blocks of bounded memory.
+:func:`admit_sets` and :func:`venn_admit` are the one-call forms.
 """
 
 from __future__ import annotations
@@ -39,39 +45,17 @@ from calibtut._validation import (
     as_float_array,
     check_alpha,
     check_int,
+    check_labels,
     check_probabilities,
     check_real,
 )
+from calibtut.selective.features import _checked_features
 
-__all__ = ["admit_sets", "venn_admit", "admitted_accuracy_by_class"]
+__all__ = ["ADMIT", "VennADMIT", "admit_sets", "venn_admit", "admitted_accuracy_by_class"]
 
 _PARTITIONS = ("band", "fixed")
 # largest number of (query, calibration point) comparisons held at once
 BLOCK_CELLS = 4_000_000
-
-
-def _split(probs, labels, q, d, prefix, labelled=True):
-    """Validated arrays of one split: probabilities, labels (or None), q (int) and d."""
-    probs = check_probabilities(probs, f"{prefix}probs", simplex_axis=1, ndim=2)
-    n, n_classes = probs.shape
-    if n_classes < 2:
-        raise ValueError(f"{prefix}probs must have at least 2 columns, got shape {probs.shape}")
-    q = as_float_array(q, f"{prefix}q", ndim=1)
-    d = as_float_array(d, f"{prefix}d", ndim=1)
-    if q.size != n or d.size != n:
-        raise ValueError(f"{prefix}probs, {prefix}q and {prefix}d must have one entry per point ({n})")
-    if np.any(q != np.round(q)) or np.any(q < 0):
-        raise ValueError(f"{prefix}q must hold non-negative integers")
-    if np.any(d < 0):
-        raise ValueError(f"{prefix}d must be non-negative distances, got {float(d.min())}")
-    if not labelled:
-        return probs, None, q.astype(np.int64), d
-    labels = as_float_array(labels, f"{prefix}labels", ndim=1)
-    bad = (labels != np.round(labels)) | (labels < 0) | (labels >= n_classes)
-    if labels.size != n or np.any(bad):
-        shown = float(labels[bad][0]) if np.any(bad) else f"{labels.size} labels"
-        raise ValueError(f"{prefix}labels must be one integer in 0..{n_classes - 1} per point, got {shown}")
-    return probs, labels.astype(np.int64), q.astype(np.int64), d
 
 
 def _options(alpha, omega, kappa, partition):
@@ -89,6 +73,17 @@ def _options(alpha, omega, kappa, partition):
     if partition == "fixed" and omega == 0:
         raise ValueError("omega must be > 0 with partition='fixed' (bins of width 2 omega), got 0.0")
     return alpha, omega, kappa
+
+
+def _sorted_groups(q, classes, d, n_classes):
+    """``{(q value, class): indices sorted by d}`` of the non-empty (q, class) groups of a split."""
+    groups = {}
+    for value in np.unique(q):
+        for c in range(n_classes):
+            members = np.flatnonzero((q == value) & (classes == c))
+            if members.size:
+                groups[value, c] = members[np.argsort(d[members], kind="stable")]
+    return groups
 
 
 def _band_ranges(group_d, query_d, omega, partition):
@@ -141,54 +136,12 @@ def _count_below(group_scores, lo, hi, query_scores):
     return counts
 
 
-def _admit(cal, query, alpha, omega, kappa, partition):
-    """ADMIT sets of the query points; ``cal`` and ``query`` are validated splits."""
-    cal_probs, cal_labels, cal_q, cal_d = cal
-    probs, _, q, d = query
-    n_classes = cal_probs.shape[1]
-    cal_scores = 1.0 - cal_probs[np.arange(len(cal_probs)), cal_labels]
-    sets = np.zeros(probs.shape, dtype=bool)
-    smallest = np.zeros(len(probs), dtype=np.int64)  # becomes min_c n_c over the classes seen
-    seen = np.zeros(probs.shape, dtype=bool)
-    for value in np.unique(q):
-        queries = np.flatnonzero(q == value)
-        for c in range(n_classes):
-            members = np.flatnonzero((cal_q == value) & (cal_labels == c))
-            if members.size == 0:
-                continue
-            members = members[np.argsort(cal_d[members], kind="stable")]
-            lo, hi = _band_ranges(cal_d[members], d[queries], omega, partition)
-            n_band = hi - lo
-            below = _count_below(cal_scores[members], lo, hi, 1.0 - probs[queries, c])
-            sets[queries, c] = below < ceil_rank((n_band + 1) * (1 - alpha))
-            smallest[queries] = np.where(seen[queries].any(axis=1), np.minimum(smallest[queries], n_band), n_band)
-            seen[queries, c] = True
-    too_few = (~seen.all(axis=1)) | (smallest < kappa)
-    sets[np.arange(len(probs)), np.argmax(probs, axis=1)] = True
-    sets[too_few] = True
-    return sets
-
-
-def admit_sets(cal_probs, cal_labels, cal_q, cal_d, probs, q, d, alpha, *, omega, kappa=1000, partition="band"):
+class ADMIT:
     """ADMIT prediction sets: label-conditional conformal inside the ``(q, d)`` band (Alg. 2).
 
     Parameters
     ----------
-    cal_probs : array_like of shape (n, n_classes)
-        KNN probabilities of the calibration points (rows sum to one).
-    cal_labels : array_like of int, shape (n,)
-        Their labels in ``0..n_classes - 1``.
-    cal_q : array_like of int, shape (n,)
-        Their feature ``q``.
-    cal_d : array_like of shape (n,)
-        Their distance ``d`` to the nearest training exemplar.
-    probs : array_like of shape (m, n_classes)
-        KNN probabilities of the points to predict.
-    q : array_like of int, shape (m,)
-        Their ``q``.
-    d : array_like of shape (m,)
-        Their ``d``.
-    alpha : float
+    alpha : float, default 0.1
         Miscoverage level in (0, 1).
     omega : float
         Half-width of the distance band (non-negative; see
@@ -201,6 +154,108 @@ def admit_sets(cal_probs, cal_labels, cal_q, cal_d, probs, q, d, alpha, *, omega
         The paper's sliding band ``|d_j - d_t| <= omega``, or fixed bins of
         width ``2 omega`` (a Mondrian taxonomy).
 
+    Attributes
+    ----------
+    n_classes_ : int
+        Number of classes of the calibration split.
+    groups_ : dict
+        ``{(q, c): (d, scores)}``: the distances and LAC scores ``1 - pi^c``
+        of the calibration points of each ``q`` and true class ``c``, sorted
+        by distance.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from calibtut.selective import KNNFeatures
+    >>> p = np.array([[0.9, 0.1], [0.8, 0.2], [0.6, 0.4], [0.3, 0.7], [0.2, 0.8], [0.1, 0.9]])
+    >>> cal = KNNFeatures(p, [0, 0, 0, 1, 1, 1], np.zeros(6), np.zeros(6))
+    >>> test = KNNFeatures([[0.85, 0.15], [0.5, 0.5], [0.25, 0.75]], None, [0, 0, 0], [0.0, 0.0, 0.0])
+    >>> ADMIT(alpha=0.25, omega=1.0, kappa=3).fit(cal).predict_set(test)
+    array([[ True, False],
+           [ True, False],
+           [False,  True]])
+    """
+
+    def __init__(self, alpha=0.1, *, omega, kappa=1000, partition="band"):
+        self.alpha, self.omega, self.kappa = _options(alpha, omega, kappa, partition)
+        self.partition = partition
+
+    def fit(self, cal):
+        """Sort the calibration points of each ``q`` and true class by distance.
+
+        Parameters
+        ----------
+        cal : KNNFeatures
+            The calibration split, labelled.
+
+        Returns
+        -------
+        ADMIT
+            ``self``, fitted.
+        """
+        cal = _checked_features(cal, "cal", labelled=True)
+        scores = 1.0 - cal.probs[np.arange(len(cal)), cal.labels]
+        groups = _sorted_groups(cal.q, cal.labels, cal.d, cal.n_classes)
+        self.groups_ = {key: (cal.d[members], scores[members]) for key, members in groups.items()}
+        self.n_classes_ = cal.n_classes
+        return self
+
+    def predict_set(self, test):
+        """ADMIT sets of the points of ``test``.
+
+        Parameters
+        ----------
+        test : KNNFeatures
+            The points to predict (their labels, if any, are not used).
+
+        Returns
+        -------
+        numpy.ndarray of bool, shape (m, n_classes)
+        """
+        if not hasattr(self, "groups_"):
+            raise RuntimeError("this ADMIT is not fitted yet: call fit(cal) before predict_set")
+        test = _checked_features(test, "test", n_classes=self.n_classes_)
+        probs, q, d = test.probs, test.q, test.d
+        sets = np.zeros(probs.shape, dtype=bool)
+        smallest = np.zeros(len(probs), dtype=np.int64)  # becomes min_c n_c over the classes seen
+        seen = np.zeros(probs.shape, dtype=bool)
+        for value in np.unique(q):
+            queries = np.flatnonzero(q == value)
+            for c in range(self.n_classes_):
+                if (value, c) not in self.groups_:
+                    continue
+                group_d, group_scores = self.groups_[value, c]
+                lo, hi = _band_ranges(group_d, d[queries], self.omega, self.partition)
+                n_band = hi - lo
+                below = _count_below(group_scores, lo, hi, 1.0 - probs[queries, c])
+                sets[queries, c] = below < ceil_rank((n_band + 1) * (1 - self.alpha))
+                smallest[queries] = np.where(seen[queries].any(axis=1), np.minimum(smallest[queries], n_band),
+                                             n_band)
+                seen[queries, c] = True
+        too_few = (~seen.all(axis=1)) | (smallest < self.kappa)
+        sets[np.arange(len(probs)), np.argmax(probs, axis=1)] = True
+        sets[too_few] = True
+        return sets
+
+
+def admit_sets(cal, test, alpha, *, omega, kappa=1000, partition="band"):
+    """ADMIT prediction sets in one call: :class:`ADMIT` fitted on ``cal``, predicting ``test``.
+
+    Parameters
+    ----------
+    cal : KNNFeatures
+        The calibration split, labelled.
+    test : KNNFeatures
+        The points to predict.
+    alpha : float
+        Miscoverage level in (0, 1).
+    omega : float
+        Half-width of the distance band (non-negative).
+    kappa : int, default 1000
+        Smallest number of band points of every class (at least ``ceil(1 / alpha) - 1``).
+    partition : {"band", "fixed"}, default "band"
+        As in :class:`ADMIT`.
+
     Returns
     -------
     numpy.ndarray of bool, shape (m, n_classes)
@@ -208,20 +263,13 @@ def admit_sets(cal_probs, cal_labels, cal_q, cal_d, probs, q, d, alpha, *, omega
     Examples
     --------
     >>> import numpy as np
+    >>> from calibtut.selective import KNNFeatures
     >>> p = np.array([[0.9, 0.1], [0.8, 0.2], [0.6, 0.4], [0.3, 0.7], [0.2, 0.8], [0.1, 0.9]])
-    >>> y, zeros = np.array([0, 0, 0, 1, 1, 1]), np.zeros(6)
-    >>> admit_sets(p, y, zeros, zeros, [[0.85, 0.15], [0.5, 0.5], [0.25, 0.75]], [0, 0, 0],
-    ...            [0.0, 0.0, 0.0], 0.25, omega=1.0, kappa=3)
-    array([[ True, False],
-           [ True, False],
-           [False,  True]])
+    >>> cal = KNNFeatures(p, [0, 0, 0, 1, 1, 1], np.zeros(6), np.zeros(6))
+    >>> admit_sets(cal, KNNFeatures([[0.5, 0.5]], None, [0], [0.0]), 0.25, omega=1.0, kappa=3)
+    array([[ True, False]])
     """
-    alpha, omega, kappa = _options(alpha, omega, kappa, partition)
-    cal = _split(cal_probs, cal_labels, cal_q, cal_d, "cal_")
-    query = _split(probs, None, q, d, "", labelled=False)
-    if query[0].shape[1] != cal[0].shape[1]:
-        raise ValueError(f"probs has {query[0].shape[1]} classes, cal_probs has {cal[0].shape[1]}")
-    return _admit(cal, query, alpha, omega, kappa, partition)
+    return ADMIT(alpha, omega=omega, kappa=kappa, partition=partition).fit(cal).predict_set(test)
 
 
 def _psi_rows(localizer_psi, m, n_vp):
@@ -264,31 +312,184 @@ def _singleton_class(sets):
     return np.where(sets.sum(axis=1) == 1, np.argmax(sets, axis=1), -1)
 
 
-def venn_admit(mc_probs, mc_labels, mc_q, mc_d, vp_probs, vp_labels, vp_q, vp_d, probs, q, d, alpha, *,
-               omega, kappa=1000, test_weight=1.0, localizer_psi=None, require_q=None, partition="band"):
+#: The Venn category of a (q, class) with no point of the second split: no members, no correct ones.
+_EMPTY_CATEGORY = (np.empty(0, dtype=np.int64), np.empty(0), np.zeros(1, dtype=np.int64))
+
+
+class VennADMIT:
     """Venn-ADMIT: admit a point when the lower Venn probability of its ADMIT singleton is ``>= 1 - alpha``.
 
-    ADMIT sets (:func:`admit_sets`, calibrated on the ``mc_`` split) are
-    computed for the test points and for the points of the second
-    calibration split (``vp_``). A test point whose set is ``{c*}`` has as
-    Venn category the ``vp_`` points in its band (same ``q``, ``d`` within
-    ``omega``, or the same fixed bin) whose ADMIT set is also ``{c*}``. With
-    ``n`` of those ``|T|`` points of true class ``c*``, its lower Venn
-    probability is ``n / (|T| + w)``.
+    :class:`ADMIT` is fitted on the first calibration split (``mc``) and gives
+    sets for the test points and for the points of the second split
+    (``vp``). A test point whose set is ``{c*}`` has as Venn category the
+    ``vp`` points in its band (same ``q``, ``d`` within ``omega``, or the same
+    fixed bin) whose ADMIT set is also ``{c*}``. With ``n`` of those ``|T|``
+    points of true class ``c*``, its lower Venn probability is
+    ``n / (|T| + w)``, ``w`` the test point's weight.
 
     Parameters
     ----------
-    mc_probs, mc_labels, mc_q, mc_d : array_like
-        The first calibration split (ADMIT's), as in :func:`admit_sets`:
-        probabilities ``(n, n_classes)``, labels, ``q`` and ``d`` ``(n,)``.
-    vp_probs, vp_labels, vp_q, vp_d : array_like
-        The second calibration split (the Venn predictor's), same layout.
-    probs : array_like of shape (m, n_classes)
-        KNN probabilities of the test points.
-    q : array_like of int, shape (m,)
-        Their ``q``.
-    d : array_like of shape (m,)
-        Their ``d``.
+    alpha : float, default 0.1
+        Miscoverage level in (0, 1).
+    omega : float
+        Half-width of the distance band (non-negative).
+    kappa : int, default 1000
+        ADMIT's smallest band count per class.
+    require_q : int, optional
+        Admit only points with this ``q`` (the "qK" censoring, ``require_q=25``).
+    partition : {"band", "fixed"}, default "band"
+        As in :class:`ADMIT`.
+
+    Attributes
+    ----------
+    admit_ : ADMIT
+        ADMIT fitted on the first split.
+    categories_ : dict
+        ``{(q, c*): (members, d, correct)}``: the indices of the ``vp``
+        points of each ``q`` whose ADMIT set is ``{c*}``, sorted by distance,
+        their distances and the prefix counts of those of true class ``c*``.
+    n_vp_ : int
+        Points of the second split (the width of the localizer's ``psi``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from calibtut.selective import KNNFeatures
+    >>> p = np.array([[0.9, 0.1], [0.8, 0.2], [0.6, 0.4], [0.3, 0.7], [0.2, 0.8], [0.1, 0.9]] * 4)
+    >>> cal = KNNFeatures(p, [0, 0, 0, 1, 1, 1] * 4, np.zeros(24), np.zeros(24))
+    >>> model = VennADMIT(alpha=0.25, omega=1.0, kappa=3).fit(cal, cal)
+    >>> test = KNNFeatures([[0.95, 0.05]], None, [0], [0.0])
+    >>> model.predict_admitted(test), model.predict_lower(test).round(3)
+    (array([ True]), array([0.923]))
+    """
+
+    def __init__(self, alpha=0.1, *, omega, kappa=1000, require_q=None, partition="band"):
+        self.alpha, self.omega, self.kappa = _options(alpha, omega, kappa, partition)
+        self.require_q = None if require_q is None else check_int(require_q, "require_q", minimum=0)
+        self.partition = partition
+
+    def fit(self, mc, vp):
+        """Fit ADMIT on ``mc`` and build the Venn categories of ``vp``.
+
+        Parameters
+        ----------
+        mc : KNNFeatures
+            The first calibration split (ADMIT's), labelled.
+        vp : KNNFeatures
+            The second calibration split (the Venn predictor's), labelled.
+
+        Returns
+        -------
+        VennADMIT
+            ``self``, fitted.
+        """
+        admit = ADMIT(self.alpha, omega=self.omega, kappa=self.kappa, partition=self.partition).fit(mc)
+        vp = _checked_features(vp, "vp", labelled=True, n_classes=admit.n_classes_)
+        vp_class = _singleton_class(admit.predict_set(vp))
+        vp_correct = (vp_class == vp.labels).astype(np.int64)
+        self.categories_ = {
+            key: (members, vp.d[members], np.concatenate([[0], np.cumsum(vp_correct[members])]))
+            for key, members in _sorted_groups(vp.q, vp_class, vp.d, admit.n_classes_).items()
+        }
+        self.admit_, self.n_vp_ = admit, len(vp)
+        return self
+
+    def predict_lower(self, test, *, test_weight=1.0, localizer_psi=None):
+        """Lower Venn probability of each test point's ADMIT singleton (NaN where the set is not a singleton).
+
+        Parameters
+        ----------
+        test : KNNFeatures
+            The test points (their labels, if any, are not used).
+        test_weight : float or array_like of shape (m,), default 1.0
+            Weight ``w >= 1`` of each test point in its category: 1 for
+            Venn-ADMIT-w; a given weight otherwise. Leave at 1 when
+            ``localizer_psi`` is given.
+        localizer_psi : array_like of shape (m, n_vp) or callable, optional
+            The localizer's weights ``psi`` of each test point over the ``vp``
+            points (rows sum to one; :meth:`calibtut.selective.knn_approximation.Localizer.weights`).
+            Weighted Venn-ADMIT: the test weight is ``1 / psi'``, ``psi'`` the
+            mass of ``psi`` on the point's Venn category (Eq. 9); ``psi' = 0``
+            gives the lower probability 0. The dense matrix has ``m * n_vp``
+            entries (5.5 GB in float64 for 29,704 test points and 23,000 ``vp``
+            points), so it may instead be a function that takes an array of test
+            indices and returns their rows of ``psi``; it is called on blocks of
+            at most a few million entries, once for each test point with an
+            ADMIT singleton, and the result is the same.
+
+        Returns
+        -------
+        numpy.ndarray of shape (m,)
+        """
+        if not hasattr(self, "categories_"):
+            raise RuntimeError("this VennADMIT is not fitted yet: call fit(mc, vp) before predicting")
+        test = _checked_features(test, "test", n_classes=self.admit_.n_classes_)
+        m = len(test)
+        weight = as_float_array(test_weight, "test_weight", ndim=(0, 1))
+        if np.any(weight < 1):
+            raise ValueError(f"test_weight must be >= 1 (1 / psi' with psi' in (0, 1]), got {float(weight.min())}")
+        weight = np.broadcast_to(weight, (m,)) if weight.ndim == 0 else weight
+        if weight.shape != (m,):
+            raise ValueError(f"test_weight must be a number or one per test point ({m}), got {weight.size}")
+        if localizer_psi is not None:
+            if np.any(weight != 1):
+                raise ValueError("give test_weight or localizer_psi, not both")
+            psi_rows = _psi_rows(localizer_psi, m, self.n_vp_)
+        test_class = _singleton_class(self.admit_.predict_set(test))
+        lower = np.full(m, np.nan)
+        for value in np.unique(test.q[test_class >= 0]):
+            for c in range(self.admit_.n_classes_):
+                queries = np.flatnonzero((test.q == value) & (test_class == c))
+                if queries.size == 0:
+                    continue
+                members, member_d, correct = self.categories_.get((value, c), _EMPTY_CATEGORY)
+                lo, hi = _band_ranges(member_d, test.d[queries], self.omega, self.partition)
+                if localizer_psi is None:
+                    w = weight[queries]
+                else:
+                    w = _category_weight(psi_rows, self.n_vp_, queries, members, lo, hi)
+                lower[queries] = (correct[hi] - correct[lo]) / (hi - lo + w)
+        return lower
+
+    def predict_admitted(self, test, *, test_weight=1.0, localizer_psi=None):
+        """Whether each test point is admitted (its prediction is then the KNN's argmax).
+
+        Parameters
+        ----------
+        test : KNNFeatures
+            The test points.
+        test_weight : float or array_like of shape (m,), default 1.0
+            As in :meth:`predict_lower`.
+        localizer_psi : array_like of shape (m, n_vp) or callable, optional
+            As in :meth:`predict_lower`.
+
+        Returns
+        -------
+        numpy.ndarray of bool, shape (m,)
+        """
+        lower = self.predict_lower(test, test_weight=test_weight, localizer_psi=localizer_psi)
+        return self._admitted(test, lower)
+
+    def _admitted(self, test, lower):
+        """The admission rule on lower probabilities: at least ``1 - alpha``, and ``q`` as required."""
+        admitted = np.nan_to_num(lower, nan=-1.0) >= 1 - self.alpha
+        if self.require_q is not None:
+            admitted &= test.q == self.require_q
+        return admitted
+
+
+def venn_admit(mc, vp, test, alpha, *, omega, kappa=1000, test_weight=1.0, localizer_psi=None, require_q=None,
+               partition="band"):
+    """Venn-ADMIT in one call: :class:`VennADMIT` fitted on ``mc`` and ``vp``, admitting points of ``test``.
+
+    Parameters
+    ----------
+    mc : KNNFeatures
+        The first calibration split (ADMIT's), labelled.
+    vp : KNNFeatures
+        The second calibration split (the Venn predictor's), labelled.
+    test : KNNFeatures
+        The test points.
     alpha : float
         Miscoverage level in (0, 1).
     omega : float
@@ -296,24 +497,15 @@ def venn_admit(mc_probs, mc_labels, mc_q, mc_d, vp_probs, vp_labels, vp_q, vp_d,
     kappa : int, default 1000
         ADMIT's smallest band count per class.
     test_weight : float or array_like of shape (m,), default 1.0
-        Weight ``w >= 1`` of each test point in its category: 1 for
-        Venn-ADMIT-w; a given weight otherwise. Leave at 1 when
-        ``localizer_psi`` is given.
+        Weight ``w >= 1`` of each test point in its category
+        (:meth:`VennADMIT.predict_lower`).
     localizer_psi : array_like of shape (m, n_vp) or callable, optional
-        The localizer's weights ``psi`` of each test point over the ``vp_``
-        points (rows sum to one; :meth:`calibtut.selective.knn_approximation.Localizer.weights`).
-        Weighted Venn-ADMIT: the test weight is ``1 / psi'``, ``psi'`` the
-        mass of ``psi`` on the point's Venn category (Eq. 9); ``psi' = 0``
-        gives the lower probability 0. The dense matrix has ``m * n_vp``
-        entries (5.5 GB in float64 for 29,704 test points and 23,000 ``vp_``
-        points), so it may instead be a function that takes an array of test
-        indices and returns their rows of ``psi``; it is called on blocks of
-        at most a few million entries, once for each test point with an
-        ADMIT singleton, and the result is the same.
+        The localizer's weights of the test points over ``vp``
+        (:meth:`VennADMIT.predict_lower`).
     require_q : int, optional
-        Admit only points with this ``q`` (the "qK" censoring, ``require_q=25``).
+        Admit only points with this ``q``.
     partition : {"band", "fixed"}, default "band"
-        As in :func:`admit_sets`.
+        As in :class:`ADMIT`.
 
     Returns
     -------
@@ -326,56 +518,17 @@ def venn_admit(mc_probs, mc_labels, mc_q, mc_d, vp_probs, vp_labels, vp_q, vp_d,
     Examples
     --------
     >>> import numpy as np
+    >>> from calibtut.selective import KNNFeatures
     >>> p = np.array([[0.9, 0.1], [0.8, 0.2], [0.6, 0.4], [0.3, 0.7], [0.2, 0.8], [0.1, 0.9]] * 4)
-    >>> y, zeros = np.array([0, 0, 0, 1, 1, 1] * 4), np.zeros(24)
-    >>> admitted, lower = venn_admit(p, y, zeros, zeros, p, y, zeros, zeros, [[0.95, 0.05]], [0],
-    ...                              [0.0], 0.25, omega=1.0, kappa=3)
+    >>> cal = KNNFeatures(p, [0, 0, 0, 1, 1, 1] * 4, np.zeros(24), np.zeros(24))
+    >>> test = KNNFeatures([[0.95, 0.05]], None, [0], [0.0])
+    >>> admitted, lower = venn_admit(cal, cal, test, 0.25, omega=1.0, kappa=3)
     >>> admitted, lower.round(3)
     (array([ True]), array([0.923]))
     """
-    alpha, omega, kappa = _options(alpha, omega, kappa, partition)
-    mc = _split(mc_probs, mc_labels, mc_q, mc_d, "mc_")
-    vp = _split(vp_probs, vp_labels, vp_q, vp_d, "vp_")
-    test = _split(probs, None, q, d, "", labelled=False)
-    n_classes = mc[0].shape[1]
-    if vp[0].shape[1] != n_classes or test[0].shape[1] != n_classes:
-        raise ValueError(f"mc_probs, vp_probs and probs must have the same number of classes ({n_classes})")
-    m = len(test[0])
-    weight = as_float_array(test_weight, "test_weight", ndim=(0, 1))
-    if np.any(weight < 1):
-        raise ValueError(f"test_weight must be >= 1 (1 / psi' with psi' in (0, 1]), got {float(weight.min())}")
-    weight = np.broadcast_to(weight, (m,)) if weight.ndim == 0 else weight
-    if weight.shape != (m,):
-        raise ValueError(f"test_weight must be a number or one per test point ({m}), got {weight.size}")
-    if localizer_psi is not None:
-        if np.any(weight != 1):
-            raise ValueError("give test_weight or localizer_psi, not both")
-        psi_rows = _psi_rows(localizer_psi, m, len(vp[0]))
-    if require_q is not None:
-        require_q = check_int(require_q, "require_q", minimum=0)
-    test_class = _singleton_class(_admit(mc, test, alpha, omega, kappa, partition))
-    vp_class = _singleton_class(_admit(mc, vp, alpha, omega, kappa, partition))
-    vp_correct = (vp_class == vp[1]).astype(np.int64)
-    lower = np.full(m, np.nan)
-    test_q, test_d = test[2], test[3]
-    for value in np.unique(test_q[test_class >= 0]):
-        for c in range(n_classes):
-            queries = np.flatnonzero((test_q == value) & (test_class == c))
-            if queries.size == 0:
-                continue
-            members = np.flatnonzero((vp[2] == value) & (vp_class == c))
-            members = members[np.argsort(vp[3][members], kind="stable")]
-            lo, hi = _band_ranges(vp[3][members], test_d[queries], omega, partition)
-            correct = np.concatenate([[0], np.cumsum(vp_correct[members])])
-            if localizer_psi is None:
-                w = weight[queries]
-            else:
-                w = _category_weight(psi_rows, len(vp[0]), queries, members, lo, hi)
-            lower[queries] = (correct[hi] - correct[lo]) / (hi - lo + w)
-    admitted = np.nan_to_num(lower, nan=-1.0) >= 1 - alpha
-    if require_q is not None:
-        admitted &= test_q == require_q
-    return admitted, lower
+    model = VennADMIT(alpha, omega=omega, kappa=kappa, require_q=require_q, partition=partition).fit(mc, vp)
+    lower = model.predict_lower(test, test_weight=test_weight, localizer_psi=localizer_psi)
+    return model._admitted(test, lower), lower
 
 
 def admitted_accuracy_by_class(admitted, predictions, labels, n_classes, *, by="true"):
@@ -422,17 +575,8 @@ def admitted_accuracy_by_class(admitted, predictions, labels, n_classes, *, by="
         raise TypeError(
             f"admitted must be a 1-d boolean array, got dtype {admitted.dtype} and shape {admitted.shape}"
         )
-    columns = []
-    for name, values in (("predictions", predictions), ("labels", labels)):
-        arr = as_float_array(values, name, ndim=1)
-        bad = (arr != np.round(arr)) | (arr < 0) | (arr >= n_classes)
-        if arr.size != admitted.size or np.any(bad):
-            shown = float(arr[bad][0]) if np.any(bad) else f"{arr.size} entries"
-            raise ValueError(
-                f"{name} must be one integer in 0..{n_classes - 1} per point ({admitted.size}), got {shown}"
-            )
-        columns.append(arr.astype(np.int64))
-    predictions, labels = columns
+    predictions = check_labels(predictions, "predictions", n_classes=n_classes, n=admitted.size)
+    labels = check_labels(labels, "labels", n_classes=n_classes, n=admitted.size)
     stratum = labels if by == "true" else predictions
     correct = predictions == labels
     rows = []

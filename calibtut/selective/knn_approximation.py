@@ -23,6 +23,10 @@ Two features of the neighbourhood partition the data:
 - ``d``: the distance to the nearest training exemplar (Eq. 5), compared
   within a band ``+-omega``, ``omega = n_std * std(d)`` over the calibration
   points with ``q > 0`` that the KNN classifies correctly (Eq. 6).
+
+With the KNN's probabilities and the labels, ``q`` and ``d`` make a
+:class:`~calibtut.selective.features.KNNFeatures` bundle, the input of
+:mod:`calibtut.selective.admit`.
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ from calibtut._validation import (
     check_real,
     check_rng,
 )
+from calibtut.selective.features import _checked_features
 
 __all__ = [
     "KNNApproximation",
@@ -256,7 +261,7 @@ class Localizer(torch.nn.Module):
     ``k`` (a calibration split), and the logits ``sum_k psi_k a(x_k)`` average
     the KNN approximation's logits ``a`` at the support points. Venn-ADMIT
     weights a test point by ``1 / psi'``, ``psi'`` the mass ``psi`` puts on its
-    Venn category (Eq. 9; ``localizer_psi`` of :func:`calibtut.selective.admit.venn_admit`).
+    Venn category (Eq. 9; ``localizer_psi`` of :meth:`calibtut.selective.admit.VennADMIT.predict_lower`).
 
     Parameters
     ----------
@@ -412,20 +417,17 @@ def consecutive_agreement(knn_prediction, neighbor_predictions, neighbor_labels,
     return np.cumprod(good[:, :cap], axis=1).sum(axis=1).astype(np.int64)
 
 
-def band_width(nearest_distance, q, correct, *, n_std=1.0):
+def band_width(cal, *, n_std=1.0):
     """Half-width ``omega = n_std * std(d)`` of the distance band (Eq. 6; the paper's ``delta``).
 
     The standard deviation (``ddof=0``) of the nearest-exemplar distances of
-    the calibration points with ``q > 0`` that the KNN classifies correctly.
+    the calibration points with ``q > 0`` that the KNN classifies correctly
+    (its argmax equals the label).
 
     Parameters
     ----------
-    nearest_distance : array_like of shape (n,)
-        Distance ``d`` of each calibration point to its nearest training exemplar.
-    q : array_like of int, shape (n,)
-        Feature ``q`` of each calibration point.
-    correct : array_like of bool, shape (n,)
-        Whether the KNN's prediction equals the label.
+    cal : KNNFeatures
+        The calibration points, labelled.
     n_std : float, default 1.0
         Number of standard deviations (non-negative; the paper's ``delta = 1``).
 
@@ -435,17 +437,15 @@ def band_width(nearest_distance, q, correct, *, n_std=1.0):
 
     Examples
     --------
-    >>> band_width([0.5, 1.5, 9.0, 1.0], [3, 1, 0, 2], [True, True, True, False])
+    >>> from calibtut.selective import KNNFeatures
+    >>> cal = KNNFeatures([[0.9, 0.1], [0.2, 0.8], [0.6, 0.4], [0.7, 0.3]], [0, 1, 0, 1],
+    ...                   [3, 1, 0, 2], [0.5, 1.5, 9.0, 1.0])
+    >>> band_width(cal)
     0.5
     """
-    d = as_float_array(nearest_distance, "nearest_distance", ndim=1)
-    q = as_float_array(q, "q", ndim=1)
-    correct = np.asarray(correct)
+    cal = _checked_features(cal, "cal", labelled=True)
     n_std = check_real(n_std, "n_std", low=0)
-    if q.shape != d.shape or correct.shape != d.shape:
-        raise ValueError(f"nearest_distance, q and correct must have the same shape, got {d.shape}, {q.shape}, "
-                         f"{correct.shape}")
-    chosen = (q > 0) & correct.astype(bool)
+    chosen = (cal.q > 0) & (cal.probs.argmax(axis=1) == cal.labels)
     if not chosen.any():
         raise ValueError("no calibration point has q > 0 and a correct KNN prediction: omega is undefined")
-    return n_std * float(np.std(d[chosen]))
+    return n_std * float(np.std(cal.d[chosen]))

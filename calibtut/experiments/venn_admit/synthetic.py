@@ -1,26 +1,30 @@
 """Synthetic set-ups and simulation loops of the theory chapters on Venn-ADMIT (paper 001, chapters 1, 3, 4).
 
-The experiments chapter has its own module; this one holds what the teaching
-chapters share or reshape:
+The experiments chapters have :mod:`calibtut.experiments.venn_admit.tasks`;
+this module holds what the teaching chapters simulate (their summaries are
+in :mod:`calibtut.experiments.venn_admit.tables`):
 
 * :func:`rare_class_sample`: a three-class Gaussian mixture with a rare class
   whose exact posterior is the classifier (chapter 1);
 * :func:`conformal_singleton_runs`: split and label-conditional conformal sets
   over repeated draws, coverage and singleton accuracy per true class
-  (chapter 1), summarised by :func:`singleton_summary`;
+  (chapter 1), summarised by
+  :func:`~calibtut.experiments.venn_admit.tables.singleton_summary`;
 * :func:`two_group_sample` and :func:`naive_lcp_population_coverage`: a
   common easy group and a rare hard group, where Guan's naive localized
   conformal sets under-cover (chapter 1);
 * :func:`synthetic_knn_pipeline`: a small network on a Gaussian mixture, its
   exemplar vectors, the paper's KNN approximation, ``q``, ``d`` and ``omega``
-  on a pool of held-out points (chapters 3 and 4);
+  on a pool of held-out points, as one
+  :class:`~calibtut.selective.features.KNNFeatures` bundle (chapters 3 and 4);
 * :func:`category_coverage_runs`: coverage per fixed ``(q, d-bin)`` category
   and true class over random splits of that pool, for Mondrian conformal on
   the fixed partition and ADMIT on the fixed partition and on the sliding
-  band (chapter 3), and :func:`category_coverage_table` beside the exact
-  conformal mean;
+  band (chapter 3), beside the exact conformal mean in
+  :func:`~calibtut.experiments.venn_admit.tables.category_coverage_table`;
 * :func:`venn_admit_runs`: Venn-ADMIT's variants over random splits of the
-  pool (chapter 4), pooled by :func:`admission_summary`;
+  pool (chapter 4), pooled by
+  :func:`~calibtut.experiments.venn_admit.tables.admission_summary`;
 * :func:`venn_calibration_table`: Theorem 3 (the Venn probability of the true
   label is calibrated) on one category, by simulation (chapter 4);
 * :func:`binomial_admission`: Proposition 1's admission rule on one category
@@ -39,13 +43,14 @@ from scipy import stats
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.neural_network import MLPClassifier
 
-from calibtut._validation import as_float_array, check_alpha, check_int, check_probabilities, check_real, check_rng
+from calibtut._validation import as_float_array, check_alpha, check_int, check_real, check_rng
 from calibtut.conformal.sets import (
     label_conditional_sets,
     mondrian_conformal_sets,
     split_conformal_sets,
 )
-from calibtut.selective.admit import admit_sets, venn_admit
+from calibtut.selective.admit import VennADMIT, admit_sets
+from calibtut.selective.features import KNNFeatures
 from calibtut.selective.knn_approximation import (
     KNNApproximation,
     Localizer,
@@ -59,19 +64,15 @@ from calibtut.selective.neighbors import nearest_neighbors
 __all__ = [
     "rare_class_sample",
     "conformal_singleton_runs",
-    "singleton_summary",
     "two_group_sample",
     "naive_lcp_population_coverage",
     "synthetic_knn_pipeline",
     "category_coverage_runs",
-    "category_coverage_table",
     "venn_admit_runs",
-    "admission_summary",
     "venn_calibration_table",
     "binomial_admission",
 ]
 
-#: class means (on a line, 1.5 apart) and priors of the chapter-1 mixture: class 2 is rare
 _RARE_MEANS = np.array([[0.0, 0.0], [1.5, 0.0], [3.0, 0.0]])
 _RARE_PRIORS = np.array([0.6, 0.34, 0.06])
 
@@ -175,52 +176,6 @@ def conformal_singleton_runs(n_seeds, n_cal, n_test, alpha, *, seed=0):
         for method, sets in methods.items():
             rows += [{"run": run, "method": method, **row} for row in _set_rows(sets, y_test, 3)]
     return pd.DataFrame(rows)
-
-
-def singleton_summary(runs, alpha):
-    """Pooled coverage and singleton accuracy per method and true class, with binomial intervals.
-
-    Parameters
-    ----------
-    runs : pandas.DataFrame
-        The output of :func:`conformal_singleton_runs` (or any table with its
-        columns ``method``, ``class``, ``n``, ``covered``, ``singletons``,
-        ``correct_singletons``).
-    alpha : float
-        Miscoverage level in (0, 1): the target ``1 - alpha`` is a column.
-
-    Returns
-    -------
-    pandas.DataFrame
-        One row per method and class: ``coverage``, ``singleton_share``
-        (singletons among the class's points), ``singleton_accuracy``
-        (correct among them), its exact (Clopper-Pearson) 99 % interval
-        ``accuracy_low`` and ``accuracy_high``, and ``target``.
-
-    Examples
-    --------
-    >>> runs = pd.DataFrame({"method": ["split"] * 2, "class": [0, 0], "n": [10, 10], "covered": [9, 10],
-    ...                      "singletons": [8, 6], "correct_singletons": [7, 6]})
-    >>> singleton_summary(runs, 0.1)[["coverage", "singleton_share", "singleton_accuracy"]]
-       coverage  singleton_share  singleton_accuracy
-    0      0.95              0.7            0.928571
-    """
-    alpha = check_alpha(alpha)
-    needed = {"method", "class", "n", "covered", "singletons", "correct_singletons"}
-    if not isinstance(runs, pd.DataFrame) or not needed <= set(runs.columns):
-        raise ValueError(f"runs must be a DataFrame with columns {sorted(needed)}")
-    total = runs.groupby(["method", "class"], sort=False)[sorted(needed - {"method", "class"})].sum().reset_index()
-    interval = stats.binomtest
-    bounds = [interval(int(k), int(m)).proportion_ci(0.99) if m else (np.nan, np.nan)
-              for k, m in zip(total["correct_singletons"], total["singletons"])]
-    return pd.DataFrame({
-        "method": total["method"], "class": total["class"],
-        "coverage": total["covered"] / total["n"],
-        "singleton_share": total["singletons"] / total["n"],
-        "singleton_accuracy": total["correct_singletons"] / total["singletons"].where(total["singletons"] > 0),
-        "accuracy_low": [b[0] for b in bounds], "accuracy_high": [b[1] for b in bounds],
-        "target": 1 - alpha,
-    })
 
 
 def two_group_sample(n, seed=None, *, hard_share=0.05):
@@ -349,7 +304,8 @@ def synthetic_knn_pipeline(seed=0, *, n_train=3000, n_pool=3000, n_knn=600, n_fe
     Returns
     -------
     dict
-        ``probs`` ``(n_pool, 3)``, ``labels``, ``q``, ``d`` (pool arrays),
+        ``features``: the pool's :class:`~calibtut.selective.features.KNNFeatures`
+        (the KNN's probabilities ``(n_pool, 3)``, labels, ``q`` and ``d``),
         ``exemplars`` ``(n_pool, 32)``, ``omega``, ``localizer_eta``,
         ``network_accuracy`` and ``knn_accuracy`` on the pool, and
         ``agreement`` (share of pool points where the KNN and the network
@@ -358,7 +314,8 @@ def synthetic_knn_pipeline(seed=0, *, n_train=3000, n_pool=3000, n_knn=600, n_fe
     Examples
     --------
     >>> out = synthetic_knn_pipeline(0, n_train=300, n_pool=60, n_knn=40, epochs=2)
-    >>> out["probs"].shape, bool(out["q"].max() <= 25), out["omega"] > 0
+    >>> pool = out["features"]
+    >>> pool.probs.shape, bool(pool.q.max() <= 25), out["omega"] > 0
     ((60, 3), True, True)
     """
     seed = check_int(seed, "seed", minimum=0)
@@ -376,7 +333,7 @@ def synthetic_knn_pipeline(seed=0, *, n_train=3000, n_pool=3000, n_knn=600, n_fe
         y = rng.choice(3, size=n, p=_PIPELINE_PRIORS)
         return means[y] + rng.normal(size=(n, n_features)), y
 
-    (x_tr, y_tr), (x_knn, y_knn), (x_pool, y_pool) = draw(n_train), draw(n_knn), draw(n_pool)
+    (x_tr, y_tr), (x_knn, _), (x_pool, y_pool) = draw(n_train), draw(n_knn), draw(n_pool)
     net = MLPClassifier(hidden_layer_sizes=(32,), activation="tanh", solver="lbfgs", max_iter=300,
                         random_state=seed)
     with warnings.catch_warnings():  # a stand-in network: whether L-BFGS fully converged does not matter
@@ -407,30 +364,24 @@ def synthetic_knn_pipeline(seed=0, *, n_train=3000, n_pool=3000, n_knn=600, n_fe
     prediction = probs.argmax(axis=1)
     q = consecutive_agreement(prediction, pred_tr[idx], y_tr[idx], cap=25)
     d = dist[:, 0].numpy().astype(float)
-    correct = prediction == y_pool
+    features = KNNFeatures(probs, y_pool, q, d)
     localizer = Localizer(eta=float(np.median(d)))
     support = torch.cdist(torch.as_tensor(r_knn), torch.as_tensor(r_pool))
     fit_localizer(localizer, support, knn_logits, knn_knn_logits, epochs=epochs, seed=seed)
     return {
-        "probs": probs, "labels": y_pool, "q": q, "d": d, "exemplars": r_pool,
-        "omega": band_width(d, q, correct), "localizer_eta": localizer.eta,
+        "features": features, "exemplars": r_pool, "omega": band_width(features), "localizer_eta": localizer.eta,
         "network_accuracy": float(np.mean(logits_pool.argmax(axis=1) == y_pool)),
-        "knn_accuracy": float(np.mean(correct)),
+        "knn_accuracy": float(np.mean(prediction == y_pool)),
         "agreement": float(np.mean(logits_pool.argmax(axis=1) == prediction)),
     }
 
 
-def _pool_arrays(pool):
-    """Validated ``(probs, labels, q, d)`` of a pipeline pool."""
-    if not isinstance(pool, dict) or not {"probs", "labels", "q", "d"} <= set(pool):
-        raise ValueError("pool must be the dict of synthetic_knn_pipeline (keys probs, labels, q, d)")
-    probs = check_probabilities(pool["probs"], "pool['probs']", simplex_axis=1, ndim=2)
-    labels = np.asarray(pool["labels"], dtype=np.int64)
-    q = np.asarray(pool["q"], dtype=np.int64)
-    d = as_float_array(pool["d"], "pool['d']", ndim=1)
-    if not labels.shape == q.shape == d.shape == (len(probs),):
-        raise ValueError("pool arrays must have one entry per pool point")
-    return probs, labels, q, d
+def _pool_features(pool):
+    """The labelled :class:`~calibtut.selective.features.KNNFeatures` of a pipeline pool."""
+    features = pool.get("features") if isinstance(pool, dict) else None
+    if not isinstance(features, KNNFeatures) or features.labels is None:
+        raise ValueError("pool must be the dict of synthetic_knn_pipeline (a labelled KNNFeatures under 'features')")
+    return features
 
 
 def _fixed_category(q, d, omega):
@@ -480,7 +431,8 @@ def category_coverage_runs(pool, n_seeds, n_cal, alpha, *, kappa=None, seed=0):
     >>> sorted(runs["method"].unique())
     ['admit band', 'admit fixed', 'mondrian fixed']
     """
-    probs, labels, q, d = _pool_arrays(pool)
+    features = _pool_features(pool)
+    probs, labels, q, d = features.probs, features.labels, features.q, features.d
     omega = check_real(pool.get("omega"), "pool['omega']", low=0, low_open=True)
     n_seeds = check_int(n_seeds, "n_seeds", minimum=1)
     n_cal = check_int(n_cal, "n_cal", minimum=1, maximum=len(probs) - 1)
@@ -494,7 +446,7 @@ def category_coverage_runs(pool, n_seeds, n_cal, alpha, *, kappa=None, seed=0):
         cal, test = order[:n_cal], order[n_cal:]
         cal_cat = category[cal] * 10 + labels[cal]
         test_cat = category[test][:, None] * 10 + np.arange(probs.shape[1])[None, :]
-        admit = (probs[cal], labels[cal], q[cal], d[cal], probs[test], q[test], d[test], alpha)
+        admit = (features[cal], features[test], alpha)
         methods = {
             "mondrian fixed": mondrian_conformal_sets(probs[cal], labels[cal], probs[test], alpha,
                                                       categories=(cal_cat, test_cat), too_small="include"),
@@ -511,63 +463,6 @@ def category_coverage_runs(pool, n_seeds, n_cal, alpha, *, kappa=None, seed=0):
             rows.append(table.reset_index().assign(run=run, method=method))
     columns = ["run", "method", "category", "class", "n_cal", "n", "covered"]
     return pd.concat(rows, ignore_index=True)[columns]
-
-
-def category_coverage_table(runs, alpha, *, min_cal=None, min_runs=20):
-    """Coverage per method, fixed category and class over runs, beside the exact conformal mean.
-
-    For a category and class with ``n_e`` calibration points, Mondrian
-    conformal coverage averaged over test points and calibration draws is
-    exactly ``ceil((n_e + 1)(1 - alpha)) / (n_e + 1)`` for continuous scores;
-    ``expected`` averages that over the runs kept. Runs where the cell has
-    fewer than ``min_cal`` calibration points are dropped (a cell too small
-    for a finite threshold gets the full set), and so are cells kept in fewer
-    than ``min_runs`` runs.
-
-    Parameters
-    ----------
-    runs : pandas.DataFrame
-        The output of :func:`category_coverage_runs`.
-    alpha : float
-        Miscoverage level in (0, 1) of those runs.
-    min_cal : int, optional
-        Smallest calibration count of a cell in a run; default
-        ``ceil(1 / alpha) - 1`` (the smallest with a finite threshold).
-    min_runs : int, default 20
-        Smallest number of runs of a cell (at least 2, for a standard error).
-
-    Returns
-    -------
-    pandas.DataFrame
-        Columns ``method``, ``category``, ``class``, ``runs``, ``n_cal`` (mean),
-        ``coverage`` (mean over runs of the cell's test coverage), ``sem``
-        (its standard error over runs), ``expected`` and ``z``
-        (``(coverage - expected) / sem``).
-
-    Examples
-    --------
-    >>> runs = pd.DataFrame({"run": [0, 1, 2], "method": "m", "category": 7, "class": 0,
-    ...                      "n_cal": [9, 19, 9], "n": 10, "covered": [9, 10, 8]})
-    >>> category_coverage_table(runs, 0.1, min_runs=3)[["runs", "coverage", "expected"]]
-       runs  coverage  expected
-    0     3       0.9       0.9
-    """
-    alpha = check_alpha(alpha)
-    min_cal = math.ceil(1 / alpha) - 1 if min_cal is None else check_int(min_cal, "min_cal", minimum=1)
-    min_runs = check_int(min_runs, "min_runs", minimum=2)
-    needed = {"run", "method", "category", "class", "n_cal", "n", "covered"}
-    if not isinstance(runs, pd.DataFrame) or not needed <= set(runs.columns):
-        raise ValueError(f"runs must be a DataFrame with columns {sorted(needed)}")
-    kept = runs[(runs["n_cal"] >= min_cal) & (runs["n"] > 0)].copy()
-    kept["coverage"] = kept["covered"] / kept["n"]
-    kept["expected"] = np.ceil((kept["n_cal"] + 1) * (1 - alpha) - 1e-9) / (kept["n_cal"] + 1)
-    table = kept.groupby(["method", "category", "class"]).agg(
-        runs=("coverage", "size"), n_cal=("n_cal", "mean"), coverage=("coverage", "mean"),
-        sem=("coverage", "sem"), expected=("expected", "mean"),
-    ).reset_index()
-    table = table[table["runs"] >= min_runs].reset_index(drop=True)
-    table["z"] = (table["coverage"] - table["expected"]) / table["sem"]
-    return table
 
 
 def venn_admit_runs(pool, n_seeds, n_mc, n_vp, alpha, *, kappa=None, require_q=25, seed=0):
@@ -618,7 +513,8 @@ def venn_admit_runs(pool, n_seeds, n_mc, n_vp, alpha, *, kappa=None, require_q=2
     >>> runs["nested"].all()
     np.True_
     """
-    probs, labels, q, d = _pool_arrays(pool)
+    features = _pool_features(pool)
+    probs, labels, q = features.probs, features.labels, features.q
     omega = check_real(pool.get("omega"), "pool['omega']", low=0, low_open=True)
     eta = check_real(pool.get("localizer_eta"), "pool['localizer_eta']", low=0, low_open=True)
     exemplars = as_float_array(pool.get("exemplars"), "pool['exemplars']", ndim=2)
@@ -636,11 +532,10 @@ def venn_admit_runs(pool, n_seeds, n_mc, n_vp, alpha, *, kappa=None, require_q=2
         dist = torch.cdist(torch.as_tensor(exemplars[test]), torch.as_tensor(exemplars[vp]))
         psi = torch.softmax(-dist / eta, dim=1).numpy()
         psi /= psi.sum(axis=1, keepdims=True)
-        args = (probs[mc], labels[mc], q[mc], d[mc], probs[vp], labels[vp], q[vp], d[vp],
-                probs[test], q[test], d[test], alpha)
+        model = VennADMIT(alpha, omega=omega, kappa=kappa).fit(features[mc], features[vp])
         admitted = {}
-        for name, extra in (("Venn-ADMIT-w", {}), ("Venn-ADMIT", {"localizer_psi": psi})):
-            admitted[name] = venn_admit(*args, omega=omega, kappa=kappa, **extra)[0]
+        for name, weights in (("Venn-ADMIT-w", None), ("Venn-ADMIT", psi)):
+            admitted[name] = model.predict_admitted(features[test], localizer_psi=weights)
             admitted[f"{name}_qK"] = admitted[name] & (q[test] == require_q)
         sibling = {"Venn-ADMIT-w": "Venn-ADMIT-w", "Venn-ADMIT": "Venn-ADMIT-w",
                    "Venn-ADMIT-w_qK": "Venn-ADMIT-w", "Venn-ADMIT_qK": "Venn-ADMIT"}
@@ -654,60 +549,6 @@ def venn_admit_runs(pool, n_seeds, n_mc, n_vp, alpha, *, kappa=None, require_q=2
                                  "admitted": int(np.sum(chosen & of_class)),
                                  "correct": int(np.sum(chosen & of_class & correct)), "nested": nested})
     return pd.DataFrame(rows)
-
-
-def admission_summary(runs, alpha, *, by="true"):
-    """Pooled admission share and accuracy among admitted points per method and class.
-
-    Parameters
-    ----------
-    runs : pandas.DataFrame
-        The output of :func:`venn_admit_runs` (columns ``method``, ``class``,
-        ``n``, ``admitted``, ``correct``).
-    alpha : float
-        Miscoverage level in (0, 1): the target ``1 - alpha`` is a column.
-    by : {"true", "predicted"}, default "true"
-        Which stratification of the runs to pool (rows of the other are
-        dropped; a table without a ``by`` column is taken as is).
-
-    Returns
-    -------
-    pandas.DataFrame
-        One row per method and class, plus a row ``"all"`` per method:
-        ``admitted``, ``share`` (admitted among the class's points),
-        ``accuracy`` (correct among the admitted; NaN when none), its exact
-        99 % interval ``accuracy_low``, ``accuracy_high``, and ``target``.
-
-    Examples
-    --------
-    >>> runs = pd.DataFrame({"method": "m", "class": [0, 1], "n": [50, 50], "admitted": [20, 10],
-    ...                      "correct": [20, 9]})
-    >>> admission_summary(runs, 0.1)[["class", "share", "accuracy"]]
-      class  share  accuracy
-    0     0    0.4  1.000000
-    1     1    0.2  0.900000
-    2   all    0.3  0.966667
-    """
-    alpha = check_alpha(alpha)
-    if by not in ("true", "predicted"):
-        raise ValueError(f"by must be 'true' or 'predicted', got {by!r}")
-    needed = {"method", "class", "n", "admitted", "correct"}
-    if not isinstance(runs, pd.DataFrame) or not needed <= set(runs.columns):
-        raise ValueError(f"runs must be a DataFrame with columns {sorted(needed)}")
-    if "by" in runs.columns:
-        runs = runs[runs["by"] == by]
-    columns = ["n", "admitted", "correct"]
-    by_class = runs.groupby(["method", "class"], sort=False)[columns].sum().reset_index()
-    pooled = runs.groupby("method", sort=False)[columns].sum().reset_index().assign(**{"class": "all"})
-    total = pd.concat([by_class, pooled], ignore_index=True).sort_values("method", kind="stable")
-    bounds = [stats.binomtest(int(k), int(m)).proportion_ci(0.99) if m else (np.nan, np.nan)
-              for k, m in zip(total["correct"], total["admitted"])]
-    return pd.DataFrame({
-        "method": total["method"].to_numpy(), "class": total["class"].to_numpy(),
-        "admitted": total["admitted"].to_numpy(), "share": (total["admitted"] / total["n"]).to_numpy(),
-        "accuracy": (total["correct"] / total["admitted"].where(total["admitted"] > 0)).to_numpy(),
-        "accuracy_low": [b[0] for b in bounds], "accuracy_high": [b[1] for b in bounds], "target": 1 - alpha,
-    })
 
 
 def venn_calibration_table(n, accuracy, *, n_draws=200_000, seed=None):

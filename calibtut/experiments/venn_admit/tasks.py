@@ -1,4 +1,4 @@
-"""Tables 2-5 of paper 001 (Schmaltz & Rasooly): the Sentiment, Protein and Grammar tasks, one run per call.
+"""The runs behind Tables 2-5 of paper 001 (Schmaltz & Rasooly): Sentiment, Protein and Grammar, one per call.
 
 :func:`run_va_config` runs one task, a test set (``"sentiment"``: the 488 CAD
 test reviews; ``"sentiment_ood"``: the 4,750 balanced SemEval-2017 tweets)
@@ -17,8 +17,10 @@ and a calibration-split seed, through the whole pipeline of the paper:
    and ``D_ca^vp`` (45 %) as in the paper's Section 5;
 3. **KNN approximation** (:mod:`calibtut.selective.knn_approximation`): the 25 nearest
    training exemplars of every point, the ``2C + 1``-parameter KNN fitted on
-   ``D_knn``, the features ``q`` and ``d`` and the band half-width ``omega``
-   (on ``D_ca^mc``); the one-parameter localizer fitted on ``D_knn`` with
+   ``D_knn``, the features ``q`` and ``d`` (with the KNN's probabilities and
+   the labels, one :class:`~calibtut.selective.features.KNNFeatures` bundle
+   per split) and the band half-width ``omega`` (on ``D_ca^mc``); the
+   one-parameter localizer fitted on ``D_knn`` with
    ``D_ca^vp`` as support;
 4. **methods** (:data:`METHODS`) on the test set, every set method with the
    point prediction added (the paper's convention): the baselines calibrated on
@@ -40,16 +42,18 @@ per-point features behind Table 3.
 :func:`run_protein_config` runs the same steps 3-4 on the Protein task
 (Table 4), per residue: a :class:`~calibtut.models.protein_cnn.ProteinCNN`
 trained on 60 % of the CB513 proteins, the other 40 % as ``D_valid``, TS115
-as the test set; :func:`table4_singletons` and :func:`table4_vs_paper` build
-its tables.
+as the test set.
 
 :func:`run_grammar_config` runs them on the Grammar task, per token (the
 paper's GrammarOOD in domain only: its FCE development set and newswire
 sentences are not offline): a :class:`~calibtut.models.token_cnn.TokenCNN`
 on FCE words trained on the FCE training sentences less a held-out
 ``D_valid`` of 2,200 sentences, the FCE test set as the test set; F0.5 of the
-error class joins its Table 2 rows, and :func:`table5_singletons` and
-:func:`table5_vs_paper` take its rows beside the paper's GrammarOOD.
+error class joins its Table 2 rows.
+
+The task lists :func:`va_tasks`, :func:`protein_tasks` and
+:func:`grammar_tasks` feed :func:`calibtut.run.sweep`; the tables built from
+the rows are in :mod:`calibtut.experiments.venn_admit.tables`.
 """
 
 from __future__ import annotations
@@ -62,7 +66,6 @@ import torch
 
 from calibtut._torch import resolve_device
 from calibtut._validation import check_alpha, check_int, check_real
-from calibtut.conformal.quantiles import conformal_quantile
 from calibtut.conformal.sets import (
     label_conditional_sets,
     localized_conformal_sets,
@@ -72,15 +75,15 @@ from calibtut.conformal.sets import (
 from calibtut.data.grammar import load_fce
 from calibtut.data.protein import load_protein_ss
 from calibtut.data.sentiment import load_sentiment, sentiment_pool
+from calibtut.experiments.venn_admit._common import f05_score, method_list
 from calibtut.models.memory_head import MemoryHead, fit_memory_head, memory_head_outputs
 from calibtut.models.protein_cnn import ProteinCNN, encode_proteins, fit_protein_cnn, protein_cnn_outputs
 from calibtut.models.sentence_embeddings import cached_embeddings, minilm_encoder
 from calibtut.models.token_cnn import TokenCNN, WordVocabulary, fit_token_cnn, token_cnn_outputs
-from calibtut.papers import paper_table
 from calibtut.recalibration import TemperatureScaling
 from calibtut.recalibration.venn import venn_abers
-from calibtut.run import paper_vs_ours
 from calibtut.selective.admit import BLOCK_CELLS, admit_sets, admitted_accuracy_by_class, venn_admit
+from calibtut.selective.features import KNNFeatures
 from calibtut.selective.knn_approximation import (
     KNNApproximation,
     Localizer,
@@ -95,26 +98,12 @@ __all__ = [
     "DATASETS",
     "FEATURES",
     "METHODS",
-    "MODELS",
-    "PAPER_DATASETS",
-    "PROTEIN_CLASSES",
     "PROTEIN_METHODS",
-    "SEQUENCE_DATASETS",
     "grammar_tasks",
-    "pooled_singletons",
-    "accuracy_gap_sd",
     "protein_tasks",
     "run_grammar_config",
     "run_protein_config",
     "run_va_config",
-    "table2_model_approximation",
-    "table2_vs_paper",
-    "table3_by_q_and_distance",
-    "table4_singletons",
-    "table4_vs_paper",
-    "table5_by_features",
-    "table5_singletons",
-    "table5_vs_paper",
     "va_points",
     "va_tasks",
 ]
@@ -126,24 +115,12 @@ DATASETS = ("sentiment", "sentiment_ood")
 #: (cached by content hash, :mod:`calibtut.models.sentence_embeddings`; needs sentence-transformers).
 FEATURES = ("tfidf", "minilm")
 
-#: Our dataset name -> the paper's.
-PAPER_DATASETS = {"sentiment": "Sentiment", "sentiment_ood": "SentimentOOD"}
-
 #: Every method, in the order of the paper's Table 5, then our ablations and extra calibrator.
 METHODS = ("KNN", "Conf_base", "RAPS_adapt", "RAPS_size", "APS", "Local_conf", "ADMIT", "Venn-ADMIT-w",
            "Venn-ADMIT_qK-w", "Venn-ADMIT", "Venn-ADMIT_qK", "LAC-class", "ADMIT-fixed", "Venn-ABERS")
 
 #: The methods of the three-class Protein task: all of :data:`METHODS` but the binary Venn-ABERS.
 PROTEIN_METHODS = tuple(m for m in METHODS if m != "Venn-ABERS")
-
-#: The three protein states, in label order, as the paper's Table 4 names them (Helix, Strand, Other).
-PROTEIN_CLASSES = ("H", "S", "O")
-
-#: The per-token tasks beyond Sentiment (our name -> the paper's); Grammar is the paper's GrammarOOD in domain.
-SEQUENCE_DATASETS = {"protein": "Protein", "grammar": "GrammarOOD"}
-
-#: The models of Table 2: the network's memory layer, its KNN approximation and the localizer.
-MODELS = ("memory layer", "KNN", "localizer")
 
 _K = 25
 
@@ -271,8 +248,8 @@ def _approximation(train, cal, test, seed, n_classes, *, neighbours=None, locali
         s["knn_pred"] = s["knn_probs"].argmax(axis=1)
         s["q"] = consecutive_agreement(s["knn_pred"], train_pred[s["idx"]], train_y[s["idx"]], cap=_K)
         s["d"] = s["dist"][:, 0].numpy()
-    mc = parts["mc"]
-    omega = band_width(cal["d"][mc], cal["q"][mc], cal["knn_pred"][mc] == cal["y"][mc])
+        s["features"] = KNNFeatures(s["knn_probs"], s["y"], s["q"], s["d"])
+    omega = band_width(cal["features"][parts["mc"]])
     vp = parts["vp"]
     localizer = Localizer(eta=float(np.median(cal["d"])) or 1.0)
     fitting = parts["knn"][:localizer_points]
@@ -318,10 +295,6 @@ def _method_sets(p, alpha, kappa, seed, methods):
         sets = _with_prediction(sets, probs)
         out[name] = (sets.sum(axis=1) == 1, probs.argmax(axis=1), sets)
 
-    def split_args(name):
-        idx = parts[name]
-        return cal["knn_probs"][idx], cal["y"][idx], cal["q"][idx], cal["d"][idx]
-
     want = set(methods)
     knn_cal, y_cal, knn_test = cal["knn_probs"][valid], cal["y"][valid], test["knn_probs"]
     if "KNN" in want:
@@ -346,15 +319,15 @@ def _method_sets(p, alpha, kappa, seed, methods):
         sets_method("Local_conf", np.concatenate(blocks), knn_test)
     if "LAC-class" in want:
         sets_method("LAC-class", label_conditional_sets(knn_cal, y_cal, knn_test, alpha), knn_test)
-    query = (knn_test, test["q"], test["d"])
+    mc, vp = cal["features"][parts["mc"]], cal["features"][parts["vp"]]
     for name, partition in (("ADMIT", "band"), ("ADMIT-fixed", "fixed")):
         if name in want:
-            sets_method(name, admit_sets(*split_args("mc"), *query, alpha, omega=p["omega"], kappa=kappa,
+            sets_method(name, admit_sets(mc, test["features"], alpha, omega=p["omega"], kappa=kappa,
                                          partition=partition), knn_test)
     for name in ("Venn-ADMIT-w", "Venn-ADMIT_qK-w", "Venn-ADMIT", "Venn-ADMIT_qK"):
         if name in want:
-            admitted, _ = venn_admit(*split_args("mc"), *split_args("vp"), *query, alpha, omega=p["omega"],
-                                     kappa=kappa, localizer_psi=None if name.endswith("-w") else test["psi"],
+            admitted, _ = venn_admit(mc, vp, test["features"], alpha, omega=p["omega"], kappa=kappa,
+                                     localizer_psi=None if name.endswith("-w") else test["psi"],
                                      require_q=_K if "_qK" in name else None)
             out[name] = (admitted, test["knn_pred"], None)
     if "Venn-ABERS" in want:
@@ -377,25 +350,6 @@ def _arguments(dataset, seed, n_calibration, model_seed, hidden, epochs, max_fea
     return dataset, int(seed), int(n_calibration), key
 
 
-def _method_list(methods, allowed=METHODS):
-    """Names of ``allowed`` from None (all), a sequence or a comma-separated str (the form tasks hold)."""
-    if methods is None:
-        return allowed
-    names = tuple(m.strip() for m in methods.split(",")) if isinstance(methods, str) else tuple(methods)
-    unknown = [m for m in names if m not in allowed]
-    if unknown or not names:
-        raise ValueError(f"methods must name methods from {allowed}, got {methods!r}")
-    return names
-
-
-def _f05(y, pred):
-    """F0.5 of class 1 (precision weighted over recall, the paper's Grammar metric); 0 when nothing is right."""
-    tp = float(np.sum((pred == 1) & (y == 1)))
-    predicted, actual = float(np.sum(pred == 1)), float(np.sum(y == 1))
-    if tp == 0:
-        return 0.0
-    precision, recall = tp / predicted, tp / actual
-    return 1.25 * precision * recall / (0.25 * precision + recall)
 
 
 def _accuracy_rows(p, f05=False):
@@ -412,7 +366,7 @@ def _accuracy_rows(p, f05=False):
             rows.append({"table": "model", "split": split, "method": model, "class": "all", "n": int(y.size),
                          "accuracy": float(np.mean(pred == y)), "share": 1.0,
                          "agreement": float(np.mean(pred == preds["memory layer"])),
-                         **({"f05": _f05(y, pred)} if f05 else {})})
+                         **({"f05": f05_score(y, pred)} if f05 else {})})
     return rows
 
 
@@ -471,7 +425,7 @@ def run_va_config(dataset="sentiment", seed=0, *, n_calibration=16000, alpha=0.1
                                                            max_features, features)
     alpha = check_alpha(alpha)
     kappa = check_int(kappa, "kappa", minimum=1)
-    methods = _method_list(methods)
+    methods = method_list(methods, METHODS)
     return _result_rows(_pipeline(dataset, seed, n_calibration, network_key), alpha, kappa, seed, methods)
 
 
@@ -586,7 +540,7 @@ def _grammar_network(model_seed, n_valid_sentences, n_sentences, min_count, embe
 
 
 def _sequence_task(task):
-    """The network builder, the test-set loader and the class count of a per-token task (:data:`SEQUENCE_DATASETS`)."""
+    """The network builder, the test-set loader and the class count of a per-token task ("protein" or "grammar")."""
     if task == "protein":
         return _protein_network, functools.partial(load_protein_ss, "ts115"), 3
     return _grammar_network, functools.partial(load_fce, "test"), 2
@@ -628,7 +582,7 @@ def _calibration_settings(seed, alpha, kappa, methods, allowed, localizer_points
     seed = check_int(seed, "seed", minimum=0)
     alpha = check_alpha(alpha)
     kappa = check_int(kappa, "kappa", minimum=1)
-    methods = _method_list(methods, allowed)
+    methods = method_list(methods, allowed)
     if localizer_points is not None:
         localizer_points = check_int(localizer_points, "localizer_points", minimum=2)
     return seed, alpha, kappa, methods, localizer_points
@@ -747,7 +701,7 @@ def _sequence_tasks(dataset, allowed, seeds, fixed):
         raise TypeError(f"seeds must be a sequence of int, got {seeds!r}")
     seeds = [check_int(s, "seeds", minimum=0) for s in seeds]
     if fixed.get("methods") is not None:
-        fixed = {**fixed, "methods": ",".join(_method_list(fixed["methods"], allowed))}
+        fixed = {**fixed, "methods": ",".join(method_list(fixed["methods"], allowed))}
     return [{"dataset": dataset, "seed": seed, **fixed} for seed in seeds]
 
 
@@ -932,502 +886,5 @@ def va_tasks(datasets=DATASETS, seeds=(0, 1, 2), **fixed):
         raise ValueError(f"datasets must be names from {DATASETS}, got {bad}")
     seeds = [check_int(s, "seeds", minimum=0) for s in seeds]
     if fixed.get("methods") is not None:
-        fixed = {**fixed, "methods": ",".join(_method_list(fixed["methods"]))}
+        fixed = {**fixed, "methods": ",".join(method_list(fixed["methods"], METHODS))}
     return [{"dataset": dataset, "seed": seed, **fixed} for seed in seeds for dataset in datasets]
-
-
-def _check_rows(rows, columns, name="rows"):
-    if not isinstance(rows, pd.DataFrame):
-        raise TypeError(f"{name} must be a pandas DataFrame, got {type(rows).__name__}")
-    missing = [c for c in columns if c not in rows.columns]
-    if missing:
-        raise ValueError(f"{name} lacks column(s) {missing}; it has {list(rows.columns)}")
-
-
-def _dataset_names(datasets, allowed):
-    """``{our name: the paper's}`` for ``datasets``, each one of ``allowed``."""
-    if isinstance(datasets, str):
-        raise TypeError("datasets must be a sequence of dataset names, not one str")
-    names = {**PAPER_DATASETS, **SEQUENCE_DATASETS}
-    bad = [d for d in datasets if d not in allowed]
-    if bad or not len(datasets):
-        raise ValueError(f"datasets must be names from {tuple(allowed)}, got {list(datasets)}")
-    return {d: names[d] for d in datasets}
-
-
-def _summary(rows, keys, metrics):
-    long = rows.melt(id_vars=keys, value_vars=metrics, var_name="metric")
-    out = long.groupby([*keys, "metric"], sort=False)["value"].agg(["mean", "std", "count"])
-    return out.rename(columns={"count": "runs"}).reset_index()
-
-
-def table5_singletons(rows):
-    """Our Table 5: per test set, method and true class, accuracy among singletons and their share.
-
-    Mean, standard deviation (ddof 1) and number of calibration splits.
-
-    Parameters
-    ----------
-    rows : pandas.DataFrame
-        Rows of :func:`run_va_config` (a sweep over :func:`va_tasks`) or of
-        :func:`run_grammar_config` (class ``"1"``: a token in an error).
-
-    Returns
-    -------
-    pandas.DataFrame
-        Long: ``dataset``, ``method``, ``class``, ``metric`` (``accuracy``,
-        ``share``), ``mean``, ``std``, ``runs``; Sentiment, SentimentOOD then
-        Grammar, methods in :data:`METHODS` order.
-
-    Examples
-    --------
-    >>> rows = pd.DataFrame({"table": "singletons", "dataset": "sentiment", "method": "ADMIT",
-    ...                      "class": "all", "seed": [0, 1], "accuracy": [0.9, 0.8], "share": 0.5})
-    >>> table5_singletons(rows)[["metric", "mean", "runs"]].round(3).values.tolist()
-    [['accuracy', 0.85, 2], ['share', 0.5, 2]]
-    """
-    _check_rows(rows, ["table", "dataset", "method", "class", "accuracy", "share"])
-    chosen = rows[rows["table"] == "singletons"]
-    out = _summary(chosen, ["dataset", "method", "class"], ["accuracy", "share"])
-    rank = {m: i for i, m in enumerate(METHODS)}
-    key = out["dataset"].map({d: i for i, d in enumerate(_BINARY_DATASETS)}) * 1000 + out["method"].map(rank) * 10
-    key = key + out["metric"].map({"accuracy": 0, "share": 5}) + out["class"].map({"0": 0, "1": 1, "all": 2})
-    return out.assign(_k=key).sort_values("_k", kind="stable").drop(columns="_k").reset_index(drop=True)
-
-
-#: The binary tasks of Table 5, in its order: Sentiment, SentimentOOD, then Grammar (the paper's GrammarOOD).
-_BINARY_DATASETS = (*DATASETS, "grammar")
-
-
-def pooled_singletons(rows, by=("method", "class")):
-    """Singletons pooled over calibration splits: admitted points, correct ones, accuracy and share, per group.
-
-    Pooling (rather than averaging the splits' accuracies) weighs every
-    admitted point once. The splits share one test set, so pooled points are
-    not independent draws: a binomial standard deviation of the pooled
-    accuracy is too small (by up to the square root of the number of splits),
-    which makes a lower tolerance built on it stricter, not looser, and an
-    upper one unreliable.
-
-    Parameters
-    ----------
-    rows : pandas.DataFrame
-        Rows of :func:`run_va_config`, :func:`run_protein_config` or
-        :func:`run_grammar_config` (several splits).
-    by : sequence of str, default ("method", "class")
-        The grouping columns.
-
-    Returns
-    -------
-    pandas.DataFrame
-        Indexed by ``by``: ``n`` (admitted points), ``correct``,
-        ``accuracy`` (``correct / n``, NaN when nothing is admitted),
-        ``n_test`` (test points over the pooled splits) and ``share``
-        (``n / n_test``).
-
-    Examples
-    --------
-    >>> rows = pd.DataFrame({"table": "singletons", "method": "ADMIT", "class": "1",
-    ...                      "n": [10, 30], "accuracy": [0.5, 0.9], "n_test": 100})
-    >>> pooled_singletons(rows).round(3).values.tolist()
-    [[40.0, 32.0, 0.8, 200.0, 0.2]]
-    """
-    if isinstance(by, str):
-        by = [by]
-    by = list(by)
-    _check_rows(rows, ["table", "n", "accuracy", "n_test", *by])
-    chosen = rows[rows["table"] == "singletons"]
-    chosen = chosen.assign(correct=chosen["accuracy"].fillna(0) * chosen["n"])
-    out = chosen.groupby(by, sort=False)[["n", "correct", "n_test"]].sum().astype(float)
-    out["correct"] = out["correct"].round()
-    out.insert(2, "accuracy", (out["correct"] / out["n"]).where(out["n"] > 0))
-    out["share"] = out["n"] / out["n_test"]
-    return out
-
-
-def accuracy_gap_sd(pooled, alpha):
-    r"""Accuracy of admitted points minus :math:`1 - \alpha`, in binomial standard deviations.
-
-    Corollary 1 and the claims about it read "below :math:`1 - \alpha`" as
-    a gap under :math:`-3` and "reaches :math:`1 - \alpha` up to sampling
-    error" as a gap of at least :math:`-3`, with the standard deviation
-    :math:`\sqrt{\alpha (1 - \alpha) / n}` of an accuracy estimated on
-    :math:`n` admitted points. Over several calibration splits sharing one
-    test set, that deviation is too small (see :func:`pooled_singletons`):
-    a "reaches" check built on it is then stricter than it needs to be, and
-    a "below" check more lenient, so the latter should hold by a wide margin.
-
-    Where nothing is admitted the gap is NaN. ``(gap >= -3).all()`` then
-    fails, which suits a claim about admitted points that needs some;
-    ``not (gap < -3).any()`` passes, which suits a claim that holds
-    vacuously when a method abstains everywhere.
-
-    Parameters
-    ----------
-    pooled : pandas.DataFrame
-        Columns ``n`` (non-negative counts) and ``accuracy`` (in [0, 1], NaN
-        where ``n`` is 0), as :func:`pooled_singletons` returns.
-    alpha : float
-        The miscoverage level, in (0, 1).
-
-    Returns
-    -------
-    pandas.Series
-        :math:`(\text{accuracy} - (1 - \alpha)) / \sqrt{\alpha (1 - \alpha) / n}`,
-        NaN where nothing is admitted.
-
-    Examples
-    --------
-    >>> pooled = pd.DataFrame({"n": [100, 400, 0], "accuracy": [0.87, 0.60, np.nan]})
-    >>> accuracy_gap_sd(pooled, 0.1).round(2).tolist()
-    [-1.0, -20.0, nan]
-    """
-    alpha = check_alpha(alpha)
-    if not isinstance(pooled, pd.DataFrame):
-        raise TypeError(f"pooled must be a pandas DataFrame, got {type(pooled).__name__}")
-    missing = [c for c in ("n", "accuracy") if c not in pooled.columns]
-    if missing:
-        raise ValueError(f"pooled lacks column(s) {missing}; pass the output of pooled_singletons")
-    n = pd.to_numeric(pooled["n"], errors="coerce").astype(float)
-    accuracy = pd.to_numeric(pooled["accuracy"], errors="coerce").astype(float)
-    if n.isna().any() or (n < 0).any():
-        raise ValueError("pooled['n'] must hold non-negative counts")
-    if ((accuracy < 0) | (accuracy > 1)).any() or (accuracy.isna() & (n > 0)).any():
-        raise ValueError("pooled['accuracy'] must lie in [0, 1] wherever n > 0")
-    n = n.where(n > 0)
-    return (accuracy - (1 - alpha)) / np.sqrt(alpha * (1 - alpha) / n)
-
-
-def _protein_classes(frame):
-    """``class`` "0", "1", "2" renamed to the paper's "H", "S", "O" ("all" kept)."""
-    names = {str(i): c for i, c in enumerate(PROTEIN_CLASSES)}
-    return frame.assign(**{"class": frame["class"].astype(str).map(lambda c: names.get(c, c))})
-
-
-def table4_singletons(rows):
-    """Our Table 4: per method and true class (Helix, Strand, Other, all), accuracy among admitted and n/N.
-
-    Mean, standard deviation (ddof 1) and number of calibration splits.
-
-    Parameters
-    ----------
-    rows : pandas.DataFrame
-        Rows of :func:`run_protein_config` (a sweep over :func:`protein_tasks`).
-
-    Returns
-    -------
-    pandas.DataFrame
-        Long: ``method``, ``class`` (``"H"``, ``"S"``, ``"O"``, ``"all"``),
-        ``metric`` (``accuracy``, ``share``), ``mean``, ``std``, ``runs``;
-        methods in :data:`METHODS` order.
-
-    Examples
-    --------
-    >>> rows = pd.DataFrame({"table": "singletons", "dataset": "protein", "method": "ADMIT",
-    ...                      "class": ["2", "2"], "seed": [0, 1], "accuracy": [0.7, 0.8],
-    ...                      "share": 0.1})
-    >>> table4_singletons(rows)[["class", "metric", "mean", "runs"]].round(3).values.tolist()
-    [['O', 'accuracy', 0.75, 2], ['O', 'share', 0.1, 2]]
-    """
-    _check_rows(rows, ["table", "dataset", "method", "class", "accuracy", "share"])
-    chosen = _protein_classes(rows[(rows["table"] == "singletons") & (rows["dataset"] == "protein")])
-    out = _summary(chosen, ["method", "class"], ["accuracy", "share"])
-    rank = {m: i for i, m in enumerate(METHODS)}
-    classes = {c: i for i, c in enumerate((*PROTEIN_CLASSES, "all"))}
-    key = out["method"].map(rank) * 100 + out["metric"].map({"accuracy": 0, "share": 10}) + out["class"].map(classes)
-    return out.assign(_k=key).sort_values("_k", kind="stable").drop(columns="_k").reset_index(drop=True)
-
-
-def table4_vs_paper(ours, *, full=None, live="ci"):
-    """Every ts115 cell of the paper's Table 4 beside ours, long (casp12 is not available offline).
-
-    Parameters
-    ----------
-    ours : pandas.DataFrame
-        Rows of :func:`run_protein_config` from the live run (splits averaged).
-    full : pandas.DataFrame, optional
-        The full run's rows.
-    live : {"ci", "full"}, default "ci"
-        The profile ``ours`` was run at; it names the column ``ours (<live>)``
-        (see :func:`calibtut.run.paper_vs_ours`).
-
-    Returns
-    -------
-    pandas.DataFrame
-        Columns ``method``, ``class`` (``"H"``, ``"S"``, ``"O"``, ``"all"``),
-        ``metric``, ``paper``, ``ours (<live>)``, ``ours (full)`` (with ``full``)
-        and ``difference``, rounded to 2 decimals; the paper's methods only
-        (it has no KNN or Conf_base rows in Table 4, nor our ablations).
-
-    Examples
-    --------
-    >>> rows = pd.DataFrame({"table": ["singletons"], "dataset": "protein", "method": "ADMIT",
-    ...                      "class": "2", "seed": 0, "accuracy": 0.7, "share": 0.1})
-    >>> t = table4_vs_paper(rows)
-    >>> t.query("method == 'ADMIT' and `class` == 'O'")[["metric", "paper", "ours (ci)"]].values.tolist()
-    [['accuracy', 0.76, 0.7], ['share', 0.14, 0.1]]
-    """
-    paper = paper_table("venn_admit", "table4")
-    paper = paper[paper["dataset"] == "ts115"]
-    key = ["method", "class", "metric"]
-
-    def relabel(rows, name):
-        _check_rows(rows, ["table", "dataset", "method", "class", "accuracy", "share"], name)
-        chosen = _protein_classes(rows[(rows["table"] == "singletons") & (rows["dataset"] == "protein")])
-        return chosen.melt(id_vars=["method", "class"], value_vars=["accuracy", "share"], var_name="metric")
-
-    return paper_vs_ours(paper[[*key, "value"]], relabel(ours, "ours"), on=key,
-                         full=None if full is None else relabel(full, "full"), live=live, decimals=2)
-
-
-def table2_model_approximation(rows):
-    """Our Table 2: accuracy of the memory layer, its KNN approximation and the localizer, and their agreement.
-
-    Parameters
-    ----------
-    rows : pandas.DataFrame
-        Rows of :func:`run_va_config`.
-
-    Returns
-    -------
-    pandas.DataFrame
-        Long: ``dataset``, ``split``, ``method`` (:data:`MODELS`), ``metric``
-        (``accuracy``; ``agreement``: share of points where the argmax equals
-        the memory layer's; ``f05``: F0.5 of class 1, for the rows of
-        :func:`run_grammar_config`), ``mean``, ``std``, ``runs``. The
-        calibration rows of the two Sentiment test sets are the same points,
-        listed under both.
-
-    Examples
-    --------
-    >>> rows = pd.DataFrame({"table": "model", "dataset": "sentiment", "split": "test",
-    ...                      "method": "KNN", "seed": [0, 1], "accuracy": [0.8, 0.9],
-    ...                      "agreement": [0.9, 1.0]})
-    >>> table2_model_approximation(rows)[["metric", "mean"]].round(2).values.tolist()
-    [['accuracy', 0.85], ['agreement', 0.95]]
-    """
-    _check_rows(rows, ["table", "dataset", "split", "method", "accuracy", "agreement"])
-    chosen = rows[rows["table"] == "model"]
-    metrics = ["accuracy", "agreement", *(["f05"] if "f05" in chosen else [])]
-    out = _summary(chosen, ["dataset", "split", "method"], metrics)
-    return out[out["runs"] > 0].reset_index(drop=True)
-
-
-def table3_by_q_and_distance(points, alpha=0.1, *, cap=25):
-    """Our Table 3: calibration points by ``q`` and distance, per true class: threshold, KNN accuracy, share.
-
-    Subsets: ``q = 0``, ``q = cap`` and all ``q``, each over all distances and
-    below / at or above the median distance. The median is that of ``d`` over
-    the calibration points the KNN classifies correctly (the paper's shares
-    show that its median is not that of all points; this is our reading). For
-    each true class ``c``: ``tau`` = 1 minus the conformal ``1 - alpha``
-    quantile of the LAC scores ``1 - pi^c`` of the subset's class-``c`` points
-    (about the ``alpha`` quantile of ``pi^c``; NaN below ``ceil(1/alpha) - 1``
-    points), the KNN's accuracy on them and their share of all calibration
-    points; class ``"all"`` uses the marginal score.
-
-    Parameters
-    ----------
-    points : pandas.DataFrame
-        :func:`va_points`; the rows whose ``split`` is ``"mc"`` or ``"vp"`` are used.
-    alpha : float, default 0.1
-    cap : int, default 25
-        The ``q`` of the most reliable partition (``K``).
-
-    Returns
-    -------
-    pandas.DataFrame
-        Columns ``q`` (``"0"``, ``"K"``, ``"all"``), ``distance`` (``"all"``,
-        ``"below median"``, ``"above median"``), ``class``, ``tau``,
-        ``accuracy``, ``share``, ``n``.
-
-    Examples
-    --------
-    >>> pts = pd.DataFrame({"split": "mc", "label": [0, 0, 1, 1], "knn_pred": [0, 1, 1, 1],
-    ...                     "p0": [0.9, 0.4, 0.2, 0.1], "p1": [0.1, 0.6, 0.8, 0.9],
-    ...                     "q": [25, 0, 25, 25], "d": [1.0, 2.0, 1.0, 3.0]})
-    >>> t = table3_by_q_and_distance(pts, 0.5)
-    >>> t.query("q == 'K' and distance == 'all'")[["class", "accuracy", "share"]].values.tolist()
-    [['0', 1.0, 0.25], ['1', 1.0, 0.5], ['all', 1.0, 0.75]]
-    """
-    _check_rows(points, ["split", "label", "knn_pred", "p0", "p1", "q", "d"], "points")
-    alpha = check_alpha(alpha)
-    cap = check_int(cap, "cap", minimum=1)
-    cal = points[points["split"].isin(["mc", "vp"])]
-    if cal.empty:
-        raise ValueError("points has no calibration rows (split 'mc' or 'vp')")
-    probs = cal[["p0", "p1"]].to_numpy()
-    y = cal["label"].to_numpy(int)
-    correct = cal["knn_pred"].to_numpy(int) == y
-    median = float(np.median(cal["d"][correct])) if correct.any() else float(np.median(cal["d"]))
-    q, d = cal["q"].to_numpy(), cal["d"].to_numpy()
-    own = probs[np.arange(len(y)), y]
-    rows = []
-    for q_name, q_mask in (("0", q == 0), ("K", q == cap), ("all", np.ones(len(q), bool))):
-        for d_name, d_mask in (("all", np.ones(len(d), bool)), ("below median", d < median),
-                               ("above median", d >= median)):
-            for c in ("0", "1", "all"):
-                chosen = q_mask & d_mask & ((y == int(c)) if c != "all" else True)
-                n = int(chosen.sum())
-                tau = np.nan
-                if n >= np.ceil(1 / alpha) - 1:
-                    tau = 1 - float(conformal_quantile(1 - own[chosen], alpha))
-                rows.append({"q": q_name, "distance": d_name, "class": c, "tau": tau,
-                             "accuracy": float(correct[chosen].mean()) if n else np.nan,
-                             "share": n / len(y), "n": n})
-    return pd.DataFrame(rows)
-
-
-def table5_by_features(runs, methods=("KNN", "APS", "ADMIT", "Venn-ADMIT", "Venn-ADMIT-w", "Venn-ABERS")):
-    """Pooled Table 5 cells per network input (TF-IDF, MiniLM, ...) beside the paper's.
-
-    Parameters
-    ----------
-    runs : dict of str to pandas.DataFrame
-        Rows of :func:`run_va_config` for each input, e.g.
-        ``{"TF-IDF": tfidf_rows, "MiniLM": minilm_rows}`` (splits averaged).
-    methods : sequence of str
-        The methods shown, in this order (those absent from every run are dropped).
-
-    Returns
-    -------
-    pandas.DataFrame
-        Index ``dataset`` (the paper's name), ``method``, ``metric``
-        (``accuracy`` among admitted points, their ``share``), all classes
-        pooled; columns ``paper`` and one per input, rounded to 2 decimals.
-
-    Examples
-    --------
-    >>> rows = pd.DataFrame({"table": "singletons", "dataset": "sentiment", "method": "ADMIT",
-    ...                      "class": "all", "seed": [0, 1], "accuracy": [0.9, 0.8], "share": 0.5})
-    >>> table5_by_features({"TF-IDF": rows}).loc[("Sentiment", "ADMIT")].values.tolist()
-    [[0.94, 0.85], [0.82, 0.5]]
-    """
-    if not isinstance(runs, dict) or not runs:
-        raise TypeError(f"runs must be a non-empty dict of input name to rows, got {type(runs).__name__}")
-    methods = _method_list(list(methods))
-    paper = paper_table("venn_admit", "table5")
-    paper = paper[paper["dataset"].isin(PAPER_DATASETS.values()) & (paper["class"] == "all")]
-    columns = {"paper": paper.set_index(["dataset", "method", "metric"])["value"]}
-    for name, rows in runs.items():
-        _check_rows(rows, ["table", "dataset", "method", "class", "accuracy", "share"], f"runs[{name!r}]")
-        pooled = table5_singletons(rows).query("`class` == 'all'")
-        pooled = pooled.assign(dataset=pooled["dataset"].map(PAPER_DATASETS))
-        columns[name] = pooled.set_index(["dataset", "method", "metric"])["mean"]
-    out = pd.DataFrame(columns)
-    shown = out.index.get_level_values("method").isin(methods) & out.drop(columns="paper").notna().any(axis=1)
-    out = out[shown].reset_index()
-    order = {m: i for i, m in enumerate(methods)}
-    out = out.sort_values(["dataset", "method", "metric"], key=lambda c: c.map(order) if c.name == "method" else c)
-    return out.set_index(["dataset", "method", "metric"]).round(2)
-
-
-def table5_vs_paper(ours, *, full=None, datasets=DATASETS, live="ci"):
-    """Every cell of the paper's Table 5 for the chosen tasks beside ours, long.
-
-    Parameters
-    ----------
-    ours : pandas.DataFrame
-        Rows of :func:`run_va_config` or :func:`run_grammar_config` from the
-        live run (splits averaged).
-    full : pandas.DataFrame, optional
-        The full run's rows.
-    live : {"ci", "full"}, default "ci"
-        The profile ``ours`` was run at; it names the column ``ours (<live>)``
-        (see :func:`calibtut.run.paper_vs_ours`).
-    datasets : sequence of str, default :data:`DATASETS`
-        Our tasks whose cells are compared: ``"sentiment"``,
-        ``"sentiment_ood"`` and ``"grammar"`` (beside the paper's
-        GrammarOOD, whose test set also holds 2,000 newswire sentences that
-        ours lacks; three of its cells are printed "<<0.01" and are NaN).
-
-    Returns
-    -------
-    pandas.DataFrame
-        Columns ``dataset`` (the paper's name), ``method``, ``class``,
-        ``metric``, ``paper``, ``ours (<live>)``, ``ours (full)`` (with ``full``)
-        and ``difference``, rounded to 2 decimals. Our ablations are not in
-        the paper and do not appear.
-
-    Examples
-    --------
-    >>> rows = pd.DataFrame({"table": ["singletons"], "dataset": "sentiment", "method": "ADMIT",
-    ...                      "class": "all", "seed": 0, "accuracy": 0.9, "share": 0.5})
-    >>> t = table5_vs_paper(rows)
-    >>> cells = t.query("dataset == 'Sentiment' and method == 'ADMIT' and `class` == 'all'")
-    >>> cells[["metric", "paper", "ours (ci)"]].values.tolist()
-    [['accuracy', 0.94, 0.9], ['share', 0.82, 0.5]]
-    """
-    names = _dataset_names(datasets, _BINARY_DATASETS)
-    paper = paper_table("venn_admit", "table5")
-    paper = paper[paper["dataset"].isin(names.values())]
-    key = ["dataset", "method", "class", "metric"]
-
-    def relabel(rows, name):
-        _check_rows(rows, ["table", "dataset", "method", "class", "accuracy", "share"], name)
-        chosen = rows[(rows["table"] == "singletons") & rows["dataset"].isin(list(names))]
-        long = chosen.melt(id_vars=["dataset", "method", "class"], value_vars=["accuracy", "share"],
-                           var_name="metric")
-        return long.assign(dataset=long["dataset"].map(names))
-
-    return paper_vs_ours(paper[[*key, "value"]], relabel(ours, "ours"), on=key,
-                         full=None if full is None else relabel(full, "full"), live=live, decimals=2)
-
-
-def table2_vs_paper(ours, *, full=None, datasets=DATASETS, live="ci"):
-    """The paper's Table 2 beside ours, long: accuracy (Sentiment, SentimentOOD, Protein) or F0.5 (Grammar).
-
-    Parameters
-    ----------
-    ours : pandas.DataFrame
-        Rows of :func:`run_va_config`, :func:`run_protein_config` or
-        :func:`run_grammar_config` from the live run (splits averaged).
-    full : pandas.DataFrame, optional
-        The full run's rows.
-    live : {"ci", "full"}, default "ci"
-        The profile ``ours`` was run at; it names the column ``ours (<live>)``
-        (see :func:`calibtut.run.paper_vs_ours`).
-    datasets : sequence of str, default :data:`DATASETS`
-        Our tasks whose columns are compared: names from :data:`DATASETS`,
-        ``"protein"`` (its test split is the paper's ts115; casp12 is not
-        available offline and is left out) and ``"grammar"`` (the paper's
-        GrammarOOD, compared by F0.5 of the error class; its ``D_te`` holds
-        newswire sentences that ours lacks).
-
-    Returns
-    -------
-    pandas.DataFrame
-        Columns ``dataset``, ``split`` (the paper's ``D_ca``, ``D_te`` or
-        ``ts115``), ``method`` (:data:`MODELS`), ``metric`` (``accuracy``,
-        or ``f05`` for Grammar), ``paper``, ``ours (<live>)``, ``ours (full)``
-        (with ``full``) and ``difference``, rounded to 2 decimals.
-
-    Examples
-    --------
-    >>> rows = pd.DataFrame({"table": "model", "dataset": "sentiment", "split": ["test"],
-    ...                      "method": "KNN", "seed": 0, "accuracy": 0.85, "agreement": 1.0})
-    >>> t = table2_vs_paper(rows)
-    >>> t.query("dataset == 'Sentiment' and split == 'D_te' and method == 'KNN'")[
-    ...     ["paper", "ours (ci)"]].values.tolist()
-    [[0.93, 0.85]]
-    """
-    names = _dataset_names(datasets, (*DATASETS, *SEQUENCE_DATASETS))
-    paper = paper_table("venn_admit", "table2")
-    paper = paper[paper["dataset"].isin(names.values()) & (paper["split"] != "casp12")].dropna(subset=["value"])
-    key = ["dataset", "split", "method", "metric"]
-
-    def relabel(rows, name):
-        _check_rows(rows, ["table", "dataset", "split", "method", "accuracy"], name)
-        chosen = rows[(rows["table"] == "model") & rows["dataset"].isin(list(names))]
-        dataset = chosen["dataset"].map(names)
-        test = np.where(dataset == "Protein", "ts115", "D_te")
-        split = np.where(chosen["split"] == "calibration", "D_ca", test)
-        grammar = (chosen["dataset"] == "grammar").to_numpy()
-        if grammar.any():
-            _check_rows(rows, ["f05"], name)
-        value = np.where(grammar, chosen["f05"] if "f05" in chosen else np.nan, chosen["accuracy"])
-        return pd.DataFrame({"dataset": dataset, "split": split, "method": chosen["method"],
-                             "metric": np.where(grammar, "f05", "accuracy"), "value": value})
-
-    return paper_vs_ours(paper[[*key, "value"]], relabel(ours, "ours"), on=key,
-                         full=None if full is None else relabel(full, "full"), live=live, decimals=2)

@@ -1,0 +1,111 @@
+"""Paper 001 (Venn-ADMIT, Schmaltz & Rasooly): the experiments of its tables and the set-ups of its theory chapters.
+
+One package for the chapters of ``notebooks/venn_admit``; notebooks and tests
+import from here. Its files, by role:
+
+* :mod:`~calibtut.experiments.venn_admit.tasks`: the whole pipeline of the
+  Sentiment, Protein and Grammar tasks (network, KNN approximation, ``q``,
+  ``d``, localizer, every method), one calibration split per call
+  (:func:`run_va_config`, :func:`run_protein_config`,
+  :func:`run_grammar_config`), their task lists and the per-point features
+  (:func:`va_points`);
+* :mod:`~calibtut.experiments.venn_admit.tables`: Tables 2-5 from those rows
+  and beside the paper's, pooled admissions, and the summaries of the theory
+  chapters' simulations;
+* :mod:`~calibtut.experiments.venn_admit.figures`: accuracy among admitted
+  points, the paper's beside ours;
+* :mod:`~calibtut.experiments.venn_admit.synthetic`: the synthetic set-ups
+  and simulation loops of the theory chapters (1, 3 and 4).
+
+The sweep stores under ``results/venn_admit/`` record the runners as
+``calibtut.experiments.venn_admit:run_va_config``,
+``calibtut.experiments.venn_admit:run_protein_config`` and
+``calibtut.experiments.venn_admit:run_grammar_config``, which the re-export
+below keeps importable.
+"""
+
+from calibtut.experiments.venn_admit.figures import plot_admitted_accuracy
+from calibtut.experiments.venn_admit.synthetic import (
+    binomial_admission,
+    category_coverage_runs,
+    conformal_singleton_runs,
+    naive_lcp_population_coverage,
+    rare_class_sample,
+    synthetic_knn_pipeline,
+    two_group_sample,
+    venn_admit_runs,
+    venn_calibration_table,
+)
+from calibtut.experiments.venn_admit.tables import (
+    MODELS,
+    PAPER_DATASETS,
+    PROTEIN_CLASSES,
+    SEQUENCE_DATASETS,
+    accuracy_gap_sd,
+    admission_summary,
+    category_coverage_table,
+    pooled_singletons,
+    singleton_summary,
+    table2_model_approximation,
+    table2_vs_paper,
+    table3_by_q_and_distance,
+    table4_singletons,
+    table4_vs_paper,
+    table5_by_features,
+    table5_singletons,
+    table5_vs_paper,
+)
+from calibtut.experiments.venn_admit.tasks import (
+    DATASETS,
+    FEATURES,
+    METHODS,
+    PROTEIN_METHODS,
+    grammar_tasks,
+    protein_tasks,
+    run_grammar_config,
+    run_protein_config,
+    run_va_config,
+    va_points,
+    va_tasks,
+)
+
+__all__ = [
+    "DATASETS",
+    "FEATURES",
+    "METHODS",
+    "MODELS",
+    "PAPER_DATASETS",
+    "PROTEIN_CLASSES",
+    "PROTEIN_METHODS",
+    "SEQUENCE_DATASETS",
+    "accuracy_gap_sd",
+    "admission_summary",
+    "binomial_admission",
+    "category_coverage_runs",
+    "category_coverage_table",
+    "conformal_singleton_runs",
+    "grammar_tasks",
+    "naive_lcp_population_coverage",
+    "plot_admitted_accuracy",
+    "pooled_singletons",
+    "protein_tasks",
+    "rare_class_sample",
+    "run_grammar_config",
+    "run_protein_config",
+    "run_va_config",
+    "singleton_summary",
+    "synthetic_knn_pipeline",
+    "table2_model_approximation",
+    "table2_vs_paper",
+    "table3_by_q_and_distance",
+    "table4_singletons",
+    "table4_vs_paper",
+    "table5_by_features",
+    "table5_singletons",
+    "table5_vs_paper",
+    "two_group_sample",
+    "va_points",
+    "va_tasks",
+    "venn_admit_runs",
+    "venn_calibration_table",
+]

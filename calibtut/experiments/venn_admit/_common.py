@@ -1,0 +1,36 @@
+"""Helpers private to the Venn-ADMIT part: row checks, method selections and the Grammar task's F0.5."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+
+def check_rows(rows, columns, name="rows"):
+    """Refuse ``rows`` unless it is a DataFrame holding ``columns``."""
+    if not isinstance(rows, pd.DataFrame):
+        raise TypeError(f"{name} must be a pandas DataFrame, got {type(rows).__name__}")
+    missing = [c for c in columns if c not in rows.columns]
+    if missing:
+        raise ValueError(f"{name} lacks column(s) {missing}; it has {list(rows.columns)}")
+
+
+def method_list(methods, allowed):
+    """Names of ``allowed`` from None (all), a sequence or a comma-separated str (the form tasks hold)."""
+    if methods is None:
+        return allowed
+    names = tuple(m.strip() for m in methods.split(",")) if isinstance(methods, str) else tuple(methods)
+    unknown = [m for m in names if m not in allowed]
+    if unknown or not names:
+        raise ValueError(f"methods must name methods from {allowed}, got {methods!r}")
+    return names
+
+
+def f05_score(y, pred):
+    """F0.5 of class 1 (precision weighted over recall, the paper's Grammar metric); 0 when nothing is right."""
+    tp = float(np.sum((pred == 1) & (y == 1)))
+    predicted, actual = float(np.sum(pred == 1)), float(np.sum(y == 1))
+    if tp == 0:
+        return 0.0
+    precision, recall = tp / predicted, tp / actual
+    return 1.25 * precision * recall / (0.25 * precision + recall)
