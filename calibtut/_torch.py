@@ -7,9 +7,10 @@ import contextlib
 import numpy as np
 import torch
 
-from calibtut._validation import check_int
+from calibtut._validation import as_float_array, check_int
 
 __all__ = ["resolve_device", "to_tensor", "seeded_rng"]
+
 
 def resolve_device(device):
     """Check a device switch (``"cpu"``, ``"cuda"``, ``"cuda:1"`` or torch.device).
@@ -39,12 +40,12 @@ def to_tensor(x, name, *, ndim, dtype=torch.float32):
     tensor([[1., 2.]])
     """
     if isinstance(x, torch.Tensor):
+        if x.is_complex():
+            raise TypeError(f"{name} must hold real numbers, got a complex tensor ({x.dtype})")
         t = x.detach().to(dtype=dtype, device="cpu")
     else:
-        try:
-            t = torch.as_tensor(np.asarray(x, dtype=np.float64), dtype=dtype)
-        except (TypeError, ValueError) as exc:
-            raise TypeError(f"{name} must be array-like of numbers ({exc})") from None
+        # refuses complex numbers and strings, which numpy would cast or parse
+        t = torch.as_tensor(as_float_array(x, name, finite=False, allow_empty=True), dtype=dtype)
     if t.ndim != ndim:
         raise ValueError(f"{name} must have {ndim} dimension(s), got shape {tuple(t.shape)}")
     if t.numel() == 0:

@@ -41,7 +41,7 @@ def test_scores_match_mixture_metrics(n_kernels):
     rng = np.random.default_rng(1)
     y_tr, bins_tr = rng.gamma(2.0, size=40), rng.integers(0, 3, 40)
     y_te, bins_te = rng.gamma(2.0, size=12), np.array([0, 1, 2] * 4)
-    kde = MarginalKDE(n_kernels).fit(y_tr, bins=bins_tr)
+    kde = MarginalKDE(n_kernels).fit(y_tr, categories=bins_tr)
     for b in range(3):
         rows, centers = bins_te == b, kde.centers_[b]
         shape = (rows.sum(), len(centers))
@@ -75,13 +75,13 @@ def test_binned_marginals_are_calibrated_and_sharper():
     rng = np.random.default_rng(2)
     g_tr, g_te = rng.integers(0, 3, 1500), rng.integers(0, 3, 900)
     y_tr, y_te = rng.normal(4.0 * g_tr), rng.normal(4.0 * g_te)
-    binned = MarginalKDE().fit(y_tr, bins=g_tr)
+    binned = MarginalKDE().fit(y_tr, categories=g_tr)
     marginal = MarginalKDE().fit(y_tr)
     assert binned.groups_.tolist() == [0, 1, 2]
     ks = stats.kstest(binned.pit(y_te, g_te), "uniform").statistic
     assert ks < _dkw(len(y_te)) + _dkw(len(y_tr) / 3) + 0.01, ks
     assert binned.crps(y_te, g_te) < 0.5 * marginal.crps(y_te)
-    mean, std = binned.moments(bins=g_te)
+    mean, std = binned.moments(categories=g_te)
     np.testing.assert_allclose(mean, 4.0 * g_te, atol=0.15)  # group means: sd of a mean about 1/sqrt(500)
 
 
@@ -93,13 +93,13 @@ def test_binned_marginals_are_calibrated_and_sharper():
         (lambda: MarginalKDE(bandwidth="silverman"), TypeError, "bandwidth"),
         (lambda: MarginalKDE().fit([1.0]), ValueError, "at least 2"),
         (lambda: MarginalKDE().fit([1.0, 1.0]), ValueError, "all equal"),
-        (lambda: MarginalKDE().fit([0.0, 1.0, 2.0], bins=[0, 0, 1]), ValueError, "group 1"),
-        (lambda: MarginalKDE().fit([0.0, 1.0], bins=[0.0, 1.0]), TypeError, "bins"),
-        (lambda: MarginalKDE().fit([0.0, 1.0], bins=[0]), ValueError, "bins must have shape"),
+        (lambda: MarginalKDE().fit([0.0, 1.0, 2.0], categories=[0, 0, 1]), ValueError, "group 1"),
+        (lambda: MarginalKDE().fit([0.0, 1.0], categories=[0.0, 1.0]), TypeError, "categories"),
+        (lambda: MarginalKDE().fit([0.0, 1.0], categories=[0]), ValueError, "categories must have shape"),
         (lambda: MarginalKDE().fit([0.0, np.nan]), ValueError, "y"),
         (lambda: MarginalKDE().pit([0.0]), ValueError, "not fitted"),
-        (lambda: MarginalKDE().fit([0.0, 1.0, 2.0, 3.0], bins=[0, 0, 1, 1]).pit([0.0]), ValueError, "bins"),
-        (lambda: MarginalKDE().fit([0.0, 1.0, 2.0, 3.0], bins=[0, 0, 1, 1]).crps([0.0], [5]), ValueError, "not seen"),
+        (lambda: MarginalKDE().fit([0.0, 1.0, 2.0, 3.0], categories=[0, 0, 1, 1]).pit([0.0]), ValueError, "categories"),
+        (lambda: MarginalKDE().fit([0.0, 1.0, 2.0, 3.0], categories=[0, 0, 1, 1]).crps([0.0], [5]), ValueError, "not seen"),
         (lambda: MarginalKDE().fit([0.0, 1.0]).nll([0.0], reduction="sum"), ValueError, "reduction"),
         (lambda: MarginalKDE().fit([0.0, 1.0]).moments(), ValueError, "moments needs n"),
     ],

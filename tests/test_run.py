@@ -9,6 +9,7 @@ import pickle
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import nbformat
 import numpy as np
@@ -31,6 +32,8 @@ from calibtut.run import (
 from calibtut.run.__main__ import main
 from calibtut.run.glue import GLUE_PREFIX, glue_bundle
 from calibtut.run.provenance import cpu_label, git_state
+from calibtut.run.recheck import resolve_function
+from calibtut.run.sweep import function_reference
 
 
 @pytest.fixture
@@ -452,3 +455,30 @@ def test_git_state_ignores_what_the_runner_writes_under_results(tmp_path):
     (tmp_path / "code.py").write_text("a = 1\n")
     (tmp_path / "results.py").write_text("c = 1\n")
     assert git_state(tmp_path)["dirty"] is True
+
+
+RESULTS = Path(__file__).resolve().parent.parent / "results"
+STORES = sorted(RESULTS.glob("*/*/sweeps/*.jsonl"))
+
+
+def _stored_functions(store):
+    with open(store, encoding="utf8") as lines:
+        return sorted({json.loads(line)["fn"] for line in lines if line.strip()})
+
+
+def test_every_part_has_a_committed_store():
+    assert {store.relative_to(RESULTS).parts[0] for store in STORES} >= {
+        "drift", "quantile_regularization", "regression_study", "covariate_shift", "venn_admit"}
+
+
+@pytest.mark.parametrize("store", STORES, ids=lambda p: str(p.relative_to(RESULTS)))
+def test_every_stored_runner_still_imports(store):
+    """The ``fn`` of every committed store line resolves in the current layout, so
+    ``python -m calibtut.run.recheck`` can recompute it and a resumed sweep finds it."""
+    for reference in _stored_functions(store):
+        fn = resolve_function(reference)
+        assert callable(fn), reference
+        module, _, name = reference.partition(":")
+        assert fn.__name__ == name and fn.__module__.startswith(module), (reference, fn.__module__)
+        # a resumed or new run of the same runner records the same name
+        assert function_reference(fn) == reference

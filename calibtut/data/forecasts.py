@@ -342,8 +342,9 @@ def bins_to_quantiles(lower, upper, probability, levels):
     >>> bins_to_quantiles([-np.inf, 0.0, 1.0], [0.0, 1.0, np.inf], [0.25, 0.5, 0.25], [0.25, 0.5, 0.875]).tolist()
     [0.0, 0.5, 1.5]
     """
-    lo = np.asarray(lower, dtype=float).copy()
-    hi = np.asarray(upper, dtype=float).copy()
+    # the outer bin edges may be infinite; NaN is refused below
+    lo = as_float_array(lower, "lower", ndim=1, finite=False).copy()
+    hi = as_float_array(upper, "upper", ndim=1, finite=False).copy()
     p = as_float_array(probability, "probability", ndim=1)
     a = check_levels(levels, "levels")
     if not (len(lo) == len(hi) == len(p)) or len(p) < 2:

@@ -84,7 +84,7 @@ class MarginalKDE:
     Attributes
     ----------
     groups_ : numpy.ndarray, shape (n_groups,)
-        Sorted group labels seen in :meth:`fit` (``[0]`` without ``bins``).
+        Sorted group labels seen in :meth:`fit` (``[0]`` without ``categories``).
     centers_ : list of numpy.ndarray
         Kernel centres of each group.
     bandwidths_ : numpy.ndarray, shape (n_groups,)
@@ -112,14 +112,14 @@ class MarginalKDE:
         self.n_kernels = n_kernels
         self.bandwidth = bandwidth
 
-    def fit(self, y, bins=None):
+    def fit(self, y, categories=None):
         """Estimate one KDE per group of training targets.
 
         Parameters
         ----------
         y : array_like, shape (n,)
             Training targets.
-        bins : array_like of int, shape (n,), optional
+        categories : array_like of int, shape (n,), optional
             Group label of each target (e.g. the bin of a summary of its
             input); ``None``: one group, the marginal model.
 
@@ -132,7 +132,7 @@ class MarginalKDE:
         ------
         ValueError
             If a group has fewer than two targets or all equal targets (with
-            the default bandwidth), or ``bins`` does not match ``y``.
+            the default bandwidth), or ``categories`` does not match ``y``.
 
         Examples
         --------
@@ -141,13 +141,13 @@ class MarginalKDE:
         [0.75, 2.25]
         """
         y = as_float_array(y, "y", ndim=1)
-        labels = self._check_bins(bins, len(y), "bins")
+        labels = self._check_categories(categories, len(y), "categories")
         self.groups_ = np.unique(labels)
         self.centers_, bandwidths = [], []
         for group in self.groups_:
             targets = y[labels == group]
             if len(targets) < 2:
-                raise ValueError(f"group {group} of bins holds {len(targets)} target(s); each group needs at least 2")
+                raise ValueError(f"group {group} of categories holds {len(targets)} target(s); each group needs at least 2")
             if self.n_kernels is None:
                 centers = np.sort(targets)
             else:
@@ -158,34 +158,34 @@ class MarginalKDE:
         return self
 
     @staticmethod
-    def _check_bins(bins, n, name):
-        if bins is None:
+    def _check_categories(categories, n, name):
+        if categories is None:
             return np.zeros(n, dtype=np.int64)
-        labels = np.asarray(bins)
+        labels = np.asarray(categories)
         if labels.ndim != 1 or len(labels) != n:
             raise ValueError(f"{name} must have shape ({n},), got {labels.shape}")
         if not np.issubdtype(labels.dtype, np.integer):
             raise TypeError(f"{name} must hold integer group labels, got dtype {labels.dtype}")
         return labels
 
-    def _groups_of(self, bins, n):
+    def _groups_of(self, categories, n):
         """Index into ``groups_`` of each test row (``n`` rows)."""
         if not hasattr(self, "groups_"):
-            raise ValueError("this MarginalKDE is not fitted: call fit(y[, bins]) first")
-        if bins is None and len(self.groups_) > 1:
-            raise ValueError("the model was fitted with bins: pass the bins of the test rows")
-        labels = self._check_bins(bins, n, "bins")
+            raise ValueError("this MarginalKDE is not fitted: call fit(y[, categories]) first")
+        if categories is None and len(self.groups_) > 1:
+            raise ValueError("the model was fitted with categories: pass the categories of the test rows")
+        labels = self._check_categories(categories, n, "categories")
         index = np.searchsorted(self.groups_, labels)
         index = np.minimum(index, len(self.groups_) - 1)
         unknown = self.groups_[index] != labels
         if unknown.any():
-            raise ValueError(f"bins holds labels not seen in fit: {sorted(set(labels[unknown].tolist()))}")
+            raise ValueError(f"categories holds labels not seen in fit: {sorted(set(labels[unknown].tolist()))}")
         return index
 
-    def _rows(self, y, bins):
+    def _rows(self, y, categories):
         """Validated test targets and, per group index, the rows that belong to it."""
         y = as_float_array(y, "y", ndim=1)
-        index = self._groups_of(bins, len(y))
+        index = self._groups_of(categories, len(y))
         return y, [(g, np.flatnonzero(index == g)) for g in range(len(self.groups_))]
 
     def _mixture(self, g, n):
@@ -193,15 +193,15 @@ class MarginalKDE:
         shape = (n, len(centers))
         return np.full(shape, 1 / len(centers)), np.broadcast_to(centers, shape), np.full(shape, self.bandwidths_[g])
 
-    def pit(self, y, bins=None):
+    def pit(self, y, categories=None):
         """PIT values ``F(y)`` of test targets under their group's KDE.
 
         Parameters
         ----------
         y : array_like, shape (n,)
-        bins : array_like of int, shape (n,), optional
+        categories : array_like of int, shape (n,), optional
             Group labels of the test rows; required if and only if the model
-            was fitted with ``bins``.
+            was fitted with ``categories``.
 
         Returns
         -------
@@ -209,24 +209,24 @@ class MarginalKDE:
 
         Examples
         --------
-        >>> kde = MarginalKDE().fit([0.0, 1.0, 10.0, 11.0], bins=[0, 0, 1, 1])
-        >>> kde.pit([0.5, 10.5], bins=[0, 1]).tolist()
+        >>> kde = MarginalKDE().fit([0.0, 1.0, 10.0, 11.0], categories=[0, 0, 1, 1])
+        >>> kde.pit([0.5, 10.5], categories=[0, 1]).tolist()
         [0.5, 0.5]
         """
-        y, rows = self._rows(y, bins)
+        y, rows = self._rows(y, categories)
         out = np.empty(len(y))
         for g, r in rows:
             if r.size:
                 out[r] = pit_mixture(y[r], *self._mixture(g, r.size))
         return out
 
-    def nll(self, y, bins=None, reduction="mean"):
+    def nll(self, y, categories=None, reduction="mean"):
         """Negative log-likelihood of test targets (natural log).
 
         Parameters
         ----------
         y : array_like, shape (n,)
-        bins : array_like of int, shape (n,), optional
+        categories : array_like of int, shape (n,), optional
             As in :meth:`pit`.
         reduction : {"mean", "none"}
 
@@ -240,14 +240,14 @@ class MarginalKDE:
         >>> round(kde.nll([0.0]), 4)  # log(2 pi) / 2
         0.9189
         """
-        y, rows = self._rows(y, bins)
+        y, rows = self._rows(y, categories)
         out = np.empty(len(y))
         for g, r in rows:
             if r.size:
                 out[r] = nll_mixture(y[r], *self._mixture(g, r.size), reduction="none")
         return reduce_scores(out, reduction)
 
-    def crps(self, y, bins=None, reduction="mean"):
+    def crps(self, y, categories=None, reduction="mean"):
         r"""CRPS of test targets, :math:`E|X - y| - \tfrac12 E|X - X'|` with ``X, X'`` from the KDE.
 
         The second term depends on the group only and is computed once per
@@ -256,7 +256,7 @@ class MarginalKDE:
         Parameters
         ----------
         y : array_like, shape (n,)
-        bins : array_like of int, shape (n,), optional
+        categories : array_like of int, shape (n,), optional
             As in :meth:`pit`.
         reduction : {"mean", "none"}
 
@@ -270,7 +270,7 @@ class MarginalKDE:
         >>> round(MarginalKDE(bandwidth=1.0).fit([0.0, 0.0]).crps([0.0]), 4)
         0.2337
         """
-        y, rows = self._rows(y, bins)
+        y, rows = self._rows(y, categories)
         out = np.empty(len(y))
         for g, r in rows:
             if not r.size:
@@ -286,14 +286,14 @@ class MarginalKDE:
             out[r] = first - 0.5 * spread / len(centers) ** 2
         return reduce_scores(out, reduction)
 
-    def moments(self, n=None, bins=None):
+    def moments(self, n=None, categories=None):
         """Mean and standard deviation of each test row's prediction.
 
         Parameters
         ----------
         n : int, optional
-            Number of test rows; needed only without ``bins``.
-        bins : array_like of int, shape (n,), optional
+            Number of test rows; needed only without ``categories``.
+        categories : array_like of int, shape (n,), optional
             As in :meth:`pit`.
 
         Returns
@@ -310,11 +310,11 @@ class MarginalKDE:
         """
         if n is not None:
             n = check_int(n, "n", minimum=1)
-        elif bins is not None:
-            n = np.atleast_1d(np.asarray(bins)).shape[0]
+        elif categories is not None:
+            n = np.atleast_1d(np.asarray(categories)).shape[0]
         else:
-            raise ValueError("moments needs n (the number of test rows) or bins")
-        index = self._groups_of(bins, n)
+            raise ValueError("moments needs n (the number of test rows) or categories")
+        index = self._groups_of(categories, n)
         # equal-weight mixture: mean of the centres, variance h^2 + population variance of the centres
         group_mean = np.array([c.mean() for c in self.centers_])
         group_std = np.sqrt(self.bandwidths_**2 + np.array([c.var() for c in self.centers_]))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import importlib
 import json
 import numbers
 import os
@@ -21,7 +22,7 @@ from calibtut.run.progress import SweepProgress
 from calibtut.run.provenance import git_state
 from calibtut.run.store import OK, SweepStore, dumps, entry_rows
 
-__all__ = ["SweepFailed", "code_version", "resolve_store", "summarize_entries", "sweep", "task_key"]
+__all__ = ["SweepFailed", "code_version", "function_reference", "resolve_store", "summarize_entries", "sweep", "task_key"]
 
 class SweepFailed(RuntimeError):
     """Some tasks of a sweep raised; the others finished and are stored.
@@ -47,6 +48,36 @@ def task_key(task):
     """
     text = json.dumps(task, sort_keys=True, default=str)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+def function_reference(fn):
+    """``"module:qualname"`` of ``fn`` as a store records it, by its shortest public path.
+
+    A runner defined in ``calibtut.experiments.<part>.tasks`` and re-exported by
+    the package ``calibtut.experiments.<part>`` is recorded under the package, so
+    the stored name survives a reshuffle of the files inside a part.
+
+    Examples
+    --------
+    >>> from calibtut.run.store import SweepStore
+    >>> function_reference(SweepStore)
+    'calibtut.run:SweepStore'
+    >>> function_reference(task_key)
+    'calibtut.run.sweep:task_key'
+    """
+    qualname = getattr(fn, "__qualname__", getattr(fn, "__name__", type(fn).__name__))
+    module = getattr(fn, "__module__", None)
+    if not module or "." not in module or "<locals>" in qualname or "." in qualname:
+        return f"{module}:{qualname}"
+    parts = module.split(".")
+    for cut in range(1, len(parts)):
+        package = ".".join(parts[:cut])
+        try:
+            if getattr(importlib.import_module(package), qualname, None) is fn:
+                return f"{package}:{qualname}"
+        except ImportError:
+            continue
+    return f"{module}:{qualname}"
 
 
 def _check_tasks(tasks):
@@ -303,8 +334,7 @@ def sweep(tasks, fn, *, store=None, desc=None, progress=True, seconds=None, work
 
     failures = {}
     if todo:
-        fn_ref = f"{getattr(fn, '__module__', None)}:{fn_name}"
-        stamp = {"fn": fn_ref, "code": code_version() if store is not None else None, "engine": engine.describe()}
+        stamp = {"fn": function_reference(fn), "code": code_version() if store is not None else None, "engine": engine.describe()}
         client = None
         if engine.serial:
             outcomes = engines.run_serial(fn, todo, reserved)
