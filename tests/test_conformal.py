@@ -17,6 +17,7 @@ from calibtut.conformal import (
     coverage_count_distribution,
     coverage_distribution,
     split_conformal_interval,
+    weighted_conformal_interval,
 )
 
 # --- hand cases -----------------------------------------------------------------------------
@@ -46,15 +47,68 @@ def test_split_interval_hand_case():
 
 
 def test_split_interval_normalized_hand_case():
-    model = SplitConformalRegressor(alpha=0.5).fit([0.0, 0.0, 0.0], [1.0, 4.0, -3.0], cal_scale=[1.0, 2.0, 1.0])
+    model = SplitConformalRegressor(alpha=0.5).fit([0.0, 0.0, 0.0], [1.0, 4.0, -3.0], scale=[1.0, 2.0, 1.0])
     assert model.quantile_ == 2.0  # scaled residuals 1, 2, 3
-    lo, hi = model.predict_interval([1.0], test_scale=[0.5])
+    lo, hi = model.predict_interval([1.0], scale=[0.5])
     assert (lo[0], hi[0]) == (0.0, 2.0)
 
 
 def test_infinite_threshold_gives_infinite_interval():
     lo, hi = split_conformal_interval(np.zeros(5), np.ones(5), [0.0], alpha=0.1)
     assert lo[0] == -math.inf and hi[0] == math.inf
+
+
+def test_class_and_wrappers_agree_with_ties():
+    # residuals on a grid of 0.5 (many ties); the wrappers are the class in one call
+    rng = np.random.default_rng(4)
+    for _ in range(20):
+        n, m = int(rng.integers(5, 80)), int(rng.integers(1, 30))
+        cal_pred, test_pred = rng.integers(0, 4, n) * 0.5, rng.normal(size=m)
+        cal_y = cal_pred + rng.integers(-3, 4, n) * 0.5
+        alpha = float(rng.uniform(0.05, 0.5))
+        scale_cal, scale_test = rng.uniform(0.5, 2, n), rng.uniform(0.5, 2, m)
+        w_cal, w_test = rng.integers(0, 3, n) + 0.5, rng.exponential(size=m)
+        model = SplitConformalRegressor(alpha)
+        np.testing.assert_array_equal(split_conformal_interval(cal_pred, cal_y, test_pred, alpha),
+                                      model.fit(cal_pred, cal_y).predict_interval(test_pred))
+        np.testing.assert_array_equal(
+            split_conformal_interval(cal_pred, cal_y, test_pred, alpha, cal_scale=scale_cal, test_scale=scale_test),
+            model.fit(cal_pred, cal_y, scale=scale_cal).predict_interval(test_pred, scale=scale_test))
+        np.testing.assert_array_equal(
+            weighted_conformal_interval(cal_pred, cal_y, w_cal, test_pred, w_test, alpha),
+            model.fit(cal_pred, cal_y, sample_weight=w_cal).predict_interval(test_pred, sample_weight=w_test))
+
+
+def test_weighted_regressor_hand_case():
+    # residuals 1, 2, 3, 0.5 with weights 1, 1, 1, 3: sorted 0.5 (3), 1, 2, 3, cumulative 3, 4, 5, 6.
+    # Test weight 0.5: need 0.6 * 6.5 = 3.9 -> residual 1; weight 8: need 8.4 > 6 -> infinite.
+    model = SplitConformalRegressor(alpha=0.4).fit([0.0] * 4, [1.0, -2.0, 3.0, 0.5], sample_weight=[1, 1, 1, 3])
+    assert model.quantile_ is None
+    lo, hi = model.predict_interval([10.0, 10.0], sample_weight=[0.5, 8.0])
+    assert lo.tolist() == [9.0, -math.inf] and hi.tolist() == [11.0, math.inf]
+    # with scales the width is the weighted threshold of the scaled residuals times the test scale
+    scaled = SplitConformalRegressor(alpha=0.4).fit([0.0] * 4, [1.0, -2.0, 3.0, 0.5], scale=[1, 1, 1, 0.5],
+                                                    sample_weight=[1, 1, 1, 3])
+    lo, hi = scaled.predict_interval([0.0], scale=[2.0], sample_weight=[0.5])
+    assert (lo[0], hi[0]) == (-2.0, 2.0)
+
+
+@pytest.mark.parametrize("alpha", [0.1, 0.2])
+def test_regressor_coverage_inside_the_beta_binomial_band(alpha):
+    # 300 calibration draws of 49 points; each run's coverage on 100 fresh points lies in the 99 % band in
+    # about 99 % of the runs (3 binomial standard deviations of slack)
+    n_cal, n_test, runs = 49, 100, 300
+    lo_band, hi_band = coverage_band(n_cal, alpha, n_test, level=0.99)
+    inside = []
+    for seed in range(runs):
+        rng = np.random.default_rng(seed)
+        pred = rng.normal(size=n_cal + n_test)
+        y = pred + rng.standard_t(3, size=n_cal + n_test)
+        model = SplitConformalRegressor(alpha).fit(pred[:n_cal], y[:n_cal])
+        lo, hi = model.predict_interval(pred[n_cal:])
+        coverage = np.mean((lo <= y[n_cal:]) & (y[n_cal:] <= hi))
+        inside.append(lo_band <= coverage <= hi_band)
+    assert np.mean(inside) >= 0.99 - 3 * math.sqrt(0.99 * 0.01 / runs)
 
 
 # --- argument checks ------------------------------------------------------------------------
@@ -75,13 +129,24 @@ def test_bad_arguments():
         conformal_quantile([0.1, np.nan], 0.1)
     with pytest.raises(ValueError, match="same length"):
         SplitConformalRegressor().fit([0.0, 1.0], [0.0])
-    with pytest.raises(ValueError, match="cal_scale"):
-        SplitConformalRegressor().fit([0.0, 1.0], [0.0, 1.0], cal_scale=[1.0, -1.0])
-    with pytest.raises(ValueError, match="not fitted"):
+    with pytest.raises(ValueError, match="scale"):
+        SplitConformalRegressor().fit([0.0, 1.0], [0.0, 1.0], scale=[1.0, -1.0])
+    with pytest.raises(RuntimeError, match="not fitted"):
         SplitConformalRegressor().predict_interval([0.0])
-    model = SplitConformalRegressor().fit([0.0, 1.0], [0.0, 1.0], cal_scale=[1.0, 1.0])
-    with pytest.raises(ValueError, match="test_scale"):
+    model = SplitConformalRegressor().fit([0.0, 1.0], [0.0, 1.0], scale=[1.0, 1.0])
+    with pytest.raises(ValueError, match="scale is required"):
         model.predict_interval([0.0])
+    with pytest.raises(ValueError, match="sample_weight was given"):
+        model.predict_interval([0.0], scale=[1.0], sample_weight=[1.0])
+    weighted = SplitConformalRegressor().fit([0.0, 1.0], [0.0, 1.0], sample_weight=[1.0, 2.0])
+    with pytest.raises(ValueError, match="sample_weight is required"):
+        weighted.predict_interval([0.0])
+    with pytest.raises(ValueError, match="sample_weight must have one entry per test point"):
+        weighted.predict_interval([0.0], sample_weight=[1.0, 1.0])
+    with pytest.raises(ValueError, match="sample_weight must not be all zero"):
+        SplitConformalRegressor().fit([0.0, 1.0], [0.0, 1.0], sample_weight=[0.0, 0.0])
+    with pytest.raises(TypeError, match="alpha"):
+        SplitConformalRegressor(alpha="0.1")
     with pytest.raises(ValueError, match="n_cal"):
         coverage_distribution(5, 0.1)
     with pytest.raises(TypeError, match="n_cal"):

@@ -273,7 +273,7 @@ def test_label_conditional_coverage_holds_in_every_class_where_marginal_fails():
 
 def test_clear_errors():
     cal, y = [[0.9, 0.1], [0.8, 0.2], [0.3, 0.7], [0.6, 0.4]], [0, 0, 1, 1]
-    with pytest.raises(ValueError, match="cal_labels must be integers in 0..1, got 2.0"):
+    with pytest.raises(ValueError, match="cal_y must be integers in 0..1, got 2.0"):
         split_conformal_sets(cal, [0, 0, 1, 2], [[0.5, 0.5]], 0.4)
     with pytest.raises(ValueError, match="test_probs must sum to 1"):
         split_conformal_sets(cal, y, [[0.5, 0.6]], 0.4)
@@ -281,9 +281,9 @@ def test_clear_errors():
         split_conformal_sets(cal, y, [[0.5, 0.5]], 1.0)
     with pytest.raises(ValueError, match="too small for alpha=0.1: category 0 has 4 calibration points"):
         split_conformal_sets(cal, y, [[0.5, 0.5]], 0.1)
-    with pytest.raises(ValueError, match=r"categories must give shape \(4,\)"):
+    with pytest.raises(ValueError, match=r"categories must have one entry per point \(4\), got 2"):
         mondrian_conformal_sets(cal, y, [[0.5, 0.5]], 0.4, categories=lambda p, labels: labels[:2])
-    with pytest.raises(ValueError, match=r"categories must return shape \(1,\)"):
+    with pytest.raises(ValueError, match=r"categories must have one entry per point \(1\), got 2"):
         mondrian_conformal_sets(cal, y, [[0.5, 0.5]], 0.4,
                                 categories=lambda p, labels: labels if len(labels) == 4 else [0, 1])
     with pytest.raises(ValueError, match="test category 7 has no calibration point"):

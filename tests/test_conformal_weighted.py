@@ -4,7 +4,9 @@ import numpy as np
 import pytest
 
 from calibtut.conformal import (
+    SplitConformalClassifier,
     aps_scores,
+    class_scores,
     conformal_quantile,
     lac_scores,
     weighted_conformal_interval,
@@ -76,6 +78,16 @@ def test_scores_hand_cases():
     assert np.allclose(lac_scores(p, [1, 1]), [0.3, 0.75])
 
 
+@pytest.mark.parametrize("scores", [lac_scores, aps_scores])
+def test_scores_refuse_rows_that_do_not_sum_to_one(scores):
+    with pytest.raises(ValueError, match="probs must sum to 1"):
+        scores([[0.2, 0.7]])
+    with pytest.raises(ValueError, match="labels must be integers in 0..1, got 2.0"):
+        scores([[0.3, 0.7]], [2])
+    with pytest.raises(ValueError, match="labels must have one entry per point"):
+        scores([[0.3, 0.7]], [0, 1])
+
+
 def _regression_shift(rng, n_cal, n_test, shift):
     def draw(x):
         return x + (0.3 + np.abs(x)) * rng.normal(size=x.size)
@@ -130,14 +142,46 @@ def test_other_bad_input():
         weighted_conformal_quantile([0.1], [1.0], [1.0], 1.0)
     with pytest.raises(ValueError, match="one entry per point"):
         weighted_conformal_quantile([0.1, 0.2], [1.0], [1.0], 0.1)
-    with pytest.raises(ValueError, match="all zero"):
-        weighted_conformal_quantile([0.1], [0.0], [0.0], 0.1)
+    with pytest.raises(ValueError, match="cal_weights must not be all zero"):
+        weighted_conformal_quantile([0.1], [0.0], [1.0], 0.1)
     with pytest.raises(ValueError, match="score"):
-        weighted_conformal_sets([[0.5, 0.5]], [0], [1], [[0.5, 0.5]], [1], 0.1, score="raps")
+        weighted_conformal_sets([[0.5, 0.5]], [0], [1], [[0.5, 0.5]], [1], 0.1, score="bayes")
     with pytest.raises(ValueError, match="classes"):
         weighted_conformal_sets([[0.5, 0.5]], [0], [1], [[0.2, 0.3, 0.5]], [1], 0.1)
-    with pytest.raises(ValueError, match="both"):
+    with pytest.raises(ValueError, match="test_probs must sum to 1"):
+        weighted_conformal_sets([[0.5, 0.5]], [0], [1], [[0.2, 0.3]], [1], 0.1)
+    with pytest.raises(ValueError, match="scale is required"):
         weighted_conformal_interval([0.0], [1.0], [1.0], [0.0], [1.0], 0.1, cal_scale=[1.0])
+    with pytest.raises(ValueError, match="sample_weight must have one entry per test point"):
+        weighted_conformal_sets([[0.5, 0.5]], [0], [1], [[0.5, 0.5]], [1, 1], 0.1)
+
+
+def test_zero_test_weights_drop_the_mass_at_infinity():
+    # all-zero test weights are allowed: they reproduce the classic bug (the calibration weights alone)
+    scores, weights = [0.3, 0.1, 0.2, 0.4], [1, 1, 1, 3]
+    assert weighted_conformal_quantile(scores, weights, [0.0, 0.0], alpha=0.5).tolist() == [0.3, 0.3]
+
+
+def test_weighted_sets_class_and_wrapper_agree_with_ties():
+    rng = np.random.default_rng(6)
+    for _ in range(20):
+        n, m, k = int(rng.integers(5, 60)), int(rng.integers(1, 20)), int(rng.integers(2, 5))
+        cal = rng.dirichlet(np.ones(k), size=n).round(1)  # rounded: tied scores
+        cal[:, -1] = 1 - cal[:, :-1].sum(axis=1)
+        cal = np.clip(cal, 0, 1) / np.clip(cal, 0, 1).sum(axis=1, keepdims=True)
+        test = cal[rng.integers(0, n, m)]
+        labels = rng.integers(0, k, n)
+        w_cal, w_test = rng.integers(0, 3, n) + 0.5, rng.exponential(size=m)
+        alpha = float(rng.uniform(0.05, 0.5))
+        for score in ("lac", "aps"):
+            model = SplitConformalClassifier(alpha, score=score).fit(cal, labels, sample_weight=w_cal)
+            expected = model.predict_set(test, sample_weight=w_test)
+            assert np.array_equal(weighted_conformal_sets(cal, labels, w_cal, test, w_test, alpha, score=score),
+                                  expected)
+            # the definition: class c is in the set when its score is at most the point's weighted threshold
+            scores = class_scores(cal, labels, score=score)
+            thresholds = reference_thresholds(scores, w_cal, w_test, alpha)
+            assert np.array_equal(expected, class_scores(test, score=score) <= thresholds[:, None])
 
 
 @pytest.mark.parametrize("alpha", [0.05, 0.1, 0.3])

@@ -6,7 +6,12 @@ from scipy import integrate, stats
 from sklearn.isotonic import IsotonicRegression
 
 from calibtut.metrics import l2_calibration_error
-from calibtut.recalibration.isotonic import IsotonicRecalibrator, gaussian_mean_shift
+from calibtut.recalibration import gaussian_quantile_function
+from calibtut.recalibration.isotonic import (
+    IsotonicRecalibrator,
+    gaussian_mean_shift,
+    isotonic_recalibrated_quantiles,
+)
 
 
 def _pits(m=40, seed=0, scale=0.6):
@@ -113,7 +118,7 @@ def test_cdf_is_integral_of_pdf_and_quantiles_invert_cdf():
         area = _moment(rec, mu, sigma, 0, upper=y)
         assert float(rec.cdf(y, mu, sigma)) == pytest.approx(area, abs=1e-6)
     levels = np.array([0.05, 0.5, 0.95])
-    q = rec.quantile(levels, [mu], [sigma])[0]
+    q = rec.predict_quantiles(levels, gaussian_quantile_function([mu], [sigma]))[0]
     np.testing.assert_allclose(rec.cdf(q, mu, sigma), levels, atol=1e-10)
     np.testing.assert_allclose(rec.transform(rec.inverse_transform(levels)), levels, atol=1e-12)
 
@@ -129,17 +134,32 @@ def test_recalibration_fixes_overconfidence():
     assert l2_calibration_error(rec.transform(test)) < 1.2
 
 
+@pytest.mark.parametrize("fix", [False, True])
+def test_recalibrator_equals_its_wrapper(fix):
+    rng = np.random.default_rng(int(fix))
+    quantile_function = gaussian_quantile_function(rng.normal(size=5), rng.uniform(0.5, 2.0, 5))
+    levels = [0.1, 0.5, 0.75, 0.99]
+    for n in (2, 30, 200):
+        cal_pit = rng.integers(0, 11, n) / 10  # tied PITs, 0 and 1 included
+        expected = IsotonicRecalibrator(fix_truncation=fix).fit(cal_pit).predict_quantiles(levels, quantile_function)
+        got = isotonic_recalibrated_quantiles(cal_pit, quantile_function, levels, fix_truncation=fix)
+        assert np.array_equal(got, expected)
+
+
 @pytest.mark.parametrize(
     ("call", "error", "match"),
     [
-        (lambda: IsotonicRecalibrator().fit([0.2, 1.5]), ValueError, "pit"),
-        (lambda: IsotonicRecalibrator().fit([[0.2, 0.5]]), ValueError, "pit"),
-        (lambda: IsotonicRecalibrator(fix_truncation=1).fit([0.2]), TypeError, "fix_truncation"),
-        (lambda: IsotonicRecalibrator().transform([0.5]), ValueError, "not fitted"),
+        (lambda: IsotonicRecalibrator().fit([0.2, 1.5]), ValueError, "cal_pit"),
+        (lambda: IsotonicRecalibrator().fit([[0.2, 0.5]]), ValueError, "cal_pit"),
+        (lambda: IsotonicRecalibrator(fix_truncation=1), TypeError, "fix_truncation"),
+        (lambda: IsotonicRecalibrator().transform([0.5]), RuntimeError, "not fitted"),
+        (lambda: IsotonicRecalibrator().predict_quantiles([0.5], None), RuntimeError, "not fitted"),
         (lambda: IsotonicRecalibrator().fit([0.2, 0.5]).transform([-0.1]), ValueError, "pit"),
         (lambda: IsotonicRecalibrator().fit([0.2, 0.5]).mean(0.0, 0.0), ValueError, "std"),
         (lambda: IsotonicRecalibrator().fit([0.2, 0.5]).pdf(0.0, 0.0, -1.0), ValueError, "std"),
-        (lambda: IsotonicRecalibrator().fit([0.2, 0.5]).quantile([0.0, 0.5], 0.0, 1.0), ValueError, "levels"),
+        (lambda: IsotonicRecalibrator().fit([0.2, 0.5]).predict_quantiles([0.0, 0.5], None), ValueError, "levels"),
+        (lambda: IsotonicRecalibrator().fit([0.2, 0.5]).predict_quantiles([0.5], lambda u: u), ValueError,
+         "quantile_function"),
         (lambda: gaussian_mean_shift([0.0, 0.0], [0.0, 0.0], [1.0, 1.0]), ValueError, "distinct"),
         (lambda: gaussian_mean_shift([0.0], [0.0, 1.0], [1.0, 1.0]), ValueError, "same length"),
     ],

@@ -18,10 +18,13 @@ from calibtut.conformal import (
     recalibration_conformal_table,
 )
 from calibtut.recalibration import (
+    IsotonicRecalibrator,
     QuantileRecalibrator,
     TemperatureScaling,
     gaussian_quantile_function,
     mixture_quantile_function,
+    recalibrated_quantiles,
+    temperature_scaled_probs,
 )
 
 METHODS = ["emp", "lin", "kde", "dcp"]
@@ -98,9 +101,9 @@ def test_temperature_recovers_truth_and_keeps_argmax():
 
 def test_temperature_bad_arguments():
     logits, labels = _classification_data(0, n=20)
-    with pytest.raises(ValueError, match="labels"):
+    with pytest.raises(ValueError, match="cal_y must be integers in 0..3"):
         TemperatureScaling().fit(logits, labels + 10)
-    with pytest.raises(ValueError, match="logits"):
+    with pytest.raises(ValueError, match="cal_logits"):
         TemperatureScaling().fit(logits[:, :1], labels * 0)
     with pytest.raises(ValueError, match="loss"):
         TemperatureScaling(loss="ece").fit(logits, labels)
@@ -108,8 +111,42 @@ def test_temperature_bad_arguments():
         TemperatureScaling().fit(logits, labels, sample_weight=-np.ones(20))
     with pytest.raises(ValueError, match="bounds"):
         TemperatureScaling(bounds=(2.0, 1.0)).fit(logits, labels)
-    with pytest.raises(ValueError, match="not fitted"):
+    with pytest.raises(ValueError, match="sample_weight must not be all zero"):
+        TemperatureScaling().fit(logits, labels, sample_weight=np.zeros(20))
+    with pytest.raises(TypeError, match="positional"):
+        TemperatureScaling().fit(logits, labels, np.ones(20))  # weights are keyword-only
+    with pytest.raises(RuntimeError, match="not fitted"):
         TemperatureScaling().predict_proba(logits)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_temperature_scaling_equals_its_wrapper(seed):
+    rng = np.random.default_rng(seed)
+    logits, labels = _classification_data(seed, n=int(rng.integers(20, 200)))
+    logits = np.round(logits)  # tied logits within and across rows
+    test = np.round(3 * rng.normal(size=(15, logits.shape[1])))
+    weights = rng.integers(0, 3, labels.size).astype(float)
+    weights[0] = 1.0
+    for loss in ("nll", "brier"):
+        for sample_weight in (None, weights):
+            model = TemperatureScaling(loss, (0.1, 10.0)).fit(logits, labels, sample_weight=sample_weight)
+            got = temperature_scaled_probs(logits, labels, test, sample_weight=sample_weight, loss=loss,
+                                           bounds=(0.1, 10.0))
+            assert np.array_equal(got, model.predict_proba(test))
+
+
+@pytest.mark.parametrize(("model", "predict"), [
+    (TemperatureScaling(), lambda m: m.predict_proba([[0.0, 1.0]])),
+    (QuantileRecalibrator(), lambda m: m.transform([0.5])),
+    (QuantileRecalibrator(), lambda m: m.inverse_transform([0.5])),
+    (QuantileRecalibrator(), lambda m: m.predict_quantiles([0.5], lambda u: u[None, :])),
+    (IsotonicRecalibrator(), lambda m: m.transform([0.5])),
+    (IsotonicRecalibrator(), lambda m: m.mean(0.0, 1.0)),
+    (IsotonicRecalibrator(), lambda m: m.predict_quantiles([0.5], lambda u: u[None, :])),
+])
+def test_predicting_before_fit_raises(model, predict):
+    with pytest.raises(RuntimeError, match=f"this {type(model).__name__} is not fitted: call fit first"):
+        predict(model)
 
 
 # --- quantile recalibration maps ------------------------------------------------------------
@@ -247,10 +284,10 @@ def test_quantile_functions():
 
 def test_quantile_recalibrator_bad_arguments():
     with pytest.raises(ValueError, match="method"):
-        QuantileRecalibrator("iso").fit([0.5])
-    with pytest.raises(ValueError, match="pit"):
+        QuantileRecalibrator("iso")
+    with pytest.raises(ValueError, match="cal_pit"):
         QuantileRecalibrator().fit([0.5, 1.5])
-    with pytest.raises(ValueError, match="not fitted"):
+    with pytest.raises(RuntimeError, match="not fitted"):
         QuantileRecalibrator().transform([0.5])
     with pytest.raises(ValueError, match="levels"):
         QuantileRecalibrator().fit([0.5]).inverse_transform([0.5, 0.2])
@@ -260,6 +297,19 @@ def test_quantile_recalibrator_bad_arguments():
         QuantileRecalibrator().fit([0.5]).predict_quantiles([0.5], lambda u: u)
     with pytest.raises(ValueError, match="weights"):
         mixture_quantile_function([[0.5, 0.6]], [[0.0, 1.0]], [[1.0, 1.0]])
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_quantile_recalibrator_equals_its_wrapper(method):
+    rng = np.random.default_rng(METHODS.index(method))
+    quantile_function = gaussian_quantile_function(rng.normal(size=7), rng.uniform(0.5, 2.0, 7))
+    levels = [0.05, 0.25, 0.5, 0.9]
+    for n in (3, 40, 300):
+        cal_pit = rng.integers(0, 21, n) / 20  # tied PITs, 0 and 1 included
+        options = {"tau": 50.0, "max_kde_points": 100, "seed": 1} if method == "kde" else {}
+        model = QuantileRecalibrator(method, **options).fit(cal_pit)
+        got = recalibrated_quantiles(cal_pit, quantile_function, levels, method=method, **options)
+        assert np.array_equal(got, model.predict_quantiles(levels, quantile_function))
 
 
 # --- CQR ------------------------------------------------------------------------------------
@@ -295,8 +345,8 @@ def test_cqr_matches_mapie(symmetric, seed, n, alpha):
 
     x_cal, x_test = predictions(n), predictions(30)
     y_cal = x_cal[:, 2] + rng.standard_t(4, size=n)
-    ours = ConformalizedQuantileRegression(alpha, symmetric=symmetric).fit(x_cal[:, 0], x_cal[:, 1], y_cal)
-    lo, hi = ours.predict_interval(x_test[:, 0], x_test[:, 1])
+    ours = ConformalizedQuantileRegression(alpha, symmetric=symmetric).fit(x_cal[:, :2], y_cal)
+    lo, hi = ours.predict_interval(x_test[:, :2])
     ref = mapie_regression.ConformalizedQuantileRegressor(
         [_Column(0), _Column(1), _Column(2)], confidence_level=1 - alpha, prefit=True
     )
@@ -325,15 +375,15 @@ def test_one_sided_cqr_matches_reference_formula():
 
 def test_cqr_bad_arguments():
     with pytest.raises(ValueError, match="same length"):
-        ConformalizedQuantileRegression().fit([0.0, 0.0], [1.0], [0.5])
+        ConformalizedQuantileRegression().fit([[0.0, 1.0], [0.0, 1.0]], [0.5])
     with pytest.raises(TypeError, match="symmetric"):
-        ConformalizedQuantileRegression(symmetric="yes").fit([0.0], [1.0], [0.5])
+        ConformalizedQuantileRegression(symmetric="yes")
     with pytest.raises(ValueError, match="columns"):
         OneSidedCQR([0.1, 0.9]).fit(np.zeros((3, 3)), np.zeros(3))
     with pytest.raises(ValueError, match="levels"):
         OneSidedCQR([0.9, 0.1]).fit(np.zeros((3, 2)), np.zeros(3))
-    with pytest.raises(ValueError, match="not fitted"):
-        OneSidedCQR([0.5]).predict(np.zeros((1, 1)))
+    with pytest.raises(RuntimeError, match="not fitted"):
+        OneSidedCQR([0.5]).predict_quantiles(np.zeros((1, 1)))
 
 
 def test_cqr_conditional_coverage_follows_beta_law():
@@ -342,7 +392,7 @@ def test_cqr_conditional_coverage_follows_beta_law():
     cov_two, cov_left = [], []
     for _ in range(300):
         y = rng.normal(size=n)
-        c = ConformalizedQuantileRegression(alpha).fit(np.full(n, -0.5), np.full(n, 0.5), y).upper_correction_
+        c = ConformalizedQuantileRegression(alpha).fit(np.tile([-0.5, 0.5], (n, 1)), y).upper_correction_
         cov_two.append(2 * stats.norm.cdf(0.5 + c) - 1)
         corr = OneSidedCQR([0.7]).fit(np.full((n, 1), 0.1), y).corrections_[0]
         cov_left.append(stats.norm.cdf(0.1 + corr))

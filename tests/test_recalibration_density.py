@@ -85,7 +85,7 @@ def test_errors():
     rec = QuantileRecalibrator("lin").fit([0.2, 0.5])
     with pytest.raises(TypeError, match="QuantileRecalibrator"):
         map_density("lin", [0.5])
-    with pytest.raises(ValueError, match="not fitted"):
+    with pytest.raises(RuntimeError, match="not fitted"):
         map_density(QuantileRecalibrator("lin"), [0.5])
     with pytest.raises(ValueError, match="same length"):
         recalibrated_nll(rec, [0.5, 0.6], [0.1])

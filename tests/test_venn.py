@@ -4,6 +4,8 @@ import numpy as np
 import pytest
 
 from calibtut.recalibration import (
+    VennABERS,
+    VennPredictor,
     venn_abers,
     venn_multiprobabilities,
     venn_probability_bounds,
@@ -11,11 +13,11 @@ from calibtut.recalibration import (
 
 
 def test_hand_case_and_empty_category():
-    # category "a": labels 1, 1, 0 -> with the test point as 0: (2/4, 2/4); as 1: (1/4, 3/4)
-    p = venn_multiprobabilities(["a", "a", "a", "b"], [1, 1, 0, 0], ["a", "c"], 2)
+    # category 0: labels 1, 1, 0 -> with the test point as 0: (2/4, 2/4); as 1: (1/4, 3/4)
+    p = venn_multiprobabilities([0, 0, 0, 1], [1, 1, 0, 0], [0, 2], 2)
     assert np.allclose(p[0], [[0.5, 0.5], [0.25, 0.75]])
     assert np.allclose(p[1], np.eye(2))  # an empty category: the test point alone
-    lower, upper = venn_probability_bounds(["a", "a", "a", "b"], [1, 1, 0, 0], ["a", "c"], 2, test_weight=2.0)
+    lower, upper = venn_probability_bounds([0, 0, 0, 1], [1, 1, 0, 0], [0, 2], 2, test_weight=2.0)
     assert np.allclose(lower, [[1 / 5, 2 / 5], [0, 0]]) and np.allclose(upper, [[3 / 5, 4 / 5], [1, 1]])
 
 
@@ -100,11 +102,61 @@ def test_the_library_probability_equals_the_closed_form_in_the_simulation():
 
 
 def test_clear_errors():
-    with pytest.raises(ValueError, match="cal_labels must be integers in 0..1, got 2.0"):
+    with pytest.raises(ValueError, match="cal_y must be integers in 0..1, got 2.0"):
         venn_probability_bounds([0, 0], [0, 2], [0], 2)
-    with pytest.raises(ValueError, match="test_weight must be > 0"):
+    with pytest.raises(ValueError, match="test_weight must be strictly positive, got 0.0"):
         venn_probability_bounds([0, 0], [0, 1], [0], 2, test_weight=0.0)
-    with pytest.raises(ValueError, match="same length"):
+    with pytest.raises(ValueError, match=r"cal_categories must have one entry per point \(2\), got 3"):
         venn_probability_bounds([0, 0, 1], [0, 1], [0], 2)
-    with pytest.raises(ValueError, match="cal_labels must be integers in 0..1"):
+    with pytest.raises(TypeError, match="cal_categories must hold numbers"):
+        venn_probability_bounds(["a", "b"], [0, 1], ["a"], 2)
+    with pytest.raises(ValueError, match="cal_y must be integers in 0..1"):
+        VennABERS().fit([0.1, 0.2], [0, 3])
+    with pytest.raises(ValueError, match="cal_y must be integers in 0..1"):
         venn_abers([0.1, 0.2], [0, 3], [0.5])
+    with pytest.raises(ValueError, match="same length"):
+        venn_abers([0.1, 0.2], [0, 1, 1], [0.5])
+    with pytest.raises(ValueError, match="n_classes must be >= 2"):
+        VennPredictor(1)
+    with pytest.raises(ValueError, match="cal_probs must sum to 1"):
+        VennPredictor(2).fit([[0.5, 0.6]], [0])
+    with pytest.raises(ValueError, match="may be None only when categories is an array"):
+        VennPredictor(2).fit(None, [0])
+    with pytest.raises(ValueError, match="test_probs has 3 classes"):
+        VennPredictor(2).fit([[0.5, 0.5]], [0]).predict_proba([[0.2, 0.3, 0.5]])
+    for model in (VennPredictor(2), VennABERS()):
+        with pytest.raises(RuntimeError, match=f"this {type(model).__name__} is not fitted"):
+            (model.predict_proba([[0.5, 0.5]]) if isinstance(model, VennPredictor) else model.predict_proba([0.5]))
+
+
+def _tied_probs(rng, n, n_classes):
+    return rng.multinomial(10, np.full(n_classes, 1 / n_classes), size=n) / 10
+
+
+def test_venn_predictor_equals_its_wrappers_and_defaults_to_the_predicted_class():
+    rng = np.random.default_rng(4)
+    for _ in range(10):
+        n_classes = int(rng.integers(2, 5))
+        cal, test = _tied_probs(rng, 120, n_classes), _tied_probs(rng, 30, n_classes)
+        labels = rng.integers(0, n_classes, 120)
+        weight = rng.uniform(1, 3, 30)
+        model = VennPredictor(n_classes).fit(cal, labels)
+        # the default taxonomy is the argmax (ties to the first class), as explicit codes and as a function
+        codes_cal, codes_test = np.argmax(cal, axis=1), np.argmax(test, axis=1)
+        expected = venn_multiprobabilities(codes_cal, labels, codes_test, n_classes, test_weight=weight)
+        assert np.array_equal(model.predict_proba(test, test_weight=weight), expected)
+        by_function = VennPredictor(n_classes).fit(cal, labels, categories=lambda p: np.argmax(p, axis=1))
+        assert np.array_equal(by_function.predict_proba(test, categories=lambda p: np.argmax(p, axis=1),
+                                                        test_weight=weight), expected)
+        lower, upper = venn_probability_bounds(codes_cal, labels, codes_test, n_classes, test_weight=weight)
+        got_lower, got_upper = model.predict_bounds(test, test_weight=weight)
+        assert np.array_equal(got_lower, lower) and np.array_equal(got_upper, upper)
+
+
+def test_venn_abers_class_equals_its_wrapper_with_ties():
+    rng = np.random.default_rng(5)
+    scores, test = np.round(rng.uniform(size=80), 1), np.round(rng.uniform(size=20), 1)
+    labels = (rng.uniform(size=80) < scores).astype(int)
+    p0, p1 = VennABERS().fit(scores, labels).predict_proba(test)
+    q0, q1 = venn_abers(scores, labels, test)
+    assert np.array_equal(p0, q0) and np.array_equal(p1, q1)

@@ -7,11 +7,18 @@ numpy only. Modules, by what they produce:
 * :mod:`calibtut.conformal.coverage`: the finite-sample law of coverage.
 * :mod:`calibtut.conformal.scores`: LAC, APS and RAPS nonconformity scores.
 * :mod:`calibtut.conformal.sets`: classification sets (split, Mondrian,
-  label-conditional, localized, RAPS, weighted).
-* :mod:`calibtut.conformal.intervals`: regression intervals (split, weighted).
+  label-conditional, weighted: :class:`SplitConformalClassifier`; localized:
+  :class:`LocalizedConformalClassifier`; tuned RAPS: :class:`RAPSClassifier`).
+* :mod:`calibtut.conformal.intervals`: regression intervals, plain and
+  weighted (:class:`SplitConformalRegressor`).
 * :mod:`calibtut.conformal.cqr`: conformalized quantile regression, two-sided
   and one-sided.
 * :mod:`calibtut.conformal.dcp`: distributional conformal prediction.
+
+Every method is a class following the estimator contract of CONTRIBUTING.md
+(``Name(alpha=..., ...)``, ``fit(cal_pred, cal_y, ...)``, ``predict_set`` /
+``predict_interval`` / ``predict_quantiles``), and the one-call functions are
+thin wrappers around them.
 """
 
 
@@ -24,9 +31,12 @@ from calibtut.conformal.coverage import (
 from calibtut.conformal.cqr import (
     ConformalizedQuantileRegression,
     OneSidedCQR,
+    cqr_interval,
+    one_sided_cqr_quantiles,
 )
 from calibtut.conformal.dcp import (
     DistributionalConformal,
+    dcp_interval,
     recalibration_conformal_table,
 )
 from calibtut.conformal.intervals import (
@@ -44,6 +54,9 @@ from calibtut.conformal.scores import (
     lac_scores,
 )
 from calibtut.conformal.sets import (
+    LocalizedConformalClassifier,
+    RAPSClassifier,
+    SplitConformalClassifier,
     label_conditional_sets,
     localized_conformal_sets,
     mondrian_conformal_sets,
@@ -61,6 +74,9 @@ __all__ = [
     "lac_scores",
     "aps_scores",
     "class_scores",
+    "SplitConformalClassifier",
+    "LocalizedConformalClassifier",
+    "RAPSClassifier",
     "weighted_conformal_sets",
     "mondrian_conformal_sets",
     "split_conformal_sets",
@@ -71,8 +87,11 @@ __all__ = [
     "SplitConformalRegressor",
     "weighted_conformal_interval",
     "ConformalizedQuantileRegression",
+    "cqr_interval",
     "OneSidedCQR",
+    "one_sided_cqr_quantiles",
     "DistributionalConformal",
+    "dcp_interval",
     "recalibration_conformal_table",
     "conformal_rank",
 ]

@@ -12,6 +12,8 @@ the score ``y - Q(a | x)``): every quantile level ``a`` is corrected on its own,
 smallest calibration residual ``y - Q(a | x)`` among ``{S_1, ..., S_N, +inf}``.
 Each corrected quantile is then a one-sided conformal bound:
 ``P(Y <= Q'(a | X)) = ceil((N+1) a) / (N+1)`` for continuous scores.
+
+:func:`cqr_interval` and :func:`one_sided_cqr_quantiles` are their one-call wrappers.
 """
 
 from __future__ import annotations
@@ -21,27 +23,31 @@ import math
 import numpy as np
 
 from calibtut._numeric import conformal_rank
-from calibtut._validation import as_float_array, check_alpha, check_levels, check_same_length
+from calibtut._validation import as_float_array, check_alpha, check_fitted, check_levels, check_same_length
 from calibtut.conformal.quantiles import conformal_quantile
 
-__all__ = ["ConformalizedQuantileRegression", "OneSidedCQR"]
+__all__ = ["ConformalizedQuantileRegression", "OneSidedCQR", "cqr_interval", "one_sided_cqr_quantiles"]
 
 
-def _check_bounds(lower, upper, lower_name, upper_name):
-    lower = as_float_array(lower, lower_name, ndim=1)
-    upper = as_float_array(upper, upper_name, ndim=1)
-    check_same_length(**{lower_name: lower, upper_name: upper})
-    return lower, upper
+def _check_quantiles(quantiles, name, n_levels):
+    quantiles = as_float_array(quantiles, name, ndim=2)
+    if quantiles.shape[1] != n_levels:
+        raise ValueError(f"{name} must have {n_levels} columns (one per level), got {quantiles.shape[1]}")
+    return quantiles
 
 
 class ConformalizedQuantileRegression:
     """Two-sided CQR intervals (Romano et al. 2019) over quantile predictions.
 
+    Numpy in, numpy out: pass the model's lower and upper quantile
+    predictions as the two columns of one ``(n, 2)`` array, the quantile
+    representation of the whole package.
+
     Parameters
     ----------
     alpha : float, default 0.1
-        Miscoverage level; the lower and upper inputs should be the model's
-        quantiles at ``alpha / 2`` and ``1 - alpha / 2``.
+        Miscoverage level; the two columns should be the model's quantiles at
+        ``alpha / 2`` and ``1 - alpha / 2``.
     symmetric : bool, default True
         ``True``: one threshold of ``max(lo - y, y - hi)`` at ``1 - alpha``
         shifts both ends (coverage ``>= 1 - alpha``). ``False``: each end gets
@@ -60,25 +66,27 @@ class ConformalizedQuantileRegression:
     Examples
     --------
     >>> cqr = ConformalizedQuantileRegression(alpha=0.5)
-    >>> cqr = cqr.fit([0.0, 0.0, 0.0], [1.0, 1.0, 1.0], [0.5, 1.5, 3.0])
+    >>> cqr = cqr.fit([[0.0, 1.0], [0.0, 1.0], [0.0, 1.0]], [0.5, 1.5, 3.0])
     >>> cqr.lower_correction_, cqr.upper_correction_
     (0.5, 0.5)
-    >>> cqr.predict_interval([0.0], [2.0])
+    >>> cqr.predict_interval([[0.0, 2.0]])
     (array([-0.5]), array([2.5]))
     """
 
     def __init__(self, alpha=0.1, *, symmetric=True):
         self.alpha = check_alpha(alpha)
+        if not isinstance(symmetric, bool):
+            raise TypeError(f"symmetric must be a bool, got {type(symmetric).__name__}")
         self.symmetric = symmetric
 
-    def fit(self, cal_lower, cal_upper, cal_y):
+    def fit(self, cal_quantiles, cal_y):
         """Compute the corrections from calibration quantiles and labels.
 
         Parameters
         ----------
-        cal_lower, cal_upper : array_like of shape (n_cal,)
-            Predicted ``alpha/2`` and ``1 - alpha/2`` quantiles on the
-            calibration set.
+        cal_quantiles : array_like of shape (n_cal, 2)
+            Predicted ``alpha/2`` and ``1 - alpha/2`` quantiles (lower, upper)
+            on the calibration set.
         cal_y : array_like of shape (n_cal,)
             Calibration labels.
 
@@ -87,37 +95,34 @@ class ConformalizedQuantileRegression:
         ConformalizedQuantileRegression
             ``self``.
         """
-        alpha = check_alpha(self.alpha)
-        lower, upper = _check_bounds(cal_lower, cal_upper, "cal_lower", "cal_upper")
+        quantiles = _check_quantiles(cal_quantiles, "cal_quantiles", 2)
         y = as_float_array(cal_y, "cal_y", ndim=1)
-        check_same_length(cal_lower=lower, cal_y=y)
-        if not isinstance(self.symmetric, bool):
-            raise TypeError(f"symmetric must be a bool, got {type(self.symmetric).__name__}")
+        check_same_length(cal_quantiles=quantiles, cal_y=y)
+        lower, upper = quantiles[:, 0], quantiles[:, 1]
         if self.symmetric:
-            q = conformal_quantile(np.maximum(lower - y, y - upper), alpha)
+            q = conformal_quantile(np.maximum(lower - y, y - upper), self.alpha)
             self.lower_correction_ = self.upper_correction_ = q
         else:
-            self.lower_correction_ = conformal_quantile(lower - y, alpha / 2)
-            self.upper_correction_ = conformal_quantile(y - upper, alpha / 2)
+            self.lower_correction_ = conformal_quantile(lower - y, self.alpha / 2)
+            self.upper_correction_ = conformal_quantile(y - upper, self.alpha / 2)
         self.n_cal_ = y.size
         return self
 
-    def predict_interval(self, lower, upper):
+    def predict_interval(self, test_quantiles):
         """Conformalized interval ``[lower - c_lo, upper + c_hi]``.
 
         Parameters
         ----------
-        lower, upper : array_like of shape (n,)
-            The model's quantile predictions at the test inputs.
+        test_quantiles : array_like of shape (n, 2)
+            The model's lower and upper quantile predictions at the test inputs.
 
         Returns
         -------
         lower, upper : numpy.ndarray of shape (n,)
         """
-        if not hasattr(self, "n_cal_"):
-            raise ValueError("this ConformalizedQuantileRegression is not fitted: call fit first")
-        lower, upper = _check_bounds(lower, upper, "lower", "upper")
-        return lower - self.lower_correction_, upper + self.upper_correction_
+        check_fitted(self, "n_cal_")
+        quantiles = _check_quantiles(test_quantiles, "test_quantiles", 2)
+        return quantiles[:, 0] - self.lower_correction_, quantiles[:, 1] + self.upper_correction_
 
 
 class OneSidedCQR:
@@ -151,12 +156,14 @@ class OneSidedCQR:
     >>> cqr = OneSidedCQR([0.2, 0.6]).fit(q_cal, [0.0, 1.0, 2.0, 3.0])
     >>> cqr.corrections_
     array([0., 1.])
-    >>> cqr.predict([[10.0, 11.0]])
+    >>> cqr.predict_quantiles([[10.0, 11.0]])
     array([[10., 12.]])
     """
 
     def __init__(self, levels, *, clip_rank=False):
         self.levels = check_levels(levels)
+        if not isinstance(clip_rank, bool):
+            raise TypeError(f"clip_rank must be a bool, got {type(clip_rank).__name__}")
         self.clip_rank = clip_rank
 
     def fit(self, cal_quantiles, cal_y):
@@ -173,12 +180,10 @@ class OneSidedCQR:
         OneSidedCQR
             ``self``.
         """
-        levels = check_levels(self.levels)
-        quantiles = as_float_array(cal_quantiles, "cal_quantiles", ndim=2)
+        levels = self.levels
+        quantiles = _check_quantiles(cal_quantiles, "cal_quantiles", levels.size)
         y = as_float_array(cal_y, "cal_y", ndim=1)
         n = check_same_length(cal_quantiles=quantiles, cal_y=y)
-        if quantiles.shape[1] != levels.size:
-            raise ValueError(f"cal_quantiles must have {levels.size} columns (one per level), got {quantiles.shape[1]}")
         scores = np.sort(y[:, None] - quantiles, axis=0)
         ranks = np.array([conformal_rank(n, a) for a in levels])
         if self.clip_rank:
@@ -186,25 +191,83 @@ class OneSidedCQR:
         padded = np.vstack([scores, np.full((1, levels.size), math.inf)])
         self.corrections_ = padded[ranks - 1, np.arange(levels.size)]
         self.n_cal_ = n
-        self._levels = levels
         return self
 
-    def predict(self, quantiles):
-        """Corrected quantiles ``quantiles + corrections_``.
+    def predict_quantiles(self, test_quantiles):
+        """Corrected quantiles ``test_quantiles + corrections_``.
 
         Parameters
         ----------
-        quantiles : array_like of shape (n, m)
+        test_quantiles : array_like of shape (n, m)
+            The model's quantiles at ``levels`` for the test inputs.
 
         Returns
         -------
         numpy.ndarray of shape (n, m)
         """
-        if not hasattr(self, "corrections_"):
-            raise ValueError("this OneSidedCQR is not fitted: call fit first")
-        quantiles = as_float_array(quantiles, "quantiles", ndim=2)
-        if quantiles.shape[1] != self._levels.size:
-            raise ValueError(
-                f"quantiles must have {self._levels.size} columns (one per level), got {quantiles.shape[1]}"
-            )
-        return quantiles + self.corrections_
+        check_fitted(self, "corrections_")
+        return _check_quantiles(test_quantiles, "test_quantiles", self.levels.size) + self.corrections_
+
+
+def cqr_interval(cal_quantiles, cal_y, test_quantiles, alpha, *, symmetric=True):
+    """Conformalized quantile regression intervals in one call (:class:`ConformalizedQuantileRegression`).
+
+    Parameters
+    ----------
+    cal_quantiles : array_like of shape (n_cal, 2)
+        The model's ``alpha/2`` and ``1 - alpha/2`` quantiles (lower, upper)
+        on the calibration set.
+    cal_y : array_like of shape (n_cal,)
+        Calibration labels.
+    test_quantiles : array_like of shape (n, 2)
+        The model's lower and upper quantiles at the test inputs.
+    alpha : float
+        Miscoverage level in (0, 1).
+    symmetric : bool, default True
+        One threshold of ``max(lo - y, y - hi)`` for both ends, or one
+        threshold per end at ``1 - alpha / 2`` (``False``).
+
+    Returns
+    -------
+    lower, upper : numpy.ndarray of shape (n,)
+        Interval bounds; infinite when the calibration set is too small for
+        ``alpha``.
+
+    Examples
+    --------
+    >>> cqr_interval([[0.0, 1.0]] * 3, [0.5, 1.5, 3.0], [[0.0, 2.0]], 0.5)
+    (array([-0.5]), array([2.5]))
+    """
+    model = ConformalizedQuantileRegression(alpha, symmetric=symmetric).fit(cal_quantiles, cal_y)
+    return model.predict_interval(test_quantiles)
+
+
+def one_sided_cqr_quantiles(cal_quantiles, cal_y, test_quantiles, levels, *, clip_rank=False):
+    """Quantiles corrected level by level (paper 002) in one call (:class:`OneSidedCQR`).
+
+    Parameters
+    ----------
+    cal_quantiles : array_like of shape (n_cal, m)
+        The model's quantiles at ``levels`` on the calibration set.
+    cal_y : array_like of shape (n_cal,)
+        Calibration labels.
+    test_quantiles : array_like of shape (n, m)
+        The model's quantiles at ``levels`` for the test inputs.
+    levels : array_like of shape (m,)
+        Quantile levels, strictly increasing in (0, 1).
+    clip_rank : bool, default False
+        Clamp the rank to ``N`` (the authors' code) instead of an infinite
+        correction when ``ceil((N+1) a) = N + 1``.
+
+    Returns
+    -------
+    numpy.ndarray of shape (n, m)
+        Corrected quantiles; each is a one-sided conformal bound at its level.
+
+    Examples
+    --------
+    >>> one_sided_cqr_quantiles([[0.0, 1.0]] * 4, [0.0, 1.0, 2.0, 3.0], [[10.0, 11.0]], [0.2, 0.6])
+    array([[10., 12.]])
+    """
+    model = OneSidedCQR(levels, clip_rank=clip_rank).fit(cal_quantiles, cal_y)
+    return model.predict_quantiles(test_quantiles)

@@ -22,7 +22,8 @@ that statement: ``QuantileRecalibrator("dcp").predict_quantiles`` and
 ``F``). The usual EMP map ``#{Z_i <= u} / N`` picks ``Z_(ceil(N a))`` instead:
 the rank differs by at most one, and its exact left-interval coverage is
 ``ceil(N a) / (N + 1)`` instead of the conformal ``ceil((N+1) a) / (N + 1)``.
-:func:`recalibration_conformal_table` lays the two side by side.
+:func:`recalibration_conformal_table` lays the two side by side; :func:`dcp_interval` is the
+one-call wrapper of the intervals.
 """
 
 from __future__ import annotations
@@ -33,16 +34,18 @@ import numpy as np
 import pandas as pd
 
 from calibtut._numeric import RANK_DECIMALS, ceil_rank, conformal_rank
-from calibtut._validation import check_alpha, check_levels, check_probabilities
+from calibtut._validation import (
+    check_alpha,
+    check_fitted,
+    check_levels,
+    check_probabilities,
+    check_quantile_function,
+)
 from calibtut.conformal.quantiles import conformal_quantile
 
-__all__ = ["DistributionalConformal", "recalibration_conformal_table"]
+__all__ = ["DistributionalConformal", "dcp_interval", "recalibration_conformal_table"]
 
 _SCORES = ("abs", "equal_tailed")
-
-
-def _check_pit(pit):
-    return check_probabilities(pit, "pit", ndim=1)
 
 
 class DistributionalConformal:
@@ -78,26 +81,26 @@ class DistributionalConformal:
 
     def __init__(self, alpha=0.1, *, score="abs"):
         self.alpha = check_alpha(alpha)
+        if score not in _SCORES:
+            raise ValueError(f"score must be one of {_SCORES}, got {score!r}")
         self.score = score
 
-    def fit(self, pit):
+    def fit(self, cal_pit):
         """Store the calibration PITs and the PIT levels of the interval ends.
 
         Parameters
         ----------
-        pit : array_like of shape (n_cal,)
-            PIT values ``F(y | x)`` of the calibration set.
+        cal_pit : array_like of shape (n_cal,)
+            PIT values ``F(y | x)`` of the calibration set (the prediction
+            evaluated at the label carries both).
 
         Returns
         -------
         DistributionalConformal
             ``self``.
         """
-        alpha = check_alpha(self.alpha)
-        if self.score not in _SCORES:
-            raise ValueError(f"score must be one of {_SCORES}, got {self.score!r}")
-        pit = _check_pit(pit)
-        z = np.sort(pit)
+        alpha = self.alpha
+        z = np.sort(check_probabilities(cal_pit, "cal_pit", ndim=1))
         n = z.size
         if self.score == "abs":
             q = conformal_quantile(np.abs(z - 0.5), alpha)
@@ -111,10 +114,6 @@ class DistributionalConformal:
         self.pit_ = z
         self.n_cal_ = n
         return self
-
-    def _check_fitted(self):
-        if not hasattr(self, "pit_"):
-            raise ValueError("this DistributionalConformal is not fitted: call fit first")
 
     def predict_interval(self, quantile_function):
         """Two-sided DCP intervals at miscoverage ``alpha``.
@@ -130,10 +129,8 @@ class DistributionalConformal:
         -------
         lower, upper : numpy.ndarray of shape (n,)
         """
-        self._check_fitted()
-        ends = np.asarray(quantile_function(np.array([self.lower_level_, self.upper_level_])), dtype=np.float64)
-        if ends.ndim != 2 or ends.shape[1] != 2:
-            raise ValueError(f"quantile_function must return an array of shape (n, 2), got {ends.shape}")
+        check_fitted(self, "pit_")
+        ends = check_quantile_function(quantile_function, [self.lower_level_, self.upper_level_])
         return ends[:, 0], ends[:, 1]
 
     def quantile_levels(self, levels):
@@ -148,7 +145,7 @@ class DistributionalConformal:
         -------
         numpy.ndarray of shape (m,)
         """
-        self._check_fitted()
+        check_fitted(self, "pit_")
         levels = check_levels(levels)
         ranks = np.array([conformal_rank(self.n_cal_, a) for a in levels])
         return np.append(self.pit_, np.inf)[ranks - 1]
@@ -170,13 +167,38 @@ class DistributionalConformal:
         -------
         numpy.ndarray of shape (n, m)
         """
-        base = self.quantile_levels(levels)
-        quantiles = np.asarray(quantile_function(base), dtype=np.float64)
-        if quantiles.ndim != 2 or quantiles.shape[1] != base.size:
-            raise ValueError(
-                f"quantile_function must return an array of shape (n, {base.size}), got {quantiles.shape}"
-            )
-        return quantiles
+        return check_quantile_function(quantile_function, self.quantile_levels(levels))
+
+
+def dcp_interval(cal_pit, quantile_function, alpha, *, score="abs"):
+    """Two-sided distributional conformal intervals in one call (:class:`DistributionalConformal`).
+
+    Parameters
+    ----------
+    cal_pit : array_like of shape (n_cal,)
+        PIT values ``F(y | x)`` of the calibration set, in [0, 1].
+    quantile_function : callable
+        Base quantile function of the test predictions, mapping levels
+        ``(m,)`` in [0, 1] to an array ``(n, m)`` (see
+        :func:`calibtut.recalibration.gaussian_quantile_function`).
+    alpha : float
+        Miscoverage level in (0, 1).
+    score : {"abs", "equal_tailed"}, default "abs"
+        Conformity score (see the module docstring).
+
+    Returns
+    -------
+    lower, upper : numpy.ndarray of shape (n,)
+        Interval bounds; infinite when an end's PIT level is 0 or 1.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> lower, upper = dcp_interval(np.linspace(0.05, 0.95, 19), lambda u: u[None, :], 0.2)
+    >>> lower.round(2), upper.round(2)  # identity model: the PIT levels themselves
+    (array([0.1]), array([0.9]))
+    """
+    return DistributionalConformal(alpha, score=score).fit(cal_pit).predict_interval(quantile_function)
 
 
 def recalibration_conformal_table(pit, levels):
@@ -209,7 +231,7 @@ def recalibration_conformal_table(pit, levels):
     >>> table[["level", "rank_emp", "rank_dcp", "threshold_dcp"]].values.tolist()
     [[0.5, 2.0, 3.0, 0.6], [0.9, 4.0, 5.0, inf]]
     """
-    pit = _check_pit(pit)
+    pit = check_probabilities(pit, "pit", ndim=1)
     levels = check_levels(levels)
     z = np.append(np.sort(pit), np.inf)
     n = pit.size

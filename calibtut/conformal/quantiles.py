@@ -15,10 +15,13 @@ from calibtut._numeric import conformal_rank
 from calibtut._validation import (
     as_float_array,
     check_alpha,
+    check_positive,
     check_real,
+    check_weights,
 )
 
 __all__ = ["conformal_quantile", "weighted_conformal_quantile"]
+
 
 def conformal_quantile(scores, alpha):
     """Split conformal threshold: the ``ceil((n+1)(1-alpha))``-th smallest score.
@@ -52,6 +55,8 @@ def conformal_quantile(scores, alpha):
     if k > n:
         return math.inf
     return float(np.partition(scores, k - 1)[k - 1])
+
+
 # Weighted split conformal prediction under covariate shift (Tibshirani, Barber, Candes & Ramdas 2019).
 #
 # With calibration scores s_1..s_n, their weights w_i = w(x_i) (a density ratio q/p, known or
@@ -65,12 +70,19 @@ def conformal_quantile(scores, alpha):
 _WEIGHT_RTOL = 1e-12
 
 
-def _check_weights(weights, name, n=None):
-    weights = as_float_array(weights, name, ndim=1)
-    if np.any(weights < 0):
-        raise ValueError(f"{name} must be non-negative, got {weights[weights < 0][0]!r}")
+def _test_weights(test_weights, name, n=None):
+    """Per-test-point weights: non-negative and finite, a number or one per point.
+
+    Unlike calibration weights (:func:`calibtut._validation.check_weights`),
+    test weights may all be zero: each one only sets its own point's mass at
+    ``+inf``, and zero drops it (the classic bug that :func:`weighted_conformal_quantile`
+    documents).
+    """
+    if not isinstance(test_weights, (str, bytes)) and np.ndim(test_weights) == 0:
+        test_weights = [check_real(test_weights, name, low=0)]
+    weights = check_positive(test_weights, name, strict=False, ndim=1)
     if n is not None and weights.size != n:
-        raise ValueError(f"{name} must have one entry per point ({n}), got {weights.size}")
+        raise ValueError(f"{name} must have one entry per test point ({n}), got {weights.size}")
     return weights
 
 
@@ -90,8 +102,8 @@ def weighted_conformal_quantile(cal_scores, cal_weights, test_weights, alpha):
     cal_scores : array_like of shape (n,)
         Calibration conformity scores (larger = less conforming).
     cal_weights : array_like of shape (n,)
-        Non-negative weights ``w(x_i)`` of the calibration points (only ratios
-        matter: ``w`` and ``c w`` give the same thresholds).
+        Non-negative weights ``w(x_i)`` of the calibration points, not all
+        zero (only ratios matter: ``w`` and ``c w`` give the same thresholds).
     test_weights : float or array_like of shape (m,)
         Non-negative, finite weights ``w(x)`` of the test points, on the same scale.
     alpha : float
@@ -110,17 +122,13 @@ def weighted_conformal_quantile(cal_scores, cal_weights, test_weights, alpha):
     array([0.4, inf])
     """
     scores = as_float_array(cal_scores, "cal_scores", ndim=1)
-    weights = _check_weights(cal_weights, "cal_weights", scores.size)
-    if not isinstance(test_weights, (str, bytes)) and np.ndim(test_weights) == 0:
-        test_weights = [check_real(test_weights, "test_weights", low=0)]
-    test = _check_weights(test_weights, "test_weights")
+    weights = check_weights(cal_weights, "cal_weights", n=scores.size)
+    test = _test_weights(test_weights, "test_weights")
     alpha = check_alpha(alpha)
     order = np.argsort(scores, kind="stable")
     sorted_scores = scores[order]
     cumulative = np.cumsum(weights[order])
     total = cumulative[-1] + test
-    if np.any(total <= 0):
-        raise ValueError("cal_weights and test_weights are all zero for some test point: no distribution to take")
     target = (1 - alpha) * total * (1 - _WEIGHT_RTOL)
     k = np.searchsorted(cumulative, target, side="left")
     padded = np.append(sorted_scores, np.inf)

@@ -12,31 +12,14 @@ from __future__ import annotations
 import numpy as np
 
 from calibtut._validation import (
-    as_float_array,
+    check_class_probs,
     check_int,
-    check_probabilities,
+    check_labels,
     check_real,
     check_rng,
 )
 
 __all__ = ["lac_scores", "aps_scores", "class_scores"]
-
-def _check_class_probs(probs, name):
-    probs = as_float_array(probs, name, ndim=2)
-    if probs.shape[1] < 2:
-        raise ValueError(f"{name} must have at least 2 columns (n, n_classes), got shape {probs.shape}")
-    if np.any(probs < 0) or np.any(probs > 1):
-        raise ValueError(f"{name} must lie in [0, 1]")
-    return probs
-
-
-def _check_class_labels(labels, n, n_classes, name):
-    labels_f = as_float_array(labels, name, ndim=1)
-    if labels_f.size != n:
-        raise ValueError(f"{name} must have one entry per row ({n}), got {labels_f.size}")
-    if np.any(labels_f != np.round(labels_f)) or np.any(labels_f < 0) or np.any(labels_f >= n_classes):
-        raise ValueError(f"{name} must be integers in [0, {n_classes - 1}]")
-    return labels_f.astype(np.int64)
 
 
 def lac_scores(probs, labels=None):
@@ -58,12 +41,8 @@ def lac_scores(probs, labels=None):
     >>> lac_scores([[0.7, 0.2, 0.1]], [1])
     array([0.8])
     """
-    probs = _check_class_probs(probs, "probs")
-    scores = 1.0 - probs
-    if labels is None:
-        return scores
-    labels = _check_class_labels(labels, len(probs), probs.shape[1], "labels")
-    return scores[np.arange(len(probs)), labels]
+    probs = check_class_probs(probs, "probs")
+    return _label_scores(1.0 - probs, labels)
 
 
 def aps_scores(probs, labels=None):
@@ -87,38 +66,28 @@ def aps_scores(probs, labels=None):
     >>> aps_scores([[0.2, 0.7, 0.1]])
     array([[0.9, 0.7, 1. ]])
     """
-    probs = _check_class_probs(probs, "probs")
-    order = np.argsort(-probs, axis=1, kind="stable")
-    cumulative = np.cumsum(np.take_along_axis(probs, order, axis=1), axis=1)
-    scores = np.empty_like(probs)
-    np.put_along_axis(scores, order, cumulative, axis=1)
-    if labels is None:
-        return scores
-    labels = _check_class_labels(labels, len(probs), probs.shape[1], "labels")
-    return scores[np.arange(len(probs)), labels]
+    probs = check_class_probs(probs, "probs")
+    return _label_scores(_aps(probs), labels)
 
-
-_CLASS_SCORES = {"lac": lac_scores, "aps": aps_scores}
 
 _SCORES = ("lac", "aps", "raps")
 
 
-def _class_probs(probs, name):
-    """Class probabilities ``(n, n_classes)``, each row summing to one."""
-    probs = check_probabilities(probs, name, simplex_axis=1, ndim=2)
-    if probs.shape[1] < 2:
-        raise ValueError(f"{name} must have at least 2 columns (n, n_classes), got shape {probs.shape}")
-    return probs
+def _label_scores(scores, labels):
+    """Every class's scores ``(n, n_classes)``, or the score of each row's label when ``labels`` is given."""
+    if labels is None:
+        return scores
+    labels = check_labels(labels, "labels", n_classes=scores.shape[1], n=len(scores))
+    return scores[np.arange(len(scores)), labels]
 
 
-def _class_labels(labels, n, n_classes, name):
-    labels_f = as_float_array(labels, name, ndim=1)
-    if labels_f.size != n:
-        raise ValueError(f"{name} must have one entry per row ({n}), got {labels_f.size}")
-    bad = (labels_f != np.round(labels_f)) | (labels_f < 0) | (labels_f >= n_classes)
-    if np.any(bad):
-        raise ValueError(f"{name} must be integers in 0..{n_classes - 1}, got {float(labels_f[bad][0])!r}")
-    return labels_f.astype(np.int64)
+def _aps(probs):
+    """APS scores of every class of checked probabilities."""
+    order = np.argsort(-probs, axis=1, kind="stable")
+    cumulative = np.cumsum(np.take_along_axis(probs, order, axis=1), axis=1)
+    scores = np.empty_like(probs)
+    np.put_along_axis(scores, order, cumulative, axis=1)
+    return scores
 
 
 def _score_options(score, randomized, lam, k_reg):
@@ -138,8 +107,8 @@ def _score_options(score, randomized, lam, k_reg):
 def _scores(probs, score, u, lam, k_reg):
     """Every class's score, shape ``(n, n_classes)``; ``u`` is ``None`` or shape ``(n,)``."""
     if score == "lac":
-        return lac_scores(probs)
-    scores = aps_scores(probs)
+        return 1.0 - probs
+    scores = _aps(probs)
     if u is not None:
         scores = scores - u[:, None] * probs
     if score == "raps":
@@ -179,13 +148,8 @@ def class_scores(probs, labels=None, *, score="lac", randomized=False, lam=0.0, 
     >>> class_scores([[0.2, 0.5, 0.3]], [0], score="raps", lam=0.1, k_reg=1)
     array([1.2])
     """
-    probs = _class_probs(probs, "probs")
+    probs = check_class_probs(probs, "probs")
     lam, k_reg = _score_options(score, randomized, lam, k_reg)
     rng = check_rng(seed)
-    if labels is not None:
-        labels = _class_labels(labels, len(probs), probs.shape[1], "labels")
     u = rng.uniform(size=len(probs)) if randomized else None
-    scores = _scores(probs, score, u, lam, k_reg)
-    if labels is None:
-        return scores
-    return scores[np.arange(len(probs)), labels]
+    return _label_scores(_scores(probs, score, u, lam, k_reg), labels)

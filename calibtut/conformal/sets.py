@@ -1,4 +1,4 @@
-"""Split and Mondrian conformal prediction sets for classifiers (LAC, APS, RAPS).
+"""Conformal prediction sets for classifiers: split, Mondrian, weighted, localized and RAPS.
 
 A conformal classifier turns predicted class probabilities into a set of
 labels. With a nonconformity score ``s(x, y)`` (larger = stranger) computed on
@@ -13,7 +13,8 @@ category, and compares each candidate label with the threshold of the
 category the test point would fall in if that label were true. With the
 label as category this is label-conditional ("class-conditional") conformal
 prediction (Vovk et al. 2005; Sadinle et al. 2019): the coverage holds within
-every true class.
+every true class. Under covariate shift, weighting the calibration scores by
+the likelihood ratio gives weighted conformal sets (Tibshirani et al. 2019).
 
 Scores:
 
@@ -28,9 +29,17 @@ drawn once per point; with the same ``u`` for every candidate label of a test
 point, the set ``{c : s(x, c, u) <= q}`` is exactly Romano et al.'s randomised
 set (it may be empty unless ``allow_empty=False``).
 
-Localized conformal prediction (:func:`localized_conformal_sets`, Guan 2023)
-weights the calibration scores by a kernel around each test point instead, in
-Guan's naive form or in his finite-sample-valid form.
+Localized conformal prediction (:class:`LocalizedConformalClassifier`, Guan
+2023) weights the calibration scores by a kernel around each test point
+instead, in Guan's naive form or in his finite-sample-valid form.
+:class:`RAPSClassifier` tunes the RAPS penalty on part of the calibration set.
+
+Each method is a class (``fit(cal_probs, cal_y)``, then ``predict_set``) with a
+one-call function beside it: :class:`SplitConformalClassifier` behind
+:func:`split_conformal_sets`, :func:`mondrian_conformal_sets`,
+:func:`label_conditional_sets` and :func:`weighted_conformal_sets`;
+:class:`LocalizedConformalClassifier` behind :func:`localized_conformal_sets`;
+:class:`RAPSClassifier` behind :func:`raps_sets`.
 """
 
 from __future__ import annotations
@@ -41,66 +50,49 @@ from calibtut._numeric import conformal_rank
 from calibtut._validation import (
     as_float_array,
     check_alpha,
+    check_categories,
+    check_class_probs,
+    check_fitted,
+    check_labels,
     check_real,
     check_rng,
+    check_weights,
 )
-from calibtut.conformal.quantiles import _check_weights, weighted_conformal_quantile
-from calibtut.conformal.scores import (
-    _CLASS_SCORES,
-    _check_class_probs,
-    _class_labels,
-    _class_probs,
-    _score_options,
-    _scores,
-)
+from calibtut.conformal.quantiles import _test_weights, weighted_conformal_quantile
+from calibtut.conformal.scores import _score_options, _scores
 
-__all__ = ["weighted_conformal_sets", "mondrian_conformal_sets", "split_conformal_sets", "label_conditional_sets", "localized_conformal_sets", "raps_sets"]
+__all__ = [
+    "SplitConformalClassifier",
+    "LocalizedConformalClassifier",
+    "RAPSClassifier",
+    "split_conformal_sets",
+    "mondrian_conformal_sets",
+    "label_conditional_sets",
+    "weighted_conformal_sets",
+    "localized_conformal_sets",
+    "raps_sets",
+]
 
-def weighted_conformal_sets(cal_probs, cal_labels, cal_weights, test_probs, test_weights, alpha, *, score="lac"):
-    """Weighted split conformal prediction sets for a classifier under covariate shift.
-
-    The calibration scores of the true labels and their weights give, for
-    every test point, the threshold of :func:`weighted_conformal_quantile`;
-    a class is in the set when its score is at most that threshold. With
-    weights ``w = q/p`` (the target-to-source density ratio) the sets cover
-    the label of a target point with probability at least ``1 - alpha``
-    (Tibshirani et al. 2019, Corollary 1); equal weights give split conformal sets.
-
-    Parameters
-    ----------
-    cal_probs : array_like of shape (n, n_classes)
-    cal_labels : array_like of int, shape (n,)
-    cal_weights : array_like of shape (n,)
-        Non-negative density-ratio weights of the calibration points.
-    test_probs : array_like of shape (m, n_classes)
-    test_weights : array_like of shape (m,)
-        Weights of the test points, on the same scale.
-    alpha : float
-        Miscoverage level in (0, 1).
-    score : {"lac", "aps"}, default "lac"
-
-    Returns
-    -------
-    numpy.ndarray of bool, shape (m, n_classes)
-        ``sets[j, k]`` is True when class ``k`` is in the set of test point ``j``.
-
-    Examples
-    --------
-    >>> cal = [[0.9, 0.1], [0.8, 0.2], [0.3, 0.7], [0.6, 0.4]]
-    >>> weighted_conformal_sets(cal, [0, 0, 1, 1], [1, 1, 1, 1], [[0.75, 0.25]], [1.0], 0.4)
-    array([[ True, False]])
-    """
-    if score not in _CLASS_SCORES:
-        raise ValueError(f"score must be one of {tuple(_CLASS_SCORES)}, got {score!r}")
-    cal_probs = _check_class_probs(cal_probs, "cal_probs")
-    test_probs = _check_class_probs(test_probs, "test_probs")
-    if test_probs.shape[1] != cal_probs.shape[1]:
-        raise ValueError(f"test_probs has {test_probs.shape[1]} classes, cal_probs has {cal_probs.shape[1]}")
-    test_weights = _check_weights(test_weights, "test_weights", len(test_probs))
-    scores = _CLASS_SCORES[score](cal_probs, cal_labels)
-    threshold = weighted_conformal_quantile(scores, cal_weights, test_weights, alpha)
-    return _CLASS_SCORES[score](test_probs) <= threshold[:, None]
 _TOO_SMALL = ("raise", "include")
+
+
+def _check_bool(value, name):
+    if not isinstance(value, bool):
+        raise TypeError(f"{name} must be a bool, got {value!r}")
+    return value
+
+
+def _check_choice(value, name, choices):
+    if value not in choices:
+        raise ValueError(f"{name} must be one of {choices}, got {value!r}")
+    return value
+
+
+def _check_test_probs(test_probs, n_classes):
+    test_probs = check_class_probs(test_probs, "test_probs")
+    if test_probs.shape[1] != n_classes:
+        raise ValueError(f"test_probs has {test_probs.shape[1]} classes, the calibration set has {n_classes}")
+    return test_probs
 
 
 def _category_thresholds(cal_scores, cal_categories, alpha, too_small):
@@ -111,64 +103,305 @@ def _category_thresholds(cal_scores, cal_categories, alpha, too_small):
         k = conformal_rank(chosen.size, 1 - alpha)
         if k > chosen.size:
             if too_small == "raise":
-                shown = np.asarray(category).tolist()
                 raise ValueError(
-                    f"the calibration set is too small for alpha={alpha}: category {shown!r} has "
+                    f"the calibration set is too small for alpha={alpha}: category {int(category)!r} has "
                     f"{chosen.size} calibration points, fewer than the {int(np.ceil(1 / alpha)) - 1} "
                     f"needed for a finite threshold (pass too_small='include' to put every such label in the set)"
                 )
-            thresholds[category] = np.inf
+            thresholds[int(category)] = np.inf
         else:
-            thresholds[category] = chosen[k - 1]
+            thresholds[int(category)] = float(chosen[k - 1])
     return thresholds
 
 
-def _test_categories(categories, test_probs, n_classes):
-    """Categories of every (test point, candidate label), shape ``(m, n_classes)``."""
-    m = len(test_probs)
-    if categories is None:
-        return np.zeros((m, n_classes), dtype=np.int64)
-    if categories == "label":
-        return np.broadcast_to(np.arange(n_classes), (m, n_classes))
-    if callable(categories):
-        columns = [np.asarray(categories(test_probs, np.full(m, c))) for c in range(n_classes)]
-        for c, col in enumerate(columns):
-            if col.shape != (m,):
-                raise ValueError(f"categories must return shape ({m},) for {m} points, got {col.shape} for label {c}")
-        return np.stack(columns, axis=1)
-    _, test = categories
-    test = np.asarray(test)
-    if test.shape == (m,):
-        return np.broadcast_to(test[:, None], (m, n_classes))
-    if test.shape != (m, n_classes):
-        raise ValueError(f"the test categories must have shape ({m},) or ({m}, {n_classes}), got {test.shape}")
-    return test
+class SplitConformalClassifier:
+    """Split conformal prediction sets over a classifier's probabilities: plain, Mondrian or weighted.
+
+    Numpy in, numpy out: the classifier is never called. :meth:`fit` takes
+    its probabilities and the labels on a calibration set, :meth:`predict_set`
+    its probabilities at test inputs. One class covers the three split
+    methods, chosen by the keywords of :meth:`fit`:
+
+    - neither ``categories`` nor ``sample_weight``: split conformal sets, one
+      threshold, the ``ceil((n + 1)(1 - alpha))``-th smallest calibration
+      score of the true labels; marginal coverage ``>= 1 - alpha``.
+    - ``categories``: Mondrian sets, one such threshold per category of the
+      taxonomy, from its own calibration points; candidate label ``c`` of a
+      test point enters the set when its score is at most the threshold of
+      the category the point falls in with label ``c``. Under
+      exchangeability within categories the coverage is ``>= 1 - alpha`` in
+      every category (Vovk et al. 2005). ``categories="label"`` is
+      label-conditional conformal prediction (Sadinle et al. 2019).
+    - ``sample_weight``: weighted conformal sets under covariate shift
+      (Tibshirani et al. 2019, Corollary 1). The calibration weights and
+      each test point's weight (the density ratio ``q/p`` of target to
+      source) give that point its own threshold,
+      :func:`calibtut.conformal.weighted_conformal_quantile`, with the test
+      point's mass at ``+inf``; equal weights give split conformal sets.
+      Weighted Mondrian sets are not implemented: ``categories`` and
+      ``sample_weight`` are exclusive.
+
+    Parameters
+    ----------
+    alpha : float, default 0.1
+        Miscoverage level in (0, 1).
+    score : {"lac", "aps", "raps"}, default "lac"
+        Nonconformity score (see :func:`calibtut.conformal.class_scores`).
+    randomized : bool, default False
+        Randomised APS/RAPS scores, one ``u`` per calibration and test point.
+    allow_empty : bool, default True
+        When False, an empty set gets the most probable class.
+    lam : float, default 0.0
+        RAPS penalty per rank beyond ``k_reg`` (non-negative; RAPS only).
+    k_reg : int, default 0
+        RAPS unpenalised ranks (RAPS only).
+    too_small : {"raise", "include"}, default "raise"
+        What to do when a category (the whole calibration set for plain split
+        sets) has fewer than ``ceil(1 / alpha) - 1`` calibration points, so
+        that no finite threshold exists: raise a ``ValueError`` saying so, or
+        put the label in the set (the valid but uninformative infinite
+        threshold). A test category with no calibration point at all counts
+        as too small. Weighted thresholds are infinite when the weighted
+        calibration mass falls short for a test point, and the label then
+        enters the set: that is the method, not an error.
+    seed : int, numpy.random.Generator or None
+        Source of the randomisation: :meth:`fit` draws the calibration
+        points' ``u`` from it and each :meth:`predict_set` call the test
+        points' ``u``, continuing the same stream.
+
+    Attributes
+    ----------
+    scores_ : numpy.ndarray of shape (n,)
+        Calibration scores of the true labels.
+    thresholds_ : dict or None
+        ``{category: threshold}`` (the single category 0 for plain split
+        sets, the labels for ``categories="label"``); ``inf`` for a category
+        too small under ``too_small="include"``. None for a weighted fit,
+        whose threshold depends on each test point's weight.
+    sample_weight_ : numpy.ndarray of shape (n,) or None
+        Calibration weights of a weighted fit.
+    n_classes_ : int
+
+    Examples
+    --------
+    >>> cal = [[0.9, 0.1], [0.8, 0.2], [0.3, 0.7], [0.6, 0.4]]
+    >>> model = SplitConformalClassifier(alpha=0.4).fit(cal, [0, 0, 1, 1])
+    >>> round(model.thresholds_[0], 3)  # the 3rd smallest of the scores 0.1, 0.2, 0.3, 0.6
+    0.3
+    >>> model.predict_set([[0.75, 0.25], [0.5, 0.5]])
+    array([[ True, False],
+           [False, False]])
+    >>> by_label = SplitConformalClassifier(alpha=0.4).fit(cal, [0, 0, 1, 1], categories="label")
+    >>> by_label.predict_set([[0.5, 0.5]])
+    array([[False,  True]])
+    >>> weighted = SplitConformalClassifier(alpha=0.4).fit(cal, [0, 0, 1, 1], sample_weight=[1, 1, 1, 3])
+    >>> weighted.predict_set([[0.5, 0.5]], sample_weight=[0.5])
+    array([[ True,  True]])
+    """
+
+    def __init__(self, alpha=0.1, *, score="lac", randomized=False, allow_empty=True, lam=0.0, k_reg=0,
+                 too_small="raise", seed=None):
+        self.alpha = check_alpha(alpha)
+        self.lam, self.k_reg = _score_options(score, randomized, lam, k_reg)
+        self.score = score
+        self.randomized = randomized
+        self.allow_empty = _check_bool(allow_empty, "allow_empty")
+        self.too_small = _check_choice(too_small, "too_small", _TOO_SMALL)
+        check_rng(seed)
+        self.seed = seed
+
+    def fit(self, cal_probs, cal_y, *, categories=None, sample_weight=None):
+        """Compute the calibration scores and the threshold(s).
+
+        Parameters
+        ----------
+        cal_probs : array_like of shape (n, n_classes)
+            Calibration probabilities (rows sum to one).
+        cal_y : array_like of int, shape (n,)
+            Calibration labels in ``0..n_classes - 1``.
+        categories : None, "label", callable or array_like of int, optional
+            The Mondrian taxonomy. ``"label"``: the category is the
+            (candidate) label. A callable ``f(probs, labels)`` returning one
+            integer category per row, called here with the calibration labels
+            and by :meth:`predict_set` with each candidate label. An array of
+            shape ``(n,)``: the calibration points' category codes, and then
+            :meth:`predict_set` needs the test points' categories.
+        sample_weight : array_like of shape (n,), optional
+            Non-negative likelihood ratios ``w(x_i)`` of the calibration points
+            (weighted conformal sets); :meth:`predict_set` then needs the test
+            points' weights.
+
+        Returns
+        -------
+        SplitConformalClassifier
+            ``self``.
+        """
+        cal_probs = check_class_probs(cal_probs, "cal_probs")
+        n, n_classes = cal_probs.shape
+        cal_y = check_labels(cal_y, "cal_y", n_classes=n_classes, n=n)
+        if sample_weight is not None:
+            if categories is not None:
+                raise ValueError("categories (Mondrian sets) and sample_weight (weighted sets) cannot be combined")
+            sample_weight = check_weights(sample_weight, "sample_weight", n=n)
+        cal_categories = self._cal_categories(categories, cal_probs, cal_y)
+        self._rng = check_rng(self.seed)
+        u = self._rng.uniform(size=n) if self.randomized else None
+        self.scores_ = _scores(cal_probs, self.score, u, self.lam, self.k_reg)[np.arange(n), cal_y]
+        self.thresholds_ = None if sample_weight is not None else _category_thresholds(
+            self.scores_, cal_categories, self.alpha, self.too_small)
+        self.sample_weight_ = sample_weight
+        self.n_classes_ = n_classes
+        self._categories = categories if categories is None or isinstance(categories, str) or callable(
+            categories) else "codes"
+        return self
+
+    @staticmethod
+    def _cal_categories(categories, cal_probs, cal_y):
+        n = len(cal_probs)
+        if categories is None:
+            return np.zeros(n, dtype=np.int64)
+        if isinstance(categories, str):
+            if categories != "label":
+                raise ValueError(f"categories must be 'label', a function or an array of codes, got {categories!r}")
+            return cal_y
+        if callable(categories):
+            return check_categories(categories(cal_probs, cal_y), "categories", n=n)
+        return check_categories(categories, "categories", n=n)
+
+    def _test_categories(self, categories, test_probs):
+        """Categories of every (test point, candidate label), shape ``(m, n_classes)``."""
+        m, n_classes = test_probs.shape
+        fitted = self._categories
+        if fitted != "codes":
+            if categories is not None:
+                raise ValueError(
+                    "categories at predict_set are for a fit on category codes; this classifier was fitted with "
+                    f"categories={fitted!r}, which already gives the test categories"
+                )
+            if fitted is None:
+                return np.zeros((m, n_classes), dtype=np.int64)
+            if fitted == "label":
+                return np.broadcast_to(np.arange(n_classes), (m, n_classes))
+            categories = fitted
+        elif categories is None:
+            raise ValueError("this classifier was fitted on category codes: predict_set needs the test categories")
+        if callable(categories):
+            columns = [check_categories(categories(test_probs, np.full(m, c)), "categories", n=m)
+                       for c in range(n_classes)]
+            return np.stack(columns, axis=1)
+        shape = np.shape(categories)
+        if shape not in ((m,), (m, n_classes)):
+            raise ValueError(f"the test categories must have shape ({m},) or ({m}, {n_classes}), got {shape}")
+        codes = check_categories(np.ravel(categories), "categories").reshape(shape)
+        return np.broadcast_to(codes[:, None], (m, n_classes)) if codes.ndim == 1 else codes
+
+    def predict_set(self, test_probs, *, categories=None, sample_weight=None):
+        """Prediction sets of the test points.
+
+        Parameters
+        ----------
+        test_probs : array_like of shape (m, n_classes)
+            Test probabilities.
+        categories : callable or array_like of int, optional
+            Only after a fit on category codes, and then required: the test
+            points' categories, shape ``(m,)`` (categories that do not depend
+            on the label) or ``(m, n_classes)`` (one per candidate label), or
+            a callable ``f(probs, labels)`` called with each candidate label.
+        sample_weight : float or array_like of shape (m,), optional
+            Only after a weighted fit, and then required: the test points'
+            non-negative weights, on the calibration weights' scale.
+
+        Returns
+        -------
+        numpy.ndarray of bool, shape (m, n_classes)
+            ``sets[j, c]`` is True when class ``c`` is in the set of test point ``j``.
+        """
+        check_fitted(self, "scores_")
+        test_probs = _check_test_probs(test_probs, self.n_classes_)
+        m = len(test_probs)
+        if self.sample_weight_ is None:
+            if sample_weight is not None:
+                raise ValueError("sample_weight was given but the classifier was fitted without calibration weights")
+            threshold = self._mondrian_thresholds(self._test_categories(categories, test_probs))
+        else:
+            if sample_weight is None:
+                raise ValueError("sample_weight is required: the classifier was fitted with calibration weights")
+            if categories is not None:
+                raise ValueError("categories (Mondrian sets) and sample_weight (weighted sets) cannot be combined")
+            weights = _test_weights(sample_weight, "sample_weight", m)
+            threshold = weighted_conformal_quantile(self.scores_, self.sample_weight_, weights, self.alpha)[:, None]
+        u = self._rng.uniform(size=m) if self.randomized else None
+        sets = _scores(test_probs, self.score, u, self.lam, self.k_reg) <= threshold
+        if not self.allow_empty:
+            empty = ~sets.any(axis=1)
+            sets[empty, np.argmax(test_probs[empty], axis=1)] = True
+        return sets
+
+    def _mondrian_thresholds(self, test_categories):
+        unseen = [c for c in np.unique(test_categories) if int(c) not in self.thresholds_]
+        if unseen and self.too_small == "raise":
+            raise ValueError(
+                f"the calibration set is too small for alpha={self.alpha}: test category {int(unseen[0])!r} has no "
+                "calibration point (pass too_small='include' to put every such label in the set)"
+            )
+        lookup = np.vectorize(lambda c: self.thresholds_.get(int(c), np.inf), otypes=[float])
+        return lookup(test_categories)
 
 
-def _cal_categories(categories, cal_probs, cal_labels):
-    n = len(cal_probs)
-    if categories is None:
-        return np.zeros(n, dtype=np.int64)
-    if isinstance(categories, str):
-        if categories != "label":
-            raise ValueError(f"categories must be 'label', a function or a pair of arrays, got {categories!r}")
-        return cal_labels
-    if callable(categories):
-        cal = np.asarray(categories(cal_probs, cal_labels))
-    elif isinstance(categories, tuple) and len(categories) == 2:
-        cal = np.asarray(categories[0])
-    else:
-        raise TypeError(f"categories must be 'label', a function or a pair of arrays, got {type(categories).__name__}")
-    if cal.shape != (n,):
-        raise ValueError(f"categories must give shape ({n},) for the {n} calibration points, got {cal.shape}")
-    return cal
+def split_conformal_sets(
+    cal_probs, cal_y, test_probs, alpha, *, score="lac", randomized=False, allow_empty=True,
+    lam=0.0, k_reg=0, seed=None,
+):
+    """Split conformal prediction sets with marginal coverage ``1 - alpha`` (:class:`SplitConformalClassifier`).
+
+    One threshold for all points: the ``ceil((n + 1)(1 - alpha))``-th smallest
+    calibration score of the true labels (a Mondrian taxonomy with a single
+    category). Raises a ``ValueError`` when ``n < ceil(1 / alpha) - 1``: no
+    finite threshold then exists and the set would always be every label.
+
+    Parameters
+    ----------
+    cal_probs : array_like of shape (n, n_classes)
+        Calibration probabilities (rows sum to one).
+    cal_y : array_like of int, shape (n,)
+        Calibration labels in ``0..n_classes - 1``.
+    test_probs : array_like of shape (m, n_classes)
+        Test probabilities.
+    alpha : float
+        Miscoverage level in (0, 1).
+    score : {"lac", "aps", "raps"}, default "lac"
+        Nonconformity score (see :func:`calibtut.conformal.class_scores`).
+    randomized : bool, default False
+        Randomised APS/RAPS scores.
+    allow_empty : bool, default True
+        When False, an empty set gets the most probable class.
+    lam : float, default 0.0
+        RAPS penalty (RAPS only).
+    k_reg : int, default 0
+        RAPS unpenalised ranks (RAPS only).
+    seed : int, numpy.random.Generator or None
+        Source of the randomisation.
+
+    Returns
+    -------
+    numpy.ndarray of bool, shape (m, n_classes)
+
+    Examples
+    --------
+    >>> cal = [[0.9, 0.1], [0.8, 0.2], [0.3, 0.7], [0.6, 0.4]]
+    >>> split_conformal_sets(cal, [0, 0, 1, 1], [[0.75, 0.25]], 0.4)
+    array([[ True, False]])
+    """
+    model = SplitConformalClassifier(alpha, score=score, randomized=randomized, allow_empty=allow_empty, lam=lam,
+                                     k_reg=k_reg, seed=seed)
+    return model.fit(cal_probs, cal_y).predict_set(test_probs)
 
 
 def mondrian_conformal_sets(
-    cal_probs, cal_labels, test_probs, alpha, *, categories="label", score="lac", randomized=False,
+    cal_probs, cal_y, test_probs, alpha, *, categories="label", score="lac", randomized=False,
     allow_empty=True, lam=0.0, k_reg=0, too_small="raise", seed=None,
 ):
-    """Mondrian (category-conditional) split conformal prediction sets.
+    """Mondrian (category-conditional) split conformal prediction sets (:class:`SplitConformalClassifier`).
 
     Each category of the taxonomy gets its own conformal threshold, the
     ``ceil((n_e + 1)(1 - alpha))``-th smallest score among its ``n_e``
@@ -182,7 +415,7 @@ def mondrian_conformal_sets(
     ----------
     cal_probs : array_like of shape (n, n_classes)
         Calibration probabilities (rows sum to one).
-    cal_labels : array_like of int, shape (n,)
+    cal_y : array_like of int, shape (n,)
         Calibration labels in ``0..n_classes - 1``.
     test_probs : array_like of shape (m, n_classes)
         Test probabilities.
@@ -191,12 +424,13 @@ def mondrian_conformal_sets(
     categories : "label", callable or (array, array), default "label"
         The taxonomy. ``"label"``: the category is the (candidate) label,
         i.e. label-conditional sets. A callable ``f(probs, labels)`` returning
-        one category per row, called with the calibration labels and with each
-        candidate label on the test points. A pair ``(cal_categories,
-        test_categories)``: shape ``(n,)`` and ``(m,)`` (categories that do
-        not depend on the label) or ``(m, n_classes)`` (one per candidate).
+        one integer category per row, called with the calibration labels and
+        with each candidate label on the test points. A pair
+        ``(cal_categories, test_categories)`` of integer codes: shape ``(n,)``
+        and ``(m,)`` (categories that do not depend on the label) or
+        ``(m, n_classes)`` (one per candidate).
     score : {"lac", "aps", "raps"}, default "lac"
-        Nonconformity score (see :func:`class_scores`).
+        Nonconformity score (see :func:`calibtut.conformal.class_scores`).
     randomized : bool, default False
         Randomised APS/RAPS scores, one ``u`` per calibration and test point.
     allow_empty : bool, default True
@@ -226,94 +460,17 @@ def mondrian_conformal_sets(
     array([[ True, False],
            [False, False]])
     """
-    cal_probs = _class_probs(cal_probs, "cal_probs")
-    test_probs = _class_probs(test_probs, "test_probs")
-    n_classes = cal_probs.shape[1]
-    if test_probs.shape[1] != n_classes:
-        raise ValueError(f"test_probs has {test_probs.shape[1]} classes, cal_probs has {n_classes}")
-    cal_labels = _class_labels(cal_labels, len(cal_probs), n_classes, "cal_labels")
-    alpha = check_alpha(alpha)
-    lam, k_reg = _score_options(score, randomized, lam, k_reg)
-    if not isinstance(allow_empty, bool):
-        raise TypeError(f"allow_empty must be a bool, got {allow_empty!r}")
-    if too_small not in _TOO_SMALL:
-        raise ValueError(f"too_small must be one of {_TOO_SMALL}, got {too_small!r}")
-    rng = check_rng(seed)
-    cal_cat = _cal_categories(categories, cal_probs, cal_labels)
-    test_cat = _test_categories(categories, test_probs, n_classes)
-    u_cal = rng.uniform(size=len(cal_probs)) if randomized else None
-    u_test = rng.uniform(size=len(test_probs)) if randomized else None
-    cal_scores = _scores(cal_probs, score, u_cal, lam, k_reg)[np.arange(len(cal_probs)), cal_labels]
-    thresholds = _category_thresholds(cal_scores, cal_cat, alpha, too_small)
-    unseen = [c for c in np.unique(test_cat) if c not in thresholds]
-    if unseen and too_small == "raise":
-        shown = np.asarray(unseen[0]).tolist()
-        raise ValueError(
-            f"the calibration set is too small for alpha={alpha}: test category {shown!r} has no "
-            "calibration point (pass too_small='include' to put every such label in the set)"
-        )
-    threshold = np.vectorize(lambda c: thresholds.get(c, np.inf), otypes=[float])(test_cat)
-    sets = _scores(test_probs, score, u_test, lam, k_reg) <= threshold
-    if not allow_empty:
-        empty = ~sets.any(axis=1)
-        sets[empty, np.argmax(test_probs[empty], axis=1)] = True
-    return sets
+    cal_categories, test_categories = categories if isinstance(categories, tuple) else (categories, None)
+    model = SplitConformalClassifier(alpha, score=score, randomized=randomized, allow_empty=allow_empty, lam=lam,
+                                     k_reg=k_reg, too_small=too_small, seed=seed)
+    model.fit(cal_probs, cal_y, categories=cal_categories)
+    return model.predict_set(test_probs, categories=test_categories)
 
 
-def split_conformal_sets(
-    cal_probs, cal_labels, test_probs, alpha, *, score="lac", randomized=False, allow_empty=True,
-    lam=0.0, k_reg=0, seed=None,
-):
-    """Split conformal prediction sets with marginal coverage ``1 - alpha``.
-
-    One threshold for all points: the ``ceil((n + 1)(1 - alpha))``-th smallest
-    calibration score of the true labels (a Mondrian taxonomy with a single
-    category). Raises a ``ValueError`` when ``n < ceil(1 / alpha) - 1``: no
-    finite threshold then exists and the set would always be every label.
-
-    Parameters
-    ----------
-    cal_probs : array_like of shape (n, n_classes)
-        Calibration probabilities (rows sum to one).
-    cal_labels : array_like of int, shape (n,)
-        Calibration labels in ``0..n_classes - 1``.
-    test_probs : array_like of shape (m, n_classes)
-        Test probabilities.
-    alpha : float
-        Miscoverage level in (0, 1).
-    score : {"lac", "aps", "raps"}, default "lac"
-        Nonconformity score (see :func:`class_scores`).
-    randomized : bool, default False
-        Randomised APS/RAPS scores.
-    allow_empty : bool, default True
-        When False, an empty set gets the most probable class.
-    lam : float, default 0.0
-        RAPS penalty (RAPS only).
-    k_reg : int, default 0
-        RAPS unpenalised ranks (RAPS only).
-    seed : int, numpy.random.Generator or None
-        Source of the randomisation.
-
-    Returns
-    -------
-    numpy.ndarray of bool, shape (m, n_classes)
-
-    Examples
-    --------
-    >>> cal = [[0.9, 0.1], [0.8, 0.2], [0.3, 0.7], [0.6, 0.4]]
-    >>> split_conformal_sets(cal, [0, 0, 1, 1], [[0.75, 0.25]], 0.4)
-    array([[ True, False]])
-    """
-    return mondrian_conformal_sets(
-        cal_probs, cal_labels, test_probs, alpha, categories=None, score=score, randomized=randomized,
-        allow_empty=allow_empty, lam=lam, k_reg=k_reg, seed=seed,
-    )
-
-
-def label_conditional_sets(cal_probs, cal_labels, test_probs, alpha, *, score="lac", too_small="raise"):
+def label_conditional_sets(cal_probs, cal_y, test_probs, alpha, *, score="lac", too_small="raise"):
     """Label-conditional (class-conditional) conformal sets: coverage ``1 - alpha`` within each true class.
 
-    The Mondrian sets of :func:`mondrian_conformal_sets` with the label as
+    The Mondrian sets of :class:`SplitConformalClassifier` with the label as
     category: class ``c`` enters a test set when its score is at most the
     conformal threshold of the calibration points whose label is ``c``.
 
@@ -321,7 +478,7 @@ def label_conditional_sets(cal_probs, cal_labels, test_probs, alpha, *, score="l
     ----------
     cal_probs : array_like of shape (n, n_classes)
         Calibration probabilities (rows sum to one).
-    cal_labels : array_like of int, shape (n,)
+    cal_y : array_like of int, shape (n,)
         Calibration labels in ``0..n_classes - 1``.
     test_probs : array_like of shape (m, n_classes)
         Test probabilities.
@@ -343,9 +500,48 @@ def label_conditional_sets(cal_probs, cal_labels, test_probs, alpha, *, score="l
     array([[ True, False],
            [False, False]])
     """
-    return mondrian_conformal_sets(
-        cal_probs, cal_labels, test_probs, alpha, categories="label", score=score, too_small=too_small,
-    )
+    model = SplitConformalClassifier(alpha, score=score, too_small=too_small)
+    return model.fit(cal_probs, cal_y, categories="label").predict_set(test_probs)
+
+
+def weighted_conformal_sets(cal_probs, cal_y, cal_weights, test_probs, test_weights, alpha, *, score="lac"):
+    """Weighted split conformal prediction sets under covariate shift (:class:`SplitConformalClassifier`).
+
+    The calibration scores of the true labels and their weights give, for
+    every test point, the threshold of :func:`calibtut.conformal.weighted_conformal_quantile`;
+    a class is in the set when its score is at most that threshold. With
+    weights ``w = q/p`` (the target-to-source density ratio) the sets cover
+    the label of a target point with probability at least ``1 - alpha``
+    (Tibshirani et al. 2019, Corollary 1); equal weights give split conformal sets.
+
+    Parameters
+    ----------
+    cal_probs : array_like of shape (n, n_classes)
+    cal_y : array_like of int, shape (n,)
+    cal_weights : array_like of shape (n,)
+        Non-negative density-ratio weights of the calibration points, not all zero.
+    test_probs : array_like of shape (m, n_classes)
+    test_weights : array_like of shape (m,)
+        Non-negative weights of the test points, on the same scale.
+    alpha : float
+        Miscoverage level in (0, 1).
+    score : {"lac", "aps", "raps"}, default "lac"
+        Nonconformity score (see :func:`calibtut.conformal.class_scores`).
+
+    Returns
+    -------
+    numpy.ndarray of bool, shape (m, n_classes)
+        ``sets[j, k]`` is True when class ``k`` is in the set of test point ``j``.
+
+    Examples
+    --------
+    >>> cal = [[0.9, 0.1], [0.8, 0.2], [0.3, 0.7], [0.6, 0.4]]
+    >>> weighted_conformal_sets(cal, [0, 0, 1, 1], [1, 1, 1, 1], [[0.75, 0.25]], [1.0], 0.4)
+    array([[ True, False]])
+    """
+    model = SplitConformalClassifier(alpha, score=score).fit(cal_probs, cal_y,
+                                                             sample_weight=check_weights(cal_weights, "cal_weights"))
+    return model.predict_set(test_probs, sample_weight=_test_weights(test_weights, "test_weights"))
 
 
 _LOCALIZED_FORMS = ("naive", "valid")
@@ -363,15 +559,13 @@ def _naive_localized_thresholds(cal_scores, kernel, alpha):
     return np.append(cal_scores[order], np.inf)[rank]
 
 
-def _valid_localized_sets(cal_scores, cal_kernel, kernel, test_scores, alpha):
-    """Guan's finite-sample-valid LCP for every (test point, candidate score); see the caller's docstring."""
+
+def _valid_localized_sets(cal_scores, own_mass, row_total, kernel, test_scores, alpha):
+    """Guan's finite-sample-valid LCP for every (test point, candidate score); see the class docstring."""
     n = cal_scores.size
     k = conformal_rank(n, 1 - alpha)
     if k > n:  # ceil((n + 1)(1 - alpha)) = n + 1: the test point always ranks among the k smallest
         return np.ones(test_scores.shape, dtype=bool)
-    below_own = cal_scores[None, :] < cal_scores[:, None]  # [i, j]: V_j < V_i
-    own_mass = np.sum(cal_kernel * below_own, axis=1)  # A_i
-    row_total = cal_kernel.sum(axis=1)
     sets = np.empty(test_scores.shape, dtype=bool)
     step = max(1, _BLOCK_CELLS // n)
     for start in range(0, len(kernel), step):
@@ -386,8 +580,16 @@ def _valid_localized_sets(cal_scores, cal_kernel, kernel, test_scores, alpha):
     return sets
 
 
-def localized_conformal_sets(cal_probs, cal_labels, test_probs, kernel, alpha, *, score="lac", form="naive",
-                             cal_kernel=None):
+def _kernel(kernel, name, shape):
+    kernel = as_float_array(kernel, name, ndim=2)
+    if kernel.shape != shape:
+        raise ValueError(f"{name} must have shape {shape}, got {kernel.shape}")
+    if np.any(kernel < 0):
+        raise ValueError(f"{name} must be non-negative, got {float(kernel.min())}")
+    return kernel
+
+
+class LocalizedConformalClassifier:
     """Localized conformal sets (Guan 2023): a kernel-weighted conformal threshold per test point.
 
     A localizer ``H(x, x') >= 0`` with ``H(x, x) = 1`` (for instance
@@ -430,13 +632,118 @@ def localized_conformal_sets(cal_probs, cal_labels, test_probs, kernel, alpha, *
     costs ``O(n^2 + m n C)`` and requires a symmetric kernel, since
     ``H(x_t, x_i)`` serves as ``H(x_i, x_t)``.
 
-    With ``H = 1`` everywhere both forms are :func:`split_conformal_sets` exactly.
+    With ``H = 1`` everywhere both forms are :class:`SplitConformalClassifier` exactly.
+
+    Parameters
+    ----------
+    alpha : float, default 0.1
+        Miscoverage level in (0, 1).
+    score : {"lac", "aps"}, default "lac"
+        Nonconformity score.
+    form : {"naive", "valid"}, default "naive"
+        Guan's naive LCP, or his finite-sample-valid LCP.
+
+    Attributes
+    ----------
+    scores_ : numpy.ndarray of shape (n,)
+        Calibration scores of the true labels.
+    n_classes_ : int
+
+    Examples
+    --------
+    >>> cal = [[0.8, 0.2], [0.6, 0.4], [0.4, 0.6]]
+    >>> near = [[1.0, 0.5, 0.0], [0.5, 1.0, 0.5], [0.0, 0.5, 1.0]]
+    >>> naive = LocalizedConformalClassifier(alpha=0.4).fit(cal, [0, 0, 0])
+    >>> naive.predict_set([[0.7, 0.3]], [[0.0, 1.0, 0.0]])
+    array([[ True,  True]])
+    >>> valid = LocalizedConformalClassifier(alpha=0.4, form="valid").fit(cal, [0, 0, 0], cal_kernel=near)
+    >>> valid.predict_set([[0.7, 0.3]], [[0.0, 1.0, 0.0]])
+    array([[ True, False]])
+    """
+
+    def __init__(self, alpha=0.1, *, score="lac", form="naive"):
+        self.alpha = check_alpha(alpha)
+        self.score = _check_choice(score, "score", ("lac", "aps"))
+        self.form = _check_choice(form, "form", _LOCALIZED_FORMS)
+
+    def fit(self, cal_probs, cal_y, *, cal_kernel=None):
+        """Compute the calibration scores (and, for the valid form, each point's localized rank mass).
+
+        Parameters
+        ----------
+        cal_probs : array_like of shape (n, n_classes)
+            Calibration probabilities (rows sum to one).
+        cal_y : array_like of int, shape (n,)
+            Calibration labels in ``0..n_classes - 1``.
+        cal_kernel : array_like of shape (n, n), optional
+            ``H(x_i, x_j)`` among the calibration points: symmetric,
+            non-negative, ones on the diagonal. Required by ``form="valid"``
+            only.
+
+        Returns
+        -------
+        LocalizedConformalClassifier
+            ``self``.
+        """
+        cal_probs = check_class_probs(cal_probs, "cal_probs")
+        n, n_classes = cal_probs.shape
+        cal_y = check_labels(cal_y, "cal_y", n_classes=n_classes, n=n)
+        if self.form == "naive":
+            if cal_kernel is not None:
+                raise ValueError("cal_kernel is used by form='valid' only; drop it or pass form='valid'")
+        else:
+            if cal_kernel is None:
+                raise ValueError("form='valid' needs cal_kernel, the (n, n) kernel among the calibration points")
+            cal_kernel = _kernel(cal_kernel, "cal_kernel", (n, n))
+            diagonal = np.diag(cal_kernel)
+            if not np.allclose(diagonal, 1.0):
+                raise ValueError(f"cal_kernel must have ones on its diagonal (H(x, x) = 1), got "
+                                 f"{float(diagonal[~np.isclose(diagonal, 1.0)][0])}")
+            if not np.allclose(cal_kernel, cal_kernel.T):
+                raise ValueError("cal_kernel must be symmetric (H(x_i, x_j) = H(x_j, x_i))")
+        self.scores_ = _scores(cal_probs, self.score, None, 0.0, 0)[np.arange(n), cal_y]
+        self.n_classes_ = n_classes
+        if self.form == "valid":
+            below_own = self.scores_[None, :] < self.scores_[:, None]  # [i, j]: V_j < V_i
+            self._own_mass = np.sum(cal_kernel * below_own, axis=1)  # A_i
+            self._row_total = cal_kernel.sum(axis=1)
+        return self
+
+    def predict_set(self, test_probs, kernel):
+        """Localized prediction sets of the test points.
+
+        Parameters
+        ----------
+        test_probs : array_like of shape (m, n_classes)
+            Test probabilities.
+        kernel : array_like of shape (m, n)
+            Non-negative, finite weights ``H(x_t, x_j)`` between each test
+            point and the calibration points, on the scale where
+            ``H(x_t, x_t) = 1``.
+
+        Returns
+        -------
+        numpy.ndarray of bool, shape (m, n_classes)
+        """
+        check_fitted(self, "scores_")
+        test_probs = _check_test_probs(test_probs, self.n_classes_)
+        kernel = _kernel(kernel, "kernel", (len(test_probs), self.scores_.size))
+        test_scores = _scores(test_probs, self.score, None, 0.0, 0)
+        if self.form == "valid":
+            return _valid_localized_sets(self.scores_, self._own_mass, self._row_total, kernel, test_scores,
+                                         self.alpha)
+        return test_scores <= _naive_localized_thresholds(self.scores_, kernel, self.alpha)[:, None]
+
+
+def localized_conformal_sets(cal_probs, cal_y, test_probs, kernel, alpha, *, score="lac", form="naive",
+                             cal_kernel=None):
+    """Localized conformal sets (Guan 2023) in one call (:class:`LocalizedConformalClassifier`).
 
     Parameters
     ----------
     cal_probs : array_like of shape (n, n_classes)
         Calibration probabilities (rows sum to one).
-    cal_labels : array_like of int, shape (n,)
+    cal_y : array_like of int, shape (n,)
         Calibration labels in ``0..n_classes - 1``.
     test_probs : array_like of shape (m, n_classes)
         Test probabilities.
@@ -472,44 +779,9 @@ def localized_conformal_sets(cal_probs, cal_labels, test_probs, kernel, alpha, *
     ...                          cal_kernel=near)
     array([[ True, False]])
     """
-    if score not in ("lac", "aps"):
-        raise ValueError(f"score must be 'lac' or 'aps', got {score!r}")
-    if form not in _LOCALIZED_FORMS:
-        raise ValueError(f"form must be one of {_LOCALIZED_FORMS}, got {form!r}")
-    cal_probs = _class_probs(cal_probs, "cal_probs")
-    test_probs = _class_probs(test_probs, "test_probs")
-    n, m = len(cal_probs), len(test_probs)
-    if test_probs.shape[1] != cal_probs.shape[1]:
-        raise ValueError(f"test_probs has {test_probs.shape[1]} classes, cal_probs has {cal_probs.shape[1]}")
-    cal_labels = _class_labels(cal_labels, n, cal_probs.shape[1], "cal_labels")
-    kernel = _kernel(kernel, "kernel", (m, n))
-    alpha = check_alpha(alpha)
-    if form == "naive":
-        if cal_kernel is not None:
-            raise ValueError("cal_kernel is used by form='valid' only; drop it or pass form='valid'")
-    else:
-        if cal_kernel is None:
-            raise ValueError("form='valid' needs cal_kernel, the (n, n) kernel among the calibration points")
-        cal_kernel = _kernel(cal_kernel, "cal_kernel", (n, n))
-        if not np.allclose(np.diag(cal_kernel), 1.0):
-            raise ValueError(f"cal_kernel must have ones on its diagonal (H(x, x) = 1), got "
-                             f"{float(np.diag(cal_kernel)[~np.isclose(np.diag(cal_kernel), 1.0)][0])}")
-        if not np.allclose(cal_kernel, cal_kernel.T):
-            raise ValueError("cal_kernel must be symmetric (H(x_i, x_j) = H(x_j, x_i))")
-    cal_scores = _scores(cal_probs, score, None, 0.0, 0)[np.arange(n), cal_labels]
-    test_scores = _scores(test_probs, score, None, 0.0, 0)
-    if form == "valid":
-        return _valid_localized_sets(cal_scores, cal_kernel, kernel, test_scores, alpha)
-    return test_scores <= _naive_localized_thresholds(cal_scores, kernel, alpha)[:, None]
-
-
-def _kernel(kernel, name, shape):
-    kernel = as_float_array(kernel, name, ndim=2)
-    if kernel.shape != shape:
-        raise ValueError(f"{name} must have shape {shape}, got {kernel.shape}")
-    if np.any(kernel < 0):
-        raise ValueError(f"{name} must be non-negative, got {float(kernel.min())}")
-    return kernel
+    model = LocalizedConformalClassifier(alpha, score=score, form=form)
+    model.fit(cal_probs, cal_y, cal_kernel=cal_kernel)
+    return model.predict_set(test_probs, kernel)
 
 
 #: RAPS_size's and RAPS_adapt's grids of the penalty (Angelopoulos et al. 2021, their code).
@@ -521,8 +793,7 @@ _RAPS_GRIDS = {
 _SIZE_STRATA = ((0, 1), (2, 3), (4, 6), (7, 10), (11, 100), (101, 1000))
 
 
-def raps_sets(cal_probs, cal_labels, test_probs, alpha, *, criterion="size", tune_fraction=0.3, randomized=True,
-              allow_empty=False, seed=None):
+class RAPSClassifier:
     """RAPS sets with the penalty tuned on part of the calibration set (RAPS_size or RAPS_adapt).
 
     A random ``tune_fraction`` of the calibration points chooses ``k_reg``
@@ -532,16 +803,138 @@ def raps_sets(cal_probs, cal_labels, test_probs, alpha, *, criterion="size", tun
     ``max |coverage - (1 - alpha)|`` over set-size strata
     (``"adaptiveness"``), each evaluated with split conformal sets calibrated
     and measured on the tuning points. The remaining points calibrate the
-    final sets (:func:`split_conformal_sets` with ``score="raps"``).
+    final sets (:class:`SplitConformalClassifier` with ``score="raps"``).
     Differences from the authors' code: the conformal ``(n + 1)`` quantile
     everywhere (they use the plain ``1 - alpha`` quantile for the threshold)
     and no temperature scaling (apply :class:`calibtut.recalibration.TemperatureScaling` first).
 
     Parameters
     ----------
+    alpha : float, default 0.1
+        Miscoverage level in (0, 1).
+    criterion : {"size", "adaptiveness"}, default "size"
+        How ``lam`` is chosen.
+    tune_fraction : float, default 0.3
+        Share of the calibration points used for tuning, in (0, 1).
+    randomized : bool, default True
+        Randomised scores (the authors' default).
+    allow_empty : bool, default False
+        Whether empty sets are kept (the authors' default: no).
+    seed : int, numpy.random.Generator or None
+        Source of the tuning split and of the randomisation (:meth:`fit`
+        draws the split and the calibration points' ``u``, each
+        :meth:`predict_set` call the test points' ``u``).
+
+    Attributes
+    ----------
+    lam_ : float
+        The chosen penalty.
+    k_reg_ : int
+        The chosen number of unpenalised ranks.
+    classifier_ : SplitConformalClassifier
+        The RAPS sets calibrated on the points not used for tuning.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> probs = rng.dirichlet(np.ones(4), size=400)
+    >>> labels = (rng.uniform(size=(400, 1)) > probs.cumsum(axis=1)).sum(axis=1)
+    >>> model = RAPSClassifier(alpha=0.1, seed=0).fit(probs[:300], labels[:300])
+    >>> model.lam_ in (0.001, 0.01, 0.1, 0.2, 0.5), model.k_reg_ >= 1
+    (True, True)
+    >>> model.predict_set(probs[300:]).shape
+    (100, 4)
+    """
+
+    def __init__(self, alpha=0.1, *, criterion="size", tune_fraction=0.3, randomized=True, allow_empty=False,
+                 seed=None):
+        self.alpha = check_alpha(alpha)
+        self.criterion = _check_choice(criterion, "criterion", tuple(_RAPS_GRIDS))
+        self.tune_fraction = check_real(tune_fraction, "tune_fraction", low=0, high=1, low_open=True,
+                                        high_open=True)
+        self.randomized = _check_bool(randomized, "randomized")
+        self.allow_empty = _check_bool(allow_empty, "allow_empty")
+        check_rng(seed)
+        self.seed = seed
+
+    def _split_classifier(self, lam, k_reg, rng):
+        return SplitConformalClassifier(self.alpha, score="raps", randomized=self.randomized,
+                                        allow_empty=self.allow_empty, lam=lam, k_reg=k_reg, seed=rng)
+
+    def fit(self, cal_probs, cal_y):
+        """Tune ``lam`` and ``k_reg`` on a random part of the calibration set, calibrate on the rest.
+
+        Parameters
+        ----------
+        cal_probs : array_like of shape (n, n_classes)
+            Calibration probabilities (rows sum to one).
+        cal_y : array_like of int, shape (n,)
+            Calibration labels in ``0..n_classes - 1``.
+
+        Returns
+        -------
+        RAPSClassifier
+            ``self``.
+        """
+        cal_probs = check_class_probs(cal_probs, "cal_probs")
+        cal_y = check_labels(cal_y, "cal_y", n_classes=cal_probs.shape[1], n=len(cal_probs))
+        alpha = self.alpha
+        rng = check_rng(self.seed)
+        order = rng.permutation(len(cal_probs))
+        n_tune = int(round(self.tune_fraction * len(order)))
+        tune, rest = order[:n_tune], order[n_tune:]
+        needed = int(np.ceil(1 / alpha)) - 1
+        if min(tune.size, rest.size) < needed:
+            raise ValueError(
+                f"the calibration set is too small for alpha={alpha}: its tuning part ({tune.size}) and the rest "
+                f"({rest.size}) each need at least {needed} points"
+            )
+        ranks = np.argsort(np.argsort(-cal_probs[tune], axis=1, kind="stable"), axis=1)[np.arange(tune.size),
+                                                                                        cal_y[tune]] + 1
+        k_reg = int(np.sort(ranks)[conformal_rank(tune.size, 1 - alpha) - 1])
+        best = None
+        for lam in _RAPS_GRIDS[self.criterion]:
+            sets = self._split_classifier(lam, k_reg, rng).fit(cal_probs[tune], cal_y[tune]).predict_set(
+                cal_probs[tune])
+            if self.criterion == "size":
+                loss = sets.sum(axis=1).mean()
+            else:
+                covered, size = sets[np.arange(tune.size), cal_y[tune]], sets.sum(axis=1)
+                gaps = [abs(covered[(size >= a) & (size <= b)].mean() - (1 - alpha))
+                        for a, b in _SIZE_STRATA if np.any((size >= a) & (size <= b))]
+                loss = max(gaps)
+            if best is None or loss < best[0]:
+                best = (loss, lam)
+        self.lam_, self.k_reg_ = best[1], k_reg
+        self.classifier_ = self._split_classifier(self.lam_, k_reg, rng).fit(cal_probs[rest], cal_y[rest])
+        return self
+
+    def predict_set(self, test_probs):
+        """RAPS prediction sets of the test points.
+
+        Parameters
+        ----------
+        test_probs : array_like of shape (m, n_classes)
+            Test probabilities.
+
+        Returns
+        -------
+        numpy.ndarray of bool, shape (m, n_classes)
+        """
+        check_fitted(self, "classifier_")
+        return self.classifier_.predict_set(test_probs)
+
+
+def raps_sets(cal_probs, cal_y, test_probs, alpha, *, criterion="size", tune_fraction=0.3, randomized=True,
+              allow_empty=False, seed=None):
+    """RAPS sets with a tuned penalty in one call (:class:`RAPSClassifier`).
+
+    Parameters
+    ----------
     cal_probs : array_like of shape (n, n_classes)
         Calibration probabilities (rows sum to one).
-    cal_labels : array_like of int, shape (n,)
+    cal_y : array_like of int, shape (n,)
         Calibration labels in ``0..n_classes - 1``.
     test_probs : array_like of shape (m, n_classes)
         Test probabilities.
@@ -574,39 +967,6 @@ def raps_sets(cal_probs, cal_labels, test_probs, alpha, *, criterion="size", tun
     >>> sets.shape, sorted(params)
     ((100, 4), ['k_reg', 'lam'])
     """
-    if criterion not in _RAPS_GRIDS:
-        raise ValueError(f"criterion must be one of {tuple(_RAPS_GRIDS)}, got {criterion!r}")
-    tune_fraction = check_real(tune_fraction, "tune_fraction", low=0, high=1, low_open=True, high_open=True)
-    cal_probs = _class_probs(cal_probs, "cal_probs")
-    cal_labels = _class_labels(cal_labels, len(cal_probs), cal_probs.shape[1], "cal_labels")
-    alpha = check_alpha(alpha)
-    rng = check_rng(seed)
-    order = rng.permutation(len(cal_probs))
-    n_tune = int(round(tune_fraction * len(order)))
-    tune, rest = order[:n_tune], order[n_tune:]
-    needed = int(np.ceil(1 / alpha)) - 1
-    if min(tune.size, rest.size) < needed:
-        raise ValueError(
-            f"the calibration set is too small for alpha={alpha}: its tuning part ({tune.size}) and the rest "
-            f"({rest.size}) each need at least {needed} points"
-        )
-    ranks = np.argsort(np.argsort(-cal_probs[tune], axis=1, kind="stable"), axis=1)[np.arange(tune.size),
-                                                                                    cal_labels[tune]] + 1
-    k_reg = int(np.sort(ranks)[conformal_rank(tune.size, 1 - alpha) - 1])
-    best = None
-    for lam in _RAPS_GRIDS[criterion]:
-        sets = split_conformal_sets(cal_probs[tune], cal_labels[tune], cal_probs[tune], alpha, score="raps",
-                                    randomized=randomized, allow_empty=allow_empty, lam=lam, k_reg=k_reg, seed=rng)
-        if criterion == "size":
-            loss = sets.sum(axis=1).mean()
-        else:
-            covered, size = sets[np.arange(tune.size), cal_labels[tune]], sets.sum(axis=1)
-            gaps = [abs(covered[(size >= a) & (size <= b)].mean() - (1 - alpha))
-                    for a, b in _SIZE_STRATA if np.any((size >= a) & (size <= b))]
-            loss = max(gaps)
-        if best is None or loss < best[0]:
-            best = (loss, lam)
-    lam = best[1]
-    sets = split_conformal_sets(cal_probs[rest], cal_labels[rest], test_probs, alpha, score="raps",
-                                randomized=randomized, allow_empty=allow_empty, lam=lam, k_reg=k_reg, seed=rng)
-    return sets, {"lam": lam, "k_reg": k_reg}
+    model = RAPSClassifier(alpha, criterion=criterion, tune_fraction=tune_fraction, randomized=randomized,
+                           allow_empty=allow_empty, seed=seed).fit(cal_probs, cal_y)
+    return model.predict_set(test_probs), {"lam": model.lam_, "k_reg": model.k_reg_}

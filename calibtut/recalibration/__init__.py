@@ -12,8 +12,15 @@ numpy in, numpy out.
 * :class:`IsotonicRecalibrator`: isotonic recalibration of Gaussian regression
   (Kuleshov et al. 2018), with its density, closed-form mean and truncation
   point (paper 003).
-* :mod:`calibtut.recalibration.venn`: inductive Venn predictors over a
-  taxonomy and Venn-ABERS.
+* :class:`VennPredictor` and :class:`VennABERS`: inductive Venn predictors
+  over a taxonomy, and Venn-ABERS.
+
+Every method is a class following the estimator contract of CONTRIBUTING.md
+(``fit(cal_logits, cal_y)`` or ``fit(cal_pit)``, then ``predict_proba``,
+``transform`` or ``predict_quantiles``), and the one-call functions
+(:func:`temperature_scaled_probs`, :func:`recalibrated_quantiles`,
+:func:`isotonic_recalibrated_quantiles`, the Venn functions) are thin wrappers
+around them.
 
 Conformalized quantile regression and distributional conformal prediction
 produce intervals with a coverage guarantee, so they live in
@@ -21,24 +28,36 @@ produce intervals with a coverage guarantee, so they live in
 """
 
 from calibtut.recalibration.density import map_density, recalibrated_nll
-from calibtut.recalibration.isotonic import IsotonicRecalibrator, gaussian_mean_shift
+from calibtut.recalibration.isotonic import IsotonicRecalibrator, gaussian_mean_shift, isotonic_recalibrated_quantiles
 from calibtut.recalibration.quantile import (
     QuantileRecalibrator,
     gaussian_quantile_function,
     mixture_quantile_function,
+    recalibrated_quantiles,
 )
-from calibtut.recalibration.temperature import TemperatureScaling
-from calibtut.recalibration.venn import venn_abers, venn_multiprobabilities, venn_probability_bounds
+from calibtut.recalibration.temperature import TemperatureScaling, temperature_scaled_probs
+from calibtut.recalibration.venn import (
+    VennABERS,
+    VennPredictor,
+    venn_abers,
+    venn_multiprobabilities,
+    venn_probability_bounds,
+)
 
 __all__ = [
     "TemperatureScaling",
+    "temperature_scaled_probs",
     "QuantileRecalibrator",
+    "recalibrated_quantiles",
     "gaussian_quantile_function",
     "mixture_quantile_function",
     "IsotonicRecalibrator",
+    "isotonic_recalibrated_quantiles",
     "gaussian_mean_shift",
     "map_density",
     "recalibrated_nll",
+    "VennPredictor",
+    "VennABERS",
     "venn_abers",
     "venn_multiprobabilities",
     "venn_probability_bounds",

@@ -22,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 from scipy import special
 
-from calibtut._validation import as_float_array, check_probabilities, check_same_length
+from calibtut._validation import as_float_array, check_fitted, check_probabilities, check_same_length
 from calibtut.recalibration.quantile import QuantileRecalibrator
 
 __all__ = ["map_density", "recalibrated_nll"]
@@ -31,8 +31,7 @@ __all__ = ["map_density", "recalibrated_nll"]
 def _fitted(recalibrator):
     if not isinstance(recalibrator, QuantileRecalibrator):
         raise TypeError(f"recalibrator must be a QuantileRecalibrator, got {type(recalibrator).__name__}")
-    recalibrator._check_fitted()
-    return recalibrator
+    return check_fitted(recalibrator, "pit_")
 
 
 def map_density(recalibrator, pit):

@@ -47,13 +47,15 @@ from sklearn.isotonic import IsotonicRegression
 
 from calibtut._validation import (
     as_float_array,
+    check_fitted,
     check_levels,
     check_positive,
     check_probabilities,
+    check_quantile_function,
     check_same_length,
 )
 
-__all__ = ["IsotonicRecalibrator", "gaussian_mean_shift"]
+__all__ = ["IsotonicRecalibrator", "isotonic_recalibrated_quantiles", "gaussian_mean_shift"]
 
 
 def _phi_of_quantile(u):
@@ -110,14 +112,16 @@ class IsotonicRecalibrator:
     """
 
     def __init__(self, *, fix_truncation=False):
+        if not isinstance(fix_truncation, bool):
+            raise TypeError(f"fix_truncation must be a bool, got {type(fix_truncation).__name__}")
         self.fix_truncation = fix_truncation
 
-    def fit(self, pit):
+    def fit(self, cal_pit):
         """Fit ``R`` on calibration PITs against their empirical frequencies.
 
         Parameters
         ----------
-        pit : array_like, shape (m,)
+        cal_pit : array_like, shape (m,)
             Calibration PIT values ``F_i(y_i)`` in [0, 1].
 
         Returns
@@ -125,9 +129,7 @@ class IsotonicRecalibrator:
         IsotonicRecalibrator
             ``self``.
         """
-        if not isinstance(self.fix_truncation, bool):
-            raise TypeError(f"fix_truncation must be a bool, got {type(self.fix_truncation).__name__}")
-        c = np.sort(check_probabilities(pit, "pit", ndim=1))
+        c = np.sort(check_probabilities(cal_pit, "cal_pit", ndim=1))
         m = c.size
         denom = m + 1 if self.fix_truncation else m
         freq = np.searchsorted(c, c, side="right") / denom
@@ -149,10 +151,6 @@ class IsotonicRecalibrator:
         self.truncation_level_ = float(xs[np.argmax(ys >= ys[-1])]) if ys[-1] >= 1 else 1.0
         return self
 
-    def _check_fitted(self):
-        if not hasattr(self, "knots_x_"):
-            raise ValueError("this IsotonicRecalibrator is not fitted: call fit first")
-
     def transform(self, pit):
         """Recalibrated PIT ``R(pit)`` (piecewise-linear interpolation, clipped).
 
@@ -161,7 +159,7 @@ class IsotonicRecalibrator:
         >>> IsotonicRecalibrator().fit([0.2, 0.4]).transform([0.1, 0.3]).tolist()
         [0.25, 0.75]
         """
-        self._check_fitted()
+        check_fitted(self, "knots_x_")
         u = check_probabilities(pit, "pit", ndim=(0, 1))
         return np.interp(u, self.knots_x_, self.knots_y_)
 
@@ -173,7 +171,7 @@ class IsotonicRecalibrator:
         >>> IsotonicRecalibrator().fit([0.2, 0.4]).inverse_transform([0.25, 1.0]).tolist()
         [0.1, 0.4]
         """
-        self._check_fitted()
+        check_fitted(self, "knots_x_")
         p = check_probabilities(levels, "levels", ndim=(0, 1))
         xs, ys = self.knots_x_, self.knots_y_
         j = np.clip(np.searchsorted(ys, p, side="left"), 1, len(ys) - 1)
@@ -190,7 +188,7 @@ class IsotonicRecalibrator:
         >>> IsotonicRecalibrator().fit([0.2, 0.4]).slope([0.1, 0.3, 0.5]).tolist()
         [2.5, 2.5, 0.0]
         """
-        self._check_fitted()
+        check_fitted(self, "knots_x_")
         u = check_probabilities(pit, "pit", ndim=(0, 1))
         j = np.searchsorted(self.knots_x_, u, side="right") - 1
         inside = (j >= 0) & (j < self.slopes_.size)
@@ -205,7 +203,7 @@ class IsotonicRecalibrator:
         >>> float(rec.cdf(0.0, 0.0, 1.0))  # R(0.5) = 1: truncated at Phi^-1(0.4)
         1.0
         """
-        self._check_fitted()
+        check_fitted(self, "knots_x_")
         y, mean, std = _gaussian_args(mean, std, as_float_array(y, "y", ndim=(0, 1)))
         return self.transform(stats.norm.cdf(y, mean, std))
 
@@ -218,7 +216,7 @@ class IsotonicRecalibrator:
         >>> round(float(rec.pdf(-1.0, 0.0, 1.0)), 4)  # 2.5 * phi(-1)
         0.6049
         """
-        self._check_fitted()
+        check_fitted(self, "knots_x_")
         y, mean, std = _gaussian_args(mean, std, as_float_array(y, "y", ndim=(0, 1)))
         return self.slope(stats.norm.cdf(y, mean, std)) * stats.norm.pdf(y, mean, std)
 
@@ -231,7 +229,7 @@ class IsotonicRecalibrator:
         >>> float(rec.logpdf(3.0, 0.0, 1.0))
         -inf
         """
-        self._check_fitted()
+        check_fitted(self, "knots_x_")
         y, mean, std = _gaussian_args(mean, std, as_float_array(y, "y", ndim=(0, 1)))
         s = self.slope(stats.norm.cdf(y, mean, std))
         with np.errstate(divide="ignore"):
@@ -246,7 +244,7 @@ class IsotonicRecalibrator:
         >>> round(float(rec.mean(0.0, 1.0)), 6)  # symmetric knots: no shift
         0.0
         """
-        self._check_fitted()
+        check_fitted(self, "knots_x_")
         mean, std = _gaussian_args(mean, std)
         return mean - std * self.delta_
 
@@ -259,18 +257,21 @@ class IsotonicRecalibrator:
         >>> bool(rec.std(0.0, 1.0) < 1.0)  # truncation sharpens
         True
         """
-        self._check_fitted()
+        check_fitted(self, "knots_x_")
         mean, std = _gaussian_args(mean, std)
         return std * np.sqrt(max(1.0 - self.gamma_ - self.delta_**2, 0.0))
 
-    def quantile(self, levels, mean, std):
-        """Recalibrated quantiles ``mean + std * Phi^{-1}(R^{-1}(levels))``.
+    def predict_quantiles(self, levels, quantile_function):
+        """Recalibrated quantiles ``Q(R^{-1}(a) | x)`` at the given levels.
 
         Parameters
         ----------
         levels : array_like, shape (n_levels,)
-            Strictly inside (0, 1).
-        mean, std : array_like, shape (n,) or scalars
+            Quantile levels, strictly increasing in (0, 1).
+        quantile_function : callable
+            Base quantile function mapping levels ``(n_levels,)`` in [0, 1] to
+            an array ``(n, n_levels)``, e.g.
+            :func:`calibtut.recalibration.gaussian_quantile_function`.
 
         Returns
         -------
@@ -278,15 +279,13 @@ class IsotonicRecalibrator:
 
         Examples
         --------
+        >>> from calibtut.recalibration import gaussian_quantile_function
         >>> rec = IsotonicRecalibrator(fix_truncation=True).fit([0.25, 0.5, 0.75])
-        >>> rec.quantile([0.5], [0.0], [1.0]).round(6).tolist()
+        >>> rec.predict_quantiles([0.5], gaussian_quantile_function([0.0], [1.0])).round(6).tolist()
         [[0.0]]
         """
-        self._check_fitted()
-        lv = check_levels(levels)
-        mean, std = _gaussian_args(mean, std)
-        z = stats.norm.ppf(self.inverse_transform(lv))
-        return np.atleast_1d(mean)[:, None] + np.atleast_1d(std)[:, None] * z[None, :]
+        check_fitted(self, "knots_x_")
+        return check_quantile_function(quantile_function, self.inverse_transform(check_levels(levels)))
 
     def truncation_point(self, mean, std):
         """Upper end of the recalibrated support, ``F^{-1}(truncation_level_)`` (App. B.2).
@@ -299,9 +298,39 @@ class IsotonicRecalibrator:
         >>> float(rec.truncation_point(1.0, 2.0))  # 1 + 2 * Phi^-1(0.5)
         1.0
         """
-        self._check_fitted()
+        check_fitted(self, "knots_x_")
         mean, std = _gaussian_args(mean, std)
         return mean + std * stats.norm.ppf(self.truncation_level_)
+
+
+def isotonic_recalibrated_quantiles(cal_pit, quantile_function, levels, *, fix_truncation=False):
+    """Isotonic recalibration of test predictions in one call (:class:`IsotonicRecalibrator`).
+
+    Parameters
+    ----------
+    cal_pit : array_like of shape (n_cal,)
+        Calibration PIT values ``F_i(y_i)`` in [0, 1].
+    quantile_function : callable
+        Base quantile function of the test predictions, mapping levels
+        ``(m,)`` in [0, 1] to an array ``(n, m)``, e.g.
+        :func:`calibtut.recalibration.gaussian_quantile_function`.
+    levels : array_like of shape (m,)
+        Quantile levels, strictly increasing in (0, 1).
+    fix_truncation : bool, default False
+        Paper 003's fix of the recalibration set (see :class:`IsotonicRecalibrator`).
+
+    Returns
+    -------
+    numpy.ndarray of shape (n, m)
+        Recalibrated quantiles ``Q(R^{-1}(a) | x)``.
+
+    Examples
+    --------
+    >>> isotonic_recalibrated_quantiles([0.2, 0.4], lambda u: u[None, :], [0.25, 0.75])  # identity model
+    array([[0.1, 0.3]])
+    """
+    model = IsotonicRecalibrator(fix_truncation=fix_truncation).fit(cal_pit)
+    return model.predict_quantiles(levels, quantile_function)
 
 
 def gaussian_mean_shift(y, mean, std):

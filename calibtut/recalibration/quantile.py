@@ -27,7 +27,8 @@ function, because ``phi o F`` is the CDF whose quantile function is
 ``"dcp"`` (order statistics) and ``"lin"`` (piecewise linear), and found by
 bisection to 1e-12 for ``"kde"``. Base quantile functions for Gaussian and
 Gaussian-mixture predictions come from :func:`gaussian_quantile_function`
-and :func:`mixture_quantile_function`.
+and :func:`mixture_quantile_function`; :func:`recalibrated_quantiles` is the
+one-call wrapper of :class:`QuantileRecalibrator`.
 """
 
 from __future__ import annotations
@@ -38,16 +39,19 @@ from scipy import special
 from calibtut._numeric import ceil_rank, conformal_rank
 from calibtut._validation import (
     as_float_array,
+    check_fitted,
     check_int,
     check_levels,
     check_positive,
     check_probabilities,
+    check_quantile_function,
     check_real,
     check_rng,
 )
 
 __all__ = [
     "QuantileRecalibrator",
+    "recalibrated_quantiles",
     "gaussian_quantile_function",
     "mixture_quantile_function",
 ]
@@ -214,12 +218,12 @@ class QuantileRecalibrator:
         check_rng(seed)
         self.seed = seed
 
-    def fit(self, pit):
+    def fit(self, cal_pit):
         """Build the map from calibration PIT values.
 
         Parameters
         ----------
-        pit : array_like of shape (n_cal,)
+        cal_pit : array_like of shape (n_cal,)
             PIT values ``F(y | x)`` of the calibration set, in [0, 1].
 
         Returns
@@ -227,28 +231,22 @@ class QuantileRecalibrator:
         QuantileRecalibrator
             ``self``.
         """
-        if self.method not in _METHODS:
-            raise ValueError(f"method must be one of {_METHODS}, got {self.method!r}")
-        pit = check_probabilities(pit, "pit", ndim=1)
+        pit = check_probabilities(cal_pit, "cal_pit", ndim=1)
         self.n_cal_ = pit.size
         if self.method == "kde":
             if self.max_kde_points is not None and pit.size > self.max_kde_points:
                 pit = check_rng(self.seed).choice(pit, size=self.max_kde_points, replace=False)
         self.pit_ = np.sort(pit)
-        self._method = self.method
-        if self.method == "kde":
+        self._method = self.method  # the fitted map keeps its method if the parameter is changed later
+        if self._method == "kde":
             self._kde_offset = self._kde_raw(np.array([0.0]))[0]
             self._kde_total = self._kde_raw(np.array([1.0]))[0] - self._kde_offset
-        if self.method == "lin":
+        if self._method == "lin":
             n = self.pit_.size
             xs = np.concatenate([[0.0], self.pit_, [1.0]])
             ys = np.concatenate([[0.0], np.arange(1, n + 1) / (n + 1), [1.0]])
             self._lin_knots = (xs, ys)
         return self
-
-    def _check_fitted(self):
-        if not hasattr(self, "pit_"):
-            raise ValueError("this QuantileRecalibrator is not fitted: call fit first")
 
     def _kde_raw(self, u):
         """Unnormalised reflected logistic-kernel CDF at ``u`` (blocks of rows)."""
@@ -289,7 +287,7 @@ class QuantileRecalibrator:
         numpy.ndarray of shape (n,)
             Values of the non-decreasing map, in [0, 1].
         """
-        self._check_fitted()
+        check_fitted(self, "pit_")
         u = check_probabilities(pit, "pit", ndim=1)
         if self._method == "emp":
             return np.searchsorted(self.pit_, u, side="right") / self.pit_.size
@@ -317,7 +315,7 @@ class QuantileRecalibrator:
             for ``"lin"`` the inverse linear interpolation; for ``"kde"`` the
             root of ``phi(u) = a`` by bisection.
         """
-        self._check_fitted()
+        check_fitted(self, "pit_")
         levels = check_levels(levels)
         z = self.pit_
         n = z.size
@@ -367,10 +365,41 @@ class QuantileRecalibrator:
         >>> np.round(q, 1)  # the N(0, 1) model was too sharp: widened to about N(0, 4)
         array([[-3.3,  3.3]])
         """
-        base = self.inverse_transform(levels)
-        quantiles = np.asarray(quantile_function(base), dtype=np.float64)
-        if quantiles.ndim != 2 or quantiles.shape[1] != base.size:
-            raise ValueError(
-                f"quantile_function must return an array of shape (n, {base.size}), got {quantiles.shape}"
-            )
-        return quantiles
+        return check_quantile_function(quantile_function, self.inverse_transform(levels))
+
+
+def recalibrated_quantiles(cal_pit, quantile_function, levels, *, method="emp", tau=100.0, max_kde_points=None,
+                           seed=None):
+    """Quantile recalibration of test predictions in one call (:class:`QuantileRecalibrator`).
+
+    Parameters
+    ----------
+    cal_pit : array_like of shape (n_cal,)
+        PIT values ``F(y | x)`` of the calibration set, in [0, 1].
+    quantile_function : callable
+        Base quantile function of the test predictions, mapping levels
+        ``(m,)`` in [0, 1] to an array ``(n, m)``, e.g. from
+        :func:`gaussian_quantile_function` or :func:`mixture_quantile_function`.
+    levels : array_like of shape (m,)
+        Quantile levels, strictly increasing in (0, 1).
+    method : {"emp", "lin", "kde", "dcp"}, default "emp"
+        Estimator of the PIT CDF (see the module docstring).
+    tau : float, default 100.0
+        Inverse kernel scale of ``"kde"``.
+    max_kde_points : int, optional
+        Size of the random subset of PITs that ``"kde"`` uses (all by default).
+    seed : int, numpy.random.Generator or None
+        Randomness for the ``max_kde_points`` subset.
+
+    Returns
+    -------
+    numpy.ndarray of shape (n, m)
+        Recalibrated quantiles ``Q(phi^{-1}(a) | x)``.
+
+    Examples
+    --------
+    >>> recalibrated_quantiles([0.1, 0.2, 0.3, 0.9], lambda u: u[None, :], [0.5])  # identity model
+    array([[0.2]])
+    """
+    model = QuantileRecalibrator(method, tau=tau, max_kde_points=max_kde_points, seed=seed).fit(cal_pit)
+    return model.predict_quantiles(levels, quantile_function)

@@ -4,7 +4,8 @@ A single temperature ``T > 0`` divides the logits, ``p = softmax(z / T)``,
 and is fitted on a held-out set by minimising the (weighted) mean negative
 log-likelihood or Brier score. Sample weights give the importance-weighted
 variant used under covariate shift (paper 004, where the weights are density
-ratios and the loss is the Brier score).
+ratios and the loss is the Brier score). :func:`temperature_scaled_probs` is
+the one-call wrapper of :class:`TemperatureScaling`.
 """
 
 from __future__ import annotations
@@ -13,18 +14,26 @@ import numpy as np
 from scipy import optimize, special
 
 from calibtut._torch import seeded_rng
-from calibtut._validation import as_float_array, check_int, check_positive, check_same_length
+from calibtut._validation import (
+    as_float_array,
+    check_fitted,
+    check_int,
+    check_labels,
+    check_positive,
+    check_real,
+    check_weights,
+)
 
-__all__ = ["TemperatureScaling"]
+__all__ = ["TemperatureScaling", "temperature_scaled_probs"]
 
 _LOSSES = ("nll", "brier")
 
 
-def _check_logits(logits):
-    logits = as_float_array(logits, "logits", ndim=2)
+def _check_logits(logits, name):
+    logits = as_float_array(logits, name, ndim=2)
     if logits.shape[1] < 2:
         raise ValueError(
-            f"logits must have at least 2 columns (n, n_classes), got shape {logits.shape}; "
+            f"{name} must have at least 2 columns (n, n_classes), got shape {logits.shape}; "
             "for one binary logit z pass numpy.column_stack([0 * z, z])"
         )
     return logits
@@ -86,38 +95,36 @@ class TemperatureScaling:
             per_point = np.sum(p**2, axis=1)
         return float(np.dot(weights, per_point))
 
-    def fit(self, logits, labels, sample_weight=None):
+    @staticmethod
+    def _fit_arguments(cal_logits, cal_y, sample_weight):
+        """Checked logits, labels and weights normalised to sum to one."""
+        logits = _check_logits(cal_logits, "cal_logits")
+        n = len(logits)
+        labels = check_labels(cal_y, "cal_y", n_classes=logits.shape[1], n=n)
+        if sample_weight is None:
+            return logits, labels, np.full(n, 1.0 / n)
+        weights = check_weights(sample_weight, "sample_weight", n=n)
+        return logits, labels, weights / weights.sum()
+
+    def fit(self, cal_logits, cal_y, *, sample_weight=None):
         """Fit the temperature on held-out logits and labels.
 
         Parameters
         ----------
-        logits : array_like of shape (n, n_classes)
-            Pre-softmax scores of the model.
-        labels : array_like of int, shape (n,)
+        cal_logits : array_like of shape (n, n_classes)
+            Pre-softmax scores of the model on the calibration set.
+        cal_y : array_like of int, shape (n,)
             True classes in ``0, ..., n_classes - 1``.
         sample_weight : array_like of shape (n,), optional
-            Non-negative weights (e.g. importance weights); normalised to sum
-            to one, so only their ratios matter.
+            Non-negative weights, not all zero (e.g. importance weights);
+            normalised to sum to one, so only their ratios matter.
 
         Returns
         -------
         TemperatureScaling
             ``self``.
         """
-        logits = _check_logits(logits)
-        labels_f = as_float_array(labels, "labels", ndim=1)
-        if np.any(labels_f != np.round(labels_f)) or np.any(labels_f < 0) or np.any(labels_f >= logits.shape[1]):
-            raise ValueError(f"labels must be integers in [0, {logits.shape[1] - 1}]")
-        labels = labels_f.astype(np.int64)
-        n = check_same_length(logits=logits, labels=labels)
-        if sample_weight is None:
-            weights = np.full(n, 1.0 / n)
-        else:
-            weights = check_positive(sample_weight, "sample_weight", strict=False, ndim=1)
-            check_same_length(logits=logits, sample_weight=weights)
-            if weights.sum() <= 0:
-                raise ValueError("sample_weight must have a positive sum")
-            weights = weights / weights.sum()
+        logits, labels, weights = self._fit_arguments(cal_logits, cal_y, sample_weight)
         result = optimize.minimize_scalar(
             self._objective,
             bounds=tuple(np.log(self.bounds)),
@@ -129,23 +136,23 @@ class TemperatureScaling:
         self.loss_ = float(result.fun)
         return self
 
-    def predict_proba(self, logits):
-        """Calibrated probabilities ``softmax(logits / temperature_)``.
+    def predict_proba(self, test_logits):
+        """Calibrated probabilities ``softmax(test_logits / temperature_)``.
 
         Parameters
         ----------
-        logits : array_like of shape (n, n_classes)
+        test_logits : array_like of shape (n, n_classes)
+            Pre-softmax scores of the model at the test inputs.
 
         Returns
         -------
         numpy.ndarray of shape (n, n_classes)
         """
-        if not hasattr(self, "temperature_"):
-            raise ValueError("this TemperatureScaling is not fitted: call fit first")
-        logits = _check_logits(logits)
+        check_fitted(self, "temperature_")
+        logits = _check_logits(test_logits, "test_logits")
         return special.softmax(logits / self.temperature_, axis=1)
 
-    def fit_sgd(self, logits, labels, sample_weight=None, *, epochs=1000, lr=0.1, batch_size=200, momentum=0.9,
+    def fit_sgd(self, cal_logits, cal_y, *, sample_weight=None, epochs=1000, lr=0.1, batch_size=200, momentum=0.9,
                 lr_step=200, lr_gamma=0.5, patience=100, seed=0):
         """Fit the temperature by minibatch SGD, the way paper 004's code does.
 
@@ -159,8 +166,8 @@ class TemperatureScaling:
         (``loss="brier"``), with weights ``1/g_hat - 1/2`` for the IW variants
         (constant weights for Temp.), whereas Guo et al. (2017) minimise the
         NLL. :meth:`fit` (bounded Brent search) gives the exact minimiser of the
-        same objective; this method first runs it (which also validates the
-        input), keeps it as ``exact_temperature_`` and then sets
+        same objective; this method first runs it, keeps it as
+        ``exact_temperature_`` and then sets
         ``temperature_`` to the SGD solution. One difference from the code:
         the weights are rescaled to mean one (the code uses them as they come,
         1.5 for Temp. and ``1/g_hat - 1/2`` for the IW variants), which leaves
@@ -168,7 +175,7 @@ class TemperatureScaling:
 
         Parameters
         ----------
-        logits, labels, sample_weight
+        cal_logits, cal_y, sample_weight
             As for :meth:`fit`.
         epochs : int, default 1000
         lr : float, default 0.1
@@ -197,26 +204,58 @@ class TemperatureScaling:
         >>> bool(abs(ts.temperature_ - ts.exact_temperature_) < 1e-2 * ts.exact_temperature_)
         True
         """
-        self.fit(logits, labels, sample_weight)
         epochs = check_int(epochs, "epochs", minimum=1)
         batch_size = check_int(batch_size, "batch_size", minimum=1)
         lr_step = check_int(lr_step, "lr_step", minimum=1)
         patience = check_int(patience, "patience", minimum=1)
         seed = check_int(seed, "seed", minimum=0)
-        for name, value, strict in (("lr", lr, True), ("momentum", momentum, False), ("lr_gamma", lr_gamma, True)):
-            check_positive([value], name, strict=strict)
-        logits = np.asarray(logits, dtype=float)
-        labels = np.asarray(labels, dtype=float).astype(np.int64)
-        n = len(labels)
-        weights = np.full(n, 1.0 / n) if sample_weight is None else np.asarray(sample_weight, dtype=float)
-        weights = weights / weights.sum()
+        lr = check_real(lr, "lr", low=0, low_open=True)
+        momentum = check_real(momentum, "momentum", low=0)
+        lr_gamma = check_real(lr_gamma, "lr_gamma", low=0, low_open=True)
+        self.fit(cal_logits, cal_y, sample_weight=sample_weight)
+        logits, labels, weights = self._fit_arguments(cal_logits, cal_y, sample_weight)
         self.exact_temperature_ = self.temperature_
         self.temperature_ = _sgd_temperature(
-            logits, labels, weights, self.loss, epochs=epochs, lr=float(lr), batch_size=batch_size,
-            momentum=float(momentum), lr_step=lr_step, lr_gamma=float(lr_gamma), patience=patience, seed=seed,
+            logits, labels, weights, self.loss, epochs=epochs, lr=lr, batch_size=batch_size,
+            momentum=momentum, lr_step=lr_step, lr_gamma=lr_gamma, patience=patience, seed=seed,
         )
         self.loss_ = self._objective(np.log(self.temperature_), logits, labels, weights)
         return self
+
+
+def temperature_scaled_probs(cal_logits, cal_y, test_logits, *, sample_weight=None, loss="nll", bounds=(1e-2, 1e2)):
+    """Temperature-scaled test probabilities in one call (:class:`TemperatureScaling`).
+
+    Parameters
+    ----------
+    cal_logits : array_like of shape (n, n_classes)
+        Pre-softmax scores of the model on the calibration set.
+    cal_y : array_like of int, shape (n,)
+        Calibration classes in ``0, ..., n_classes - 1``.
+    test_logits : array_like of shape (m, n_classes)
+        Pre-softmax scores of the model at the test inputs.
+    sample_weight : array_like of shape (n,), optional
+        Non-negative weights of the calibration points, not all zero (e.g.
+        importance weights).
+    loss : {"nll", "brier"}, default "nll"
+        Objective minimised by the temperature.
+    bounds : tuple of float, default (1e-2, 1e2)
+        Search range ``(t_min, t_max)`` for the temperature.
+
+    Returns
+    -------
+    numpy.ndarray of shape (m, n_classes)
+        ``softmax(test_logits / T)`` with the fitted temperature ``T``.
+
+    Examples
+    --------
+    >>> cal_logits = [[2.0, 0.0], [2.0, 0.0], [2.0, 0.0], [2.0, 0.0]]
+    >>> probs = temperature_scaled_probs(cal_logits, [0, 0, 0, 1], [[2.0, 0.0]])
+    >>> probs.round(3)  # fitted to the calibration frequency 3/4
+    array([[0.75, 0.25]])
+    """
+    model = TemperatureScaling(loss, bounds).fit(cal_logits, cal_y, sample_weight=sample_weight)
+    return model.predict_proba(test_logits)
 
 
 def _sgd_temperature(logits, labels, weights, loss, *, epochs, lr, batch_size, momentum, lr_step, lr_gamma,
