@@ -19,23 +19,41 @@ def _shown(value):
     return reprlib.repr(value)
 
 
+def _dtype_kind(x):
+    """The numpy dtype kind of ``x`` as an array, or None when numpy cannot build one (ragged input)."""
+    try:
+        return np.asarray(x).dtype.kind
+    except (TypeError, ValueError):  # ragged input: the float conversion reports it
+        return None
+
+
 def _refuse_non_real(x, name):
     """Refuse complex numbers and strings, which numpy would silently cast or parse."""
-    if isinstance(x, np.ndarray) or hasattr(x, "__array__") or isinstance(x, (list, tuple)):
-        try:
-            kind = np.asarray(x).dtype.kind
-        except (TypeError, ValueError):  # ragged input: the float conversion reports it
-            return
-        if kind == "c":
-            raise TypeError(f"{name} must hold real numbers, got complex values")
-        if kind in "USV":
-            raise TypeError(f"{name} must hold numbers, got strings ({np.asarray(x).dtype})")
-        if kind == "O":
-            bad = next((v for v in np.asarray(x).ravel() if isinstance(v, (str, bytes, complex))), None)
-            if bad is not None:
-                raise TypeError(f"{name} must hold real numbers, got {_shown(bad)} ({type(bad).__name__})")
-    elif isinstance(x, complex):
+    if isinstance(x, complex):
         raise TypeError(f"{name} must be a real number, got complex {x!r}")
+    if not (hasattr(x, "__array__") or isinstance(x, (list, tuple))):
+        return
+    kind = _dtype_kind(x)
+    if kind == "c":
+        raise TypeError(f"{name} must hold real numbers, got complex values")
+    if kind is not None and kind in "USV":
+        raise TypeError(f"{name} must hold numbers, got strings ({np.asarray(x).dtype})")
+    if kind == "O":
+        bad = next((v for v in np.asarray(x).ravel() if isinstance(v, (str, bytes, complex))), None)
+        if bad is not None:
+            raise TypeError(f"{name} must hold real numbers, got {_shown(bad)} ({type(bad).__name__})")
+
+
+def _scalar(value):
+    """A 0-d numpy array of real numbers as the Python number it holds; anything else unchanged."""
+    if isinstance(value, np.ndarray) and value.ndim == 0 and value.dtype.kind in "iuf":
+        return value.item()
+    return value
+
+
+def _first_bad(arr, bad):
+    """The first offending entry of ``arr`` (where ``bad`` is True), for an error message."""
+    return float(arr[bad].flat[0])
 
 
 def as_float_array(x, name, *, ndim=None, min_ndim=None, allow_empty=False, finite=True):
@@ -114,8 +132,9 @@ def check_probabilities(p, name, *, simplex_axis=None, atol=1e-6, **kwargs):
     array([[0.2, 0.8]])
     """
     arr = as_float_array(p, name, **kwargs)
-    if np.any(arr < 0) or np.any(arr > 1):
-        raise ValueError(f"{name} must lie in [0, 1]")
+    outside = (arr < 0) | (arr > 1)
+    if np.any(outside):
+        raise ValueError(f"{name} must lie in [0, 1], got {_first_bad(arr, outside)}")
     if simplex_axis is not None:
         sums = arr.sum(axis=simplex_axis)
         if not np.allclose(sums, 1.0, atol=atol, rtol=0):
@@ -186,7 +205,7 @@ def check_labels(labels, name, *, n_classes=None, n=None):
     ...
     ValueError: labels must be integers in 0..2, got 3.0
     """
-    if np.asarray(labels).dtype.kind == "b":
+    if _dtype_kind(labels) == "b":
         raise TypeError(f"{name} must hold integer class labels, got booleans")
     arr = as_float_array(labels, name, ndim=1)
     high = np.inf if n_classes is None else n_classes
@@ -209,7 +228,7 @@ def check_weights(weights, name, *, n=None):
     """
     arr = as_float_array(weights, name, ndim=1)
     if np.any(arr < 0):
-        raise ValueError(f"{name} must be non-negative, got {arr[arr < 0][0]!r}")
+        raise ValueError(f"{name} must be non-negative, got {_first_bad(arr, arr < 0)}")
     if n is not None and arr.size != n:
         raise ValueError(f"{name} must have one entry per point ({n}), got {arr.size}")
     if not np.any(arr > 0):
@@ -227,7 +246,7 @@ def check_distances(distances, name, *, ndim=None):
     """
     arr = as_float_array(distances, name, ndim=ndim)
     if np.any(arr < 0):
-        raise ValueError(f"{name} must be non-negative, got {arr[arr < 0][0]!r}")
+        raise ValueError(f"{name} must be non-negative, got {_first_bad(arr, arr < 0)}")
     return arr
 
 
@@ -239,10 +258,7 @@ def check_categories(categories, name, *, n=None):
     >>> check_categories([0, 1, 1], "categories")
     array([0, 1, 1])
     """
-    arr = check_labels(categories, name)
-    if n is not None and arr.size != n:
-        raise ValueError(f"{name} must have one entry per point ({n}), got {arr.size}")
-    return arr
+    return check_labels(categories, name, n=n)
 
 
 def check_levels(levels, name="levels", *, open_interval=True):
@@ -255,11 +271,11 @@ def check_levels(levels, name="levels", *, open_interval=True):
     """
     arr = as_float_array(levels, name, ndim=1)
     if open_interval and (np.any(arr <= 0) or np.any(arr >= 1)):
-        raise ValueError(f"{name} must lie strictly inside (0, 1)")
+        raise ValueError(f"{name} must lie strictly inside (0, 1), got {_shown(arr.tolist())}")
     if not open_interval and (np.any(arr < 0) or np.any(arr > 1)):
-        raise ValueError(f"{name} must lie in [0, 1]")
+        raise ValueError(f"{name} must lie in [0, 1], got {_shown(arr.tolist())}")
     if np.any(np.diff(arr) <= 0):
-        raise ValueError(f"{name} must be strictly increasing")
+        raise ValueError(f"{name} must be strictly increasing, got {_shown(arr.tolist())}")
     return arr
 
 
@@ -272,11 +288,10 @@ def check_positive(x, name, *, strict=True, **kwargs):
     array([0.5, 2. ])
     """
     arr = as_float_array(x, name, **kwargs)
-    shown = f", got {arr.item()}" if arr.ndim == 0 else ""
-    if strict and np.any(arr <= 0):
-        raise ValueError(f"{name} must be strictly positive{shown}")
-    if not strict and np.any(arr < 0):
-        raise ValueError(f"{name} must be non-negative{shown}")
+    bad = arr <= 0 if strict else arr < 0
+    if np.any(bad):
+        kind = "strictly positive" if strict else "non-negative"
+        raise ValueError(f"{name} must be {kind}, got {_first_bad(arr, bad)}")
     return arr
 
 
@@ -288,6 +303,7 @@ def check_alpha(alpha, name="alpha"):
     >>> check_alpha(0.1)
     0.1
     """
+    alpha = _scalar(alpha)
     if isinstance(alpha, bool) or not isinstance(alpha, numbers.Real):
         raise TypeError(f"{name} must be a real number, got {_shown(alpha)} ({type(alpha).__name__})")
     alpha = float(alpha)
@@ -304,6 +320,7 @@ def check_int(value, name, *, minimum=None, maximum=None):
     >>> check_int(10, "n_bins", minimum=1)
     10
     """
+    value = _scalar(value)
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise TypeError(f"{name} must be an integer, got {_shown(value)} ({type(value).__name__})")
     value = int(value)
@@ -356,12 +373,9 @@ def check_real(value, name, *, low=None, high=None, low_open=False, high_open=Fa
     ...
     ValueError: tau must be > 0, got 0.0
     """
+    value = _scalar(value)
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        if isinstance(value, np.ndarray) and value.ndim == 0 and np.issubdtype(value.dtype, np.number) \
-                and not np.issubdtype(value.dtype, np.bool_) and not np.iscomplexobj(value):
-            value = value.item()
-        else:
-            raise TypeError(f"{name} must be a real number, got {_shown(value)} ({type(value).__name__})")
+        raise TypeError(f"{name} must be a real number, got {_shown(value)} ({type(value).__name__})")
     value = float(value)
     if math.isnan(value) or (math.isinf(value) and not allow_inf):
         raise ValueError(f"{name} must be a {'' if allow_inf else 'finite '}real number, got {value}")
@@ -434,8 +448,87 @@ def check_rng(seed):
     """
     if isinstance(seed, np.random.Generator):
         return seed
+    seed = _scalar(seed)
     if seed is None or (isinstance(seed, numbers.Integral) and not isinstance(seed, bool)):
         if seed is not None and seed < 0:
             raise ValueError(f"seed must be a non-negative integer, got {seed}")
         return np.random.default_rng(seed)
     raise TypeError(f"seed must be None, an int or a numpy Generator, got {_shown(seed)} ({type(seed).__name__})")
+
+
+def check_fitted(estimator, attribute):
+    """Check that ``estimator`` was fitted: it has the fitted attribute ``attribute``.
+
+    Parameters
+    ----------
+    estimator : object
+        An estimator of the contract (fitted attributes end in ``_``).
+    attribute : str
+        An attribute that :meth:`fit` always sets.
+
+    Returns
+    -------
+    object
+        ``estimator``.
+
+    Raises
+    ------
+    RuntimeError
+        When the attribute is missing: a method was called before ``fit``.
+
+    Examples
+    --------
+    >>> class Model:
+    ...     pass
+    >>> model = Model()
+    >>> check_fitted(model, "threshold_")
+    Traceback (most recent call last):
+    ...
+    RuntimeError: this Model is not fitted: call fit first
+    >>> model.threshold_ = 0.5
+    >>> check_fitted(model, "threshold_") is model
+    True
+    """
+    if not hasattr(estimator, attribute):
+        raise RuntimeError(f"this {type(estimator).__name__} is not fitted: call fit first")
+    return estimator
+
+
+def check_quantile_function(quantile_function, levels, name="quantile_function"):
+    """Evaluate a base quantile function at ``levels`` and check its output.
+
+    A quantile function maps levels of shape ``(m,)`` (in [0, 1], possibly
+    ``inf``) to quantiles of shape ``(n, m)``, one row per prediction, as
+    :func:`calibtut.recalibration.gaussian_quantile_function` returns.
+
+    Parameters
+    ----------
+    quantile_function : callable
+        The base quantile function.
+    levels : array_like of shape (m,)
+        Levels at which to evaluate it (already checked by the caller).
+    name : str, default "quantile_function"
+        The argument's name, used in error messages.
+
+    Returns
+    -------
+    numpy.ndarray of shape (n, m)
+        The quantiles, as float64 (infinite values allowed).
+
+    Examples
+    --------
+    >>> check_quantile_function(lambda u: 2 * u[None, :], [0.25, 0.5])
+    array([[0.5, 1. ]])
+    >>> check_quantile_function(lambda u: u, [0.25, 0.5])
+    Traceback (most recent call last):
+    ...
+    ValueError: quantile_function must return an array of shape (n, 2), got (2,)
+    """
+    if not callable(quantile_function):
+        raise TypeError(f"{name} must be callable (levels (m,) -> quantiles (n, m)), "
+                        f"got {type(quantile_function).__name__}")
+    levels = np.asarray(levels, dtype=np.float64)
+    quantiles = as_float_array(quantile_function(levels), name, allow_empty=True, finite=False)
+    if quantiles.ndim != 2 or quantiles.shape[1] != levels.size:
+        raise ValueError(f"{name} must return an array of shape (n, {levels.size}), got {quantiles.shape}")
+    return quantiles

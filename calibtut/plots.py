@@ -22,7 +22,14 @@ import numpy as np
 from mpl_toolkits.axes_grid1 import make_axes_locatable
 from scipy import stats
 
-from calibtut._validation import as_float_array, check_alpha, check_int, check_levels, check_same_length
+from calibtut._validation import (
+    as_float_array,
+    check_alpha,
+    check_int,
+    check_levels,
+    check_probabilities,
+    check_same_length,
+)
 from calibtut.conformal.coverage import coverage_count_distribution
 from calibtut.metrics import consistency_band, pit_reliability_data, quantile_frequencies, reliability_data
 from calibtut.metrics.pit import check_quantiles
@@ -452,9 +459,7 @@ def coverage_histogram(coverage, n_cal, alpha, n_test, ax=None, band=0.9):
     >>> ax.get_xlabel()
     'empirical coverage'
     """
-    coverage = as_float_array(coverage, "coverage", ndim=1)
-    if np.any(coverage < 0) or np.any(coverage > 1):
-        raise ValueError("coverage must lie in [0, 1]")
+    coverage = check_probabilities(coverage, "coverage", ndim=1)
     band = _check_band(band)
     law = coverage_count_distribution(n_cal, alpha, n_test)
     ax = _get_ax(ax, figsize=(4.8, 3.4))

@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
-from calibtut._validation import as_float_array, check_alpha, check_int, check_real
+from calibtut._validation import as_float_array, check_alpha, check_int, check_probabilities, check_real
 from calibtut.metrics.hypothesis_tests import pce_test
 
 __all__ = [
@@ -70,9 +70,7 @@ def holm(pvalues, alpha=0.01):
     """
     from statsmodels.stats.multitest import multipletests
 
-    p = as_float_array(pvalues, "pvalues", ndim=1)
-    if np.any((p < 0) | (p > 1)):
-        raise ValueError("pvalues must lie in [0, 1]")
+    p = check_probabilities(pvalues, "pvalues", ndim=1)
     reject, adjusted, _, _ = multipletests(p, alpha=check_alpha(alpha), method="holm")
     return reject, adjusted
 
@@ -118,7 +116,8 @@ def pce_study_test(pits, *, n_sim=10_000, alpha=0.01, seed=None):
     for i, (name, runs) in enumerate(pits.items()):
         if not isinstance(runs, (list, tuple)) or len(runs) == 0:
             raise TypeError(f"pits[{name!r}] must be a non-empty list of PIT arrays (one per run)")
-        result = pce_test(list(runs), n_sim=n_sim, seed=None if seed is None else seed + i)
+        runs = [check_probabilities(run, f"pits[{name!r}][{j}]", ndim=1) for j, run in enumerate(runs)]
+        result = pce_test(runs, n_sim=n_sim, seed=None if seed is None else seed + i)
         rows[name] = {
             "statistic": result.statistic,
             "null_mean": float(result.null_distribution.mean()),

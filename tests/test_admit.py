@@ -351,9 +351,9 @@ def test_classes_are_the_one_call_functions_and_keep_their_fit():
 
 def test_predicting_before_fit_raises_and_options_are_checked_at_construction():
     test = _test(_split(np.random.default_rng(16), 5))
-    with pytest.raises(RuntimeError, match="not fitted yet"):
+    with pytest.raises(RuntimeError, match="not fitted: call fit first"):
         ADMIT(omega=0.5, kappa=9).predict_set(test)
-    with pytest.raises(RuntimeError, match="not fitted yet"):
+    with pytest.raises(RuntimeError, match="not fitted: call fit first"):
         VennADMIT(omega=0.5, kappa=9).predict_admitted(test)
     with pytest.raises(ValueError, match="kappa=5 is too small for alpha=0.1"):
         ADMIT(alpha=0.1, omega=0.5, kappa=5)

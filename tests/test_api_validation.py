@@ -1,23 +1,44 @@
-"""Every numeric parameter of the public API rejects NaN, +-inf and out-of-range values.
+"""Every public callable refuses bad numbers and bad arrays with an error that names the argument.
 
 The test walks every public module of ``calibtut`` (any module whose dotted
-name has no part starting with ``_``), takes every function and class in its
-``__all__`` and finds the numeric parameters of each from the numpydoc
-``Parameters`` section (a type naming ``float`` or ``int``) and from the
-signature (a default that is a real number). Each such parameter is then set,
-one at a time, to NaN, +inf, -inf and an out-of-range value while the other
-arguments stay valid, and the call must raise a ``ValueError`` or
-``TypeError`` whose message names the parameter and shows the value. A new
-public function or constructor is covered as soon as it is listed in an
-``__all__``; if the walker cannot build a valid call for it, the test says
-which argument needs an entry in ``VALID``.
+name has no part starting with ``_``) and takes every function and class in
+its ``__all__``; for a class it walks the constructor and the methods of the
+estimator contract (``fit``, ``predict_*``, ``transform``), called on an
+instance built and fitted from valid values. A new public callable is
+covered as soon as it is listed in an ``__all__``; if the walker cannot build
+a valid call for it, the test says which argument needs a valid value.
 
-Parameters named ``levels`` (quantile levels) must in addition reject levels
-that are not strictly increasing or not strictly inside (0, 1).
+Valid example values are keyed by parameter name (:data:`VALID`), where a
+name means the same thing across the package (``alpha``, ``levels``,
+``cal_probs``, ...); :data:`CLASSIFICATION` gives the values of ``y`` and
+``cal_y`` in a classifier (a callable, or a class, that takes class
+probabilities or logits); :data:`VALID_FOR` overrides them for one callable,
+one class or one module (keyed by a dotted prefix of where the callable is
+listed or defined, or by its bare name). Every per-point array has ``N``
+entries, calibration and test alike.
+
+The checks:
+
+* a numeric parameter (numpydoc type ``float``/``int``, or a real default)
+  set to NaN, +inf, -inf or an out-of-range value raises a ``ValueError`` or
+  ``TypeError`` that names it and shows the value; a numeric sequence
+  refuses a bad entry; ``levels`` refuses levels that are not strictly
+  increasing inside (0, 1);
+* an array parameter (its valid value is a numeric numpy array) given
+  complex numbers or strings raises a ``TypeError`` naming it;
+* class probabilities (``probs``, ``*_probs``) whose rows do not sum to 1,
+  labels (``labels``, ``*_labels``; ``y`` and ``cal_y`` of a classifier)
+  that are not integers or out of range, and negative distances (``d``,
+  ``*_d``, ``*distance*``) or weights (``*weight*``) raise an error naming
+  the argument.
+
+Each array check first makes the call with the valid values (so that a
+refusal for another reason cannot pass for the check).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import importlib
 import inspect
@@ -78,10 +99,14 @@ OUT_OF_RANGE = {
     "calibtut.online.RegretCalibrator.upper": -5.0,  # below lower
 }
 
+#: Methods of a class walked besides its constructor (the estimator contract).
+WALKED_METHODS = re.compile(r"^(fit|transform|predict_\w+)$")
+
 N, K = 40, 3
 _rng = np.random.default_rng(0)
 _y = _rng.normal(size=N)
-_probs = _rng.dirichlet(np.ones(3), size=N)
+_probs = _rng.dirichlet(np.ones(K), size=N)
+_labels = np.arange(N) % K
 _levels = np.array([0.25, 0.5, 0.75])
 _quantiles = np.stack([np.full(N, -0.67), np.zeros(N), np.full(N, 0.67)], axis=1)
 
@@ -92,6 +117,12 @@ def _model():
     return GaussianMLP(2, hidden=(4,), seed=0)
 
 
+def _knn_features(labelled=True):
+    from calibtut.selective import KNNFeatures
+
+    return KNNFeatures(_probs, _labels if labelled else None, np.arange(N) % 2, _rng.uniform(size=N))
+
+
 #: Valid values by parameter name (callables are called to build a fresh value).
 VALID = {
     "n": 100,
@@ -100,9 +131,13 @@ VALID = {
     "level": 0.9,
     "scores": np.abs(_y),
     "alpha": 0.1,
+    "omega": 0.3,
     "cal_pred": _y,
     "cal_y": _y + 0.1,
-    "test_pred": _y[:5],
+    "test_pred": _y,
+    "cal_pit": _rng.uniform(size=N),
+    "cal_quantiles": np.stack([_y - 1.0, _y + 1.0], axis=1),
+    "test_quantiles": np.stack([_y - 1.0, _y + 1.0], axis=1),
     "n_cal": 100,
     "n_test": 50,
     "confidence": _probs.max(axis=1),
@@ -111,7 +146,27 @@ VALID = {
     "count": np.array([10, 20]),
     "mean_confidence": np.array([0.3, 0.8]),
     "probs": _probs,
-    "labels": np.arange(N) % 3,
+    "cal_probs": _probs,
+    "test_probs": _probs,
+    "logits": np.log(_probs),
+    "cal_logits": np.log(_probs),
+    "test_logits": np.log(_probs),
+    "labels": _labels,
+    "cal_labels": _labels,
+    "n_classes": K,
+    "cal_scores": np.abs(_y),
+    "test_scores": _rng.uniform(size=N),
+    "cal_weights": np.ones(N),
+    "test_weights": np.ones(N),
+    "cal_categories": np.arange(N) % 2,
+    "test_categories": np.arange(N) % 2,
+    "kernel": np.ones((N, N)),
+    "q": np.arange(N) % 2,
+    "d": _rng.uniform(size=N),
+    "cal": lambda: _knn_features(),
+    "mc": lambda: _knn_features(),
+    "vp": lambda: _knn_features(),
+    "test": lambda: _knn_features(labelled=False),
     "pit": _rng.uniform(size=N),
     "y": _y,
     "mean": np.zeros(N),
@@ -121,10 +176,13 @@ VALID = {
     "stds": np.ones((N, 2)),
     "quantiles": _quantiles,
     "levels": _levels,
+    "quantile_function": lambda: calibtut.recalibration.gaussian_quantile_function(np.zeros(N), np.ones(N)),
     "lower": np.full(N, -1.0),
     "upper": np.full(N, 1.0),
     "in_features": 2,
     "X": _rng.normal(size=(N, 2)),
+    "X_source": _rng.normal(size=(N, 2)),
+    "X_target": _rng.normal(size=(N, 2)) + 0.5,
     "model": _model,
     "values": _y,
     "fractions": (0.5, 0.2, 0.2, 0.1),
@@ -156,6 +214,15 @@ VALID = {
     "spacing": "sqrt",
 }
 
+#: Values of a classifier's targets (a callable or class taking class probabilities or logits).
+CLASSIFICATION = {"y": _labels, "cal_y": _labels, "test_y": _labels}
+
+#: Optional parameters that the walk also exercises wherever they appear (when
+#: the call with the valid value is accepted: a method may need its class
+#: fitted with the same option).
+OPTIONAL = {"sample_weight": np.ones(N)}
+
+
 def _paper_table():
     import pandas as pd
 
@@ -169,7 +236,7 @@ def _runs_table():
 
 
 def _study_rows():
-    """Rows shaped like calibtut.experiments.regression_study.run_study_task's (two runs, one dataset)."""
+    """Rows shaped like ``run_study_task``'s of paper 002 (two runs, one dataset)."""
     import pandas as pd
 
     from calibtut.experiments.regression_study import FREQ_COLUMNS
@@ -188,8 +255,8 @@ def _square_task(seed):
 
 @functools.cache
 def _tiny_knn_pool():
-    """A small pool of calibtut.experiments.venn_admit_theory.synthetic_knn_pipeline (built once)."""
-    from calibtut.experiments.venn_admit_theory import synthetic_knn_pipeline
+    """A small pool of paper 001's synthetic KNN pipeline (built once)."""
+    from calibtut.experiments.venn_admit import synthetic_knn_pipeline
 
     return synthetic_knn_pipeline(0, n_train=300, n_pool=200, n_knn=40, epochs=1)
 
@@ -201,16 +268,26 @@ def _singleton_runs():
                          "correct_singletons": [7]})
 
 
-#: Valid arguments of the paper 002 modules (rows of run_study_task and the names they take).
-_STUDY_VALID = {
-    "datasets": ["Yacht"], "runs": [0], "bases": ["mix-nll"], "dataset": "Yacht", "metric": "pce",
-    "rows": lambda: _study_rows(), "results": lambda: _study_rows(), "test_table": lambda: _study_rows(),
-    "base": "mix-nll", "values": (0.1, 1.0),
-}
+def _ensemble():
+    from calibtut.models import DeepEnsemble
 
-#: Valid arguments that differ from ``VALID`` for one callable (qualified name -> {parameter: value}).
+    return DeepEnsemble(2, n_members=2, hidden=(4,), seed=0)
+
+
+def _method_table():
+    """A datasets x methods table (also a frame whose last column is a numeric target)."""
+    import pandas as pd
+
+    return pd.DataFrame(np.random.default_rng(1).normal(size=(N, 3)), columns=["a", "b", "c"])
+
+
+_STEPS = np.zeros((10, K)) + [-1.0, 0.0, 1.0]
+
+#: Valid arguments that differ from ``VALID`` for one callable, class or module: the key is a
+#: dotted prefix of where the callable is defined or listed (``calibtut.online``,
+#: ``calibtut.conformal.SplitConformalClassifier.fit``) or its bare name; the most specific
+#: key wins (the definition's path before the listing's).
 VALID_FOR = {
-    "calibtut.conformal.intervals.SplitConformalRegressor": {},
     "calibtut.metrics.torch": {
         "y": lambda: torch.zeros(N),
         "mean": lambda: torch.zeros(N),
@@ -230,7 +307,8 @@ VALID_FOR = {
         "y": lambda: torch.zeros(N),
     },
     "calibtut.models.fit": {"epochs": 1},
-    "calibtut.models.predict": {},
+    "calibtut.models.QuantileFunction": {"net": lambda: calibtut.models.SQRNet(2, hidden=(4,), seed=0),
+                                         "x": lambda: torch.zeros(N, 2)},
     "calibtut.models.fit_ensemble": {"ensemble": lambda: _ensemble()},
     "calibtut.data.bins_to_quantiles": {
         "lower": np.array([-np.inf, 0.0, 1.0]),
@@ -239,7 +317,7 @@ VALID_FOR = {
     },
     "calibtut.plots.plot_calibration_maps": {"maps": {"identity": lambda u: u}},
     "calibtut.plots.plot_predictive_band": {"x": np.arange(N, dtype=float)},
-    "calibtut.plots.plot_quantile_paths": {"quantiles": np.zeros((10, K)) + [-1.0, 0.0, 1.0]},
+    "calibtut.plots.plot_quantile_paths": {"quantiles": _STEPS},
     # Paper 002 (regression study): torch batches, study models and losses, result tables.
     "calibtut.regularizers.calibration_penalties": {
         "pit": lambda: torch.rand(N, dtype=torch.float64),
@@ -268,42 +346,38 @@ VALID_FOR = {
     },
     "calibtut.stats": {
         "pits": {"a": [_rng.uniform(size=N)]},
-        "pvalues": [0.001, 0.02, 0.004],
-        "lambdas": [0.0, 1.0],
-        "val_score": [1.0, 1.05],
-        "val_pce": [0.1, 0.05],
+        "pvalues": np.array([0.001, 0.02, 0.004]),
+        "lambdas": np.array([0.0, 1.0]),
+        "val_score": np.array([1.0, 1.05]),
+        "val_pce": np.array([0.1, 0.05]),
         "values": lambda: _method_table(),
         "effects": lambda: _method_table(),
     },
     "calibtut.stats.pce_study_test": {"n_sim": 100},
-    **{f"calibtut.experiments.regression_study{part}": _STUDY_VALID
-       for part in ("", "_tables", "_figures", "_ablations", "_claims", "_sqr_forms")},
-    "calibtut.experiments.study_cost": {"rows": lambda: _study_rows().assign(seconds=60.0), "n_runs": 5, "workers": 2},
-    "calibtut.experiments.penalty_optima": {
-        "curve": lambda: calibtut.experiments.penalty_optima.qr_scale_curve(64, (8,), [0.9, 1.0], 1, "hard"),
+    "calibtut.experiments.regression_study": {
+        "datasets": ["Yacht"], "runs": [0], "bases": ["mix-nll"], "dataset": "Yacht", "metric": "pce",
+        "rows": lambda: _study_rows(), "results": lambda: _study_rows(), "test_table": lambda: _study_rows(),
+        "base": "mix-nll", "values": (0.1, 1.0),
+    },
+    "calibtut.experiments.regression_study.costs": {
+        "rows": lambda: _study_rows().assign(seconds=60.0), "n_runs": 5, "workers": 2},
+    "calibtut.experiments.regression_study.synthetic": {
+        "curve": lambda: calibtut.experiments.regression_study.qr_scale_curve(64, (8,), [0.9, 1.0], 1, "hard"),
         "spacings": (8,), "scales": [0.9, 1.0], "seeds": 1, "sort": "hard", "level": 0.9, "batch": 16,
         "batches": (16,), "levels": (0.05, 0.95), "steps": 3, "burn_in": 1,
-    },
-    "calibtut.experiments.venn_admit_theory": {
-        "accuracy": 0.85, "pool": lambda: _tiny_knn_pool(), "n_seeds": 1, "n_cal": 100, "n_mc": 50, "n_vp": 50,
-        "runs": lambda: _singleton_runs(), "hard_share": 0.05, "across": 0.5,
     },
     "calibtut.data.regression_study": {"frame": lambda: _method_table(), "X": lambda: _method_table(), "run": 0},
     "calibtut.run.progress.SweepProgress": {"total": 4, "done": 1, "desc": "demo", "bar": False, "slots": 2},
     "calibtut.run.recheck.recheck": {"store": "missing.jsonl"},  # bad arguments are refused before it is read
+    "calibtut.online": {"y": np.zeros((1, 10)), "labels": np.zeros((1, 10)), "quantiles": _STEPS[None]},
     "calibtut.online.theorem1_bound": {"delta": 0.1},
-    "calibtut.online.spring_bound_check": {"quantiles": np.zeros((10, K)) + [-1.0, 0.0, 1.0],
-                                           "labels": np.zeros(10), "delta": 0.1},
-    "calibtut.online.interval_likelihood": {"quantiles": np.zeros((10, K)) + [-1.0, 0.0, 1.0],
-                                            "labels": np.zeros(10)},
-    "calibtut.online": {"labels": np.zeros((1, 10)), "quantiles": np.zeros((1, 10, K)) + [-1.0, 0.0, 1.0]},
+    "calibtut.online.spring_bound_check": {"quantiles": _STEPS, "y": np.zeros(10), "labels": np.zeros(10),
+                                           "delta": 0.1},
+    "calibtut.online.interval_likelihood": {"quantiles": _STEPS, "y": np.zeros(10), "labels": np.zeros(10)},
     "calibtut.online.PIDController": {"n_series": 1},
     "calibtut.online.RegretCalibrator": {"lower": -3.0, "upper": 3.0},
     "calibtut.online.drift_offsets": {"kind": "jump"},
-    "calibtut.run.paper_vs_ours": {"paper": lambda: _paper_table(), "ours": lambda: _paper_table(), "on": "m"},
-    "calibtut.run.sweep": {"tasks": [{"seed": 0}], "fn": lambda: _square_task, "progress": False},
-    "calibtut.run.sweep.summarize_entries": {"entries": [{"seconds": 1.0, "finished": "2026-01-01T00:00:00"}]},
-    "calibtut.online.apply_drift": {"kind": "jump", "labels": np.zeros(10)},
+    "calibtut.online.apply_drift": {"kind": "jump", "labels": np.zeros(10), "y": np.zeros(10)},
     "calibtut.online.drifting_gaussian_stream": {"kind": "jump"},
     "calibtut.online.adversarial_labels": {
         "calibrator": lambda: calibtut.online.OriginalForecast(_levels, B=5.0),
@@ -311,62 +385,74 @@ VALID_FOR = {
         "n_steps": 10,
     },
     "calibtut.online.conformal_pit_levels": {"levels": _levels},
+    "calibtut.run.paper_vs_ours": {"paper": lambda: _paper_table(), "ours": lambda: _paper_table(), "on": "m"},
+    "calibtut.run.sweep": {"tasks": [{"seed": 0}], "fn": lambda: _square_task, "progress": False},
+    "calibtut.run.sweep.summarize_entries": {"entries": [{"seconds": 1.0, "finished": "2026-01-01T00:00:00"}]},
     "calibtut.data.uci_split": {"split": 0},
     "calibtut.models.feature_range_eps": {"X": lambda: torch.zeros(N, 2)},
-    "calibtut.conformal": {"cal_scores": np.abs(_y), "cal_weights": np.ones(N), "test_weights": np.ones(5),
-                           "cal_probs": _probs, "cal_labels": np.arange(N) % 3, "test_probs": _probs[:5]},
-    "calibtut.data.resize_images": {"X": np.zeros((2, 16))},
-    "calibtut.data.rotate_images": {"X": np.zeros((2, 16))},
-    "calibtut.data.texture_images": {"X": np.zeros((2, 16))},
+    "resize_images": {"X": np.zeros((2, 16)), "size": 8},
+    "rotate_images": {"X": np.zeros((2, 16)), "angle": 10.0},
+    "texture_images": {"X": np.zeros((2, 16))},
+    "ink_mass": {"X": np.zeros((2, 16))},
+    "to_tensor": {"ndim": 1, "name": "x"},
+    "gaussian_nll_loss": {"output": lambda: (torch.zeros(N), torch.ones(N)), "y": lambda: torch.zeros(N)},
+    "predict_logits": {"model": lambda: torch.nn.Linear(2, 3)},
+    "calibtut.recalibration.density": {
+        "recalibrator": lambda: calibtut.recalibration.QuantileRecalibrator().fit(VALID["pit"]),
+        "log_density": np.zeros(N)},
+    "misspecified_classifier_logits": {"X": _rng.normal(size=(N, 1))},
+    "top_weight_spread": {"weights": np.ones((3, N))},
     "calibtut.data.selection_shift": {"feature": np.linspace(-1.0, 1.0, N)},
-    "calibtut.models.fit_classifier": {"model": lambda: torch.nn.Linear(2, 3), "y": np.arange(N) % 3,
-                                       "epochs": 1, "progress": False},
+    "calibtut.models.fit_classifier": {"model": lambda: torch.nn.Linear(2, 3), "y": _labels, "epochs": 1,
+                                       "progress": False},
     "calibtut.shift.DANNHead": {"n_in": 4, "n_classes": 3},
+    "calibtut.shift.MLPDiscriminator": {"hidden": (4,), "epochs": 1},
     "calibtut.shift.fit_dann": {
         "model": lambda: calibtut.shift.DANNHead(2, 3, hidden=4, hidden_d=4, seed=0),
-        "Z_source": np.zeros((N, 2)), "y_source": np.arange(N) % 3, "Z_target": np.zeros((N, 2)),
+        "Z_source": np.zeros((N, 2)), "y_source": _labels, "Z_target": np.zeros((N, 2)),
         "epochs": 1, "progress": False,
     },
     "calibtut.shift.grl_coefficient": {"step": 10},
+    "calibtut.shift.grad_reverse": {"x": lambda: torch.zeros(N, 2)},
+    "calibtut.shift.effective_sample_size": {"weights": np.ones(N)},
     "calibtut.shift.bound_violation_search": {"n_draws": 10},
     "calibtut.shift.discriminator_weights": {"g": np.full(N, 0.5)},
+    "calibtut.shift.theorem1_terms": {"p": np.array([0.5, 0.5]), "q": np.array([0.9, 0.1]),
+                                      "g_hat": np.array([1 / 1.8, 1 / 1.2]), "loss": np.array([2.0, 0.0])},
+    "calibtut.shift.gaussian_bound_terms": {"shift": lambda: calibtut.shift.GaussianShift(1.0, 0.7), "n_grid": 101},
     # The experiments layer: bad numbers are refused before any data is loaded or model trained.
     "calibtut.experiments.drift": {
         "datasets": ["yacht"], "seeds": [0], "dataset": "yacht", "seed": 0, "B": 5,
-        "forecasts": np.zeros((1, 10, K)) + [-1.0, 0.0, 1.0], "labels": np.zeros((1, 10)),
-        "quantiles": np.zeros((1, 10, K)) + [-1.0, 0.0, 1.0], "method": "ours", "candidate": "paper",
+        "forecasts": _STEPS[None], "labels": np.zeros((1, 10)), "y": np.zeros((1, 10)),
+        "quantiles": _STEPS[None], "method": "ours", "candidate": "paper",
         "params": lambda: calibtut.online.PRESETS["paper"], "n_candidates": 1, "syn_series": 2, "syn_steps": 10,
         "z_forecast": np.array([1.0, 5.0]), "action": np.array([0, 1]), "z": np.array([3.0, 9.0]),
     },
+    "calibtut.experiments.drift.gaussian_base_forecasts": {"y": _y, "n_steps": 10},
     "calibtut.experiments": {"n_folds": 5, "fold": 0, "datasets": ["yacht"], "folds": [0], "seeds": [0],
                              "dataset": "yacht", "runs": lambda: _runs_table(), "by": "lam", "metrics": "rmse"},
-    "calibtut.shift.gaussian_bound_terms": {"shift": lambda: calibtut.shift.GaussianShift(1.0, 0.7), "n_grid": 101},
     # Paper 001 (Venn-ADMIT): conformal classification sets, Venn predictors, nearest neighbours.
-    "calibtut.conformal.sets": {"cal_probs": _probs, "cal_labels": np.arange(N) % 3,
-                                          "test_probs": _probs[:5], "too_small": "include",
-                                          "kernel": np.ones((5, N))},
+    "calibtut.conformal.OneSidedCQR": {"cal_quantiles": _quantiles, "test_quantiles": _quantiles},
+    "calibtut.conformal.one_sided_cqr_quantiles": {"cal_quantiles": _quantiles, "test_quantiles": _quantiles},
     "calibtut.conformal.scores.class_scores": {"score": "raps"},
-    "calibtut.recalibration.venn": {"cal_categories": np.arange(N) % 2, "cal_labels": np.arange(N) % 3,
-                      "test_categories": np.array([0, 1]), "n_classes": 3,
-                      "cal_scores": _rng.uniform(size=N), "test_scores": _rng.uniform(size=5)},
-    "calibtut.recalibration.venn.venn_abers": {"cal_labels": np.arange(N) % 2},
-    "calibtut.selective.neighbors": {"queries": lambda: torch.zeros(5, 2), "reference": lambda: torch.ones(N, 2), "k": 3},
+    "calibtut.recalibration.venn.venn_abers": {"cal_y": np.arange(N) % 2},
+    "calibtut.recalibration.venn.venn_multiprobabilities": {"cal_y": _labels},
+    "calibtut.recalibration.venn.venn_probability_bounds": {"cal_y": _labels},
+    "calibtut.recalibration.VennABERS": {"cal_y": np.arange(N) % 2},
+    "calibtut.selective.neighbors": {"queries": lambda: torch.zeros(5, 2), "reference": lambda: torch.ones(N, 2),
+                                     "k": 3},
     "calibtut.selective.knn_approximation": {
-        "n_classes": 3, "model": lambda: calibtut.selective.knn_approximation.KNNApproximation(3),
+        "n_classes": 3, "model": lambda: calibtut.selective.KNNApproximation(3),
         "distances": lambda: torch.rand(N, 4), "neighbor_logits": lambda: torch.randn(N, 4, 3),
         "neighbor_labels": lambda: torch.arange(4 * N).reshape(N, 4) % 3, "teacher_logits": lambda: torch.randn(N, 3),
         "epochs": 1, "knn_prediction": np.arange(N) % 2, "neighbor_predictions": np.zeros((N, 4)),
-        "nearest_distance": _rng.uniform(size=N), "q": np.arange(N) % 3, "correct": np.ones(N, dtype=bool),
+        "nearest_distance": _rng.uniform(size=N), "correct": np.ones(N, dtype=bool),
     },
-    "calibtut.selective.knn_approximation.fit_localizer": {"model": lambda: calibtut.selective.knn_approximation.Localizer(),
-                                                  "support_logits": lambda: torch.randn(4, 3)},
-    "calibtut.selective.admit": {
-        **{f"{split}_{key}": value for split in ("cal", "mc", "vp") for key, value in (
-            ("probs", _probs), ("labels", np.arange(N) % 3), ("q", np.arange(N) % 2), ("d", _rng.uniform(size=N)))},
-        "probs": _probs[:5], "q": np.array([0, 1, 0, 1, 0]), "d": _rng.uniform(size=5), "omega": 0.3, "kappa": 9,
-    },
-    "calibtut.selective.admit.admitted_accuracy_by_class": {"admitted": np.arange(N) % 2 == 0, "predictions": np.arange(N) % 3,
-                                                  "labels": np.arange(N) % 3, "n_classes": 3},
+    "calibtut.selective.knn_approximation.fit_localizer": {"model": lambda: calibtut.selective.Localizer(),
+                                                           "support_logits": lambda: torch.randn(4, 3)},
+    "ADMIT": {"kappa": 9},
+    "VennADMIT": {"kappa": 9},
+    "admitted_accuracy_by_class": {"admitted": np.arange(N) % 2 == 0, "predictions": _labels, "n_classes": 3},
     "calibtut.models.memory_head": {
         "n_features": 4, "n_classes": 2, "model": lambda: calibtut.models.memory_head.MemoryHead(4, 2, hidden=3),
         "features": np.ones((N, 4)), "labels": np.arange(N) % 2, "epochs": 1,
@@ -384,9 +470,18 @@ VALID_FOR = {
         "texts": ["a", "b"], "model_id": "toy", "encode": lambda: (lambda batch: np.ones((len(batch), 2))),
         "cache_dir": lambda: __import__("tempfile").mkdtemp(),
     },
-    "calibtut.experiments.venn_admit.accuracy_gap_sd": {
-        "pooled": lambda: __import__("pandas").DataFrame({"n": [10], "accuracy": [0.8]})},
-    "calibtut.experiments.venn_admit.table3_by_q_and_distance": {"points": lambda: __import__("pandas").DataFrame(
+    "calibtut.experiments.venn_admit": {
+        "accuracy": 0.85, "pool": lambda: _tiny_knn_pool(), "n_seeds": 1, "n_cal": 100, "n_mc": 50, "n_vp": 50,
+        "runs": lambda: _singleton_runs(), "hard_share": 0.05, "across": 0.5,
+    },
+    "plot_admitted_accuracy": {
+        "table": lambda: __import__("pandas").DataFrame({"method": ["ADMIT"], "class": ["0"], "metric": ["accuracy"],
+                                                         "paper": [0.9], "ours (ci)": [0.8]}),
+        "admitted": lambda: __import__("pandas").Series(
+            [10], index=__import__("pandas").MultiIndex.from_tuples([("ADMIT", "0")], names=["method", "class"])),
+        "methods": ["ADMIT"], "classes": {"0": "class 0"}},
+    "accuracy_gap_sd": {"pooled": lambda: __import__("pandas").DataFrame({"n": [10], "accuracy": [0.8]})},
+    "table3_by_q_and_distance": {"points": lambda: __import__("pandas").DataFrame(
         {"split": "mc", "label": np.arange(N) % 2, "knn_pred": np.arange(N) % 2, "p0": 0.7, "p1": 0.3,
          "q": np.arange(N) % 26, "d": _rng.uniform(size=N)})},
 }
@@ -402,6 +497,8 @@ RESULT_RECORDS |= {"BenchmarkStream"}
 RESULT_RECORDS |= {"KNNFitHistory"}
 # Paper 002: a row of Table 1 in the dataset registry.
 RESULT_RECORDS |= {"StudyDataset"}
+# A profile's settings, built by calibtut.run.settings.
+RESULT_RECORDS |= {"Settings"}
 
 _NUMERIC_TYPE = re.compile(r"\b(float|int|integer)\b")
 _ARRAY_TYPE = re.compile(r"array|tensor|Tensor|sequence|tuple")
@@ -410,6 +507,8 @@ _SCALAR_FIRST = re.compile(r"^(?:None,? or |None, )?(?:float|int)\b")
 _SEQUENCE_TYPE = re.compile(r"(?:tuple|sequence) of (?:float|int)")
 #: Parameters that are never a single number (handled by their own checks and tests).
 NOT_SCALAR = {"seed", "levels"}
+_VARIADIC = (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
+_MISSING = object()
 
 
 @pytest.fixture(autouse=True)
@@ -420,42 +519,162 @@ def _close_figures():
     plt.close("all")
 
 
-def _ensemble():
-    from calibtut.models import DeepEnsemble
+@dataclasses.dataclass(frozen=True)
+class Target:
+    """A public function, a class's constructor, or a method of a class (called on a fitted instance)."""
 
-    return DeepEnsemble(2, n_members=2, hidden=(4,), seed=0)
+    qualname: str  # where it is listed: module of the ``__all__`` + name (+ ``.method``)
+    obj: object  # the function or class; for a method, the function defined on the class
+    owner: type | None = None
+    method: str | None = None
+
+    @property
+    def defined(self):
+        """Dotted path of the definition (``calibtut.conformal.sets.split_conformal_sets``)."""
+        if self.owner is not None:
+            return f"{self.owner.__module__}.{self.owner.__qualname__}.{self.method}"
+        return f"{self.obj.__module__}.{self.obj.__qualname__}"
+
+    @property
+    def aliases(self):
+        return (self.qualname, self.defined)
+
+    @functools.cached_property
+    def parameters(self):
+        params = list(inspect.signature(self.obj).parameters.values())
+        return params[1:] if self.owner is not None else params
+
+    @property
+    def names(self):
+        return [p.name for p in self.parameters]
+
+    def keys(self, exact=False):
+        """Keys of ``VALID_FOR`` that apply, the most specific first; ``exact``: only those naming
+        the callable itself (or, for a method, its class), not its module."""
+        keys = [self.qualname, self.defined]
+        if self.owner is None:
+            keys.append(self.obj.__name__)
+        else:
+            keys += [path.rsplit(".", 1)[0] for path in keys] + [f"{self.owner.__name__}.{self.method}",
+                                                                 self.owner.__name__]
+        if not exact:
+            for path in (self.defined, self.qualname):
+                parts = path.split(".")
+                keys += [".".join(parts[:i]) for i in range(len(parts) - 1, 1, -1)]
+        return keys
+
+    def fit_target(self):
+        return Target(self.qualname.rsplit(".", 1)[0] + ".fit", self.owner.fit, self.owner, "fit")
+
+    def constructor(self):
+        return Target(self.qualname.rsplit(".", 1)[0], self.owner)
+
+    @functools.cached_property
+    def classifier(self):
+        """Whether it (or its class's ``fit``) takes class probabilities or logits."""
+        names = list(self.names)
+        if self.owner is not None and hasattr(self.owner, "fit"):
+            names += list(inspect.signature(self.owner.fit).parameters)
+        return any(_is_probs(n) or n == "logits" or n.endswith("_logits") for n in names)
+
+    @functools.cached_property
+    def knows_n_classes(self):
+        names = list(self.names)
+        if self.owner is not None:
+            names += list(inspect.signature(self.owner).parameters)
+        return self.classifier or "n_classes" in names
+
+    def call(self, **given):
+        kwargs = _valid_kwargs(self, given)
+        if self.owner is None:
+            return self.obj(**kwargs, **given)
+        instance = self.owner(**_valid_kwargs(self.constructor(), {}))
+        if self.method != "fit" and hasattr(instance, "fit"):
+            fit = self.fit_target()
+            # an option exercised on a prediction method is given to fit too (calibration weights)
+            options = {name: OPTIONAL[name] for name in given if name in OPTIONAL and name in fit.names}
+            instance.fit(**_valid_kwargs(fit, options), **options)
+        return getattr(instance, self.method)(**kwargs, **given)
 
 
-def _method_table():
-    """A datasets x methods table (also a frame whose last column is a numeric target)."""
-    import pandas as pd
+def _override(target, name, exact=False):
+    """The ``VALID_FOR`` value of ``name`` for ``target`` (uncalled), else ``_MISSING``."""
+    for key in target.keys(exact):
+        if name in VALID_FOR.get(key, {}):
+            return VALID_FOR[key][name]
+    return _MISSING
 
-    return pd.DataFrame(np.random.default_rng(1).normal(size=(N, 3)), columns=["a", "b", "c"])
+
+def _raw_value(target, name):
+    value = _override(target, name)
+    if value is _MISSING and target.classifier:
+        value = CLASSIFICATION.get(name, _MISSING)
+    if value is _MISSING:
+        value = VALID.get(name, _MISSING)
+    return value
+
+
+def _valid_value(target, name):
+    value = _raw_value(target, name)
+    if value is _MISSING:
+        pytest.fail(f"{target.qualname}: no valid value for its required argument {name!r}; add one to VALID")
+    return value() if callable(value) and not isinstance(value, type) else value
+
+
+def _valid_kwargs(target, given):
+    return {
+        p.name: _valid_value(target, p.name)
+        for p in target.parameters
+        if p.name not in given and p.kind not in _VARIADIC
+        and (p.default is p.empty or _override(target, p.name, exact=True) is not _MISSING)
+    }
 
 
 def _public_modules():
-    for info in pkgutil.walk_packages(calibtut.__path__, "calibtut."):
-        parts = info.name.split(".")
-        if any(p.startswith("_") for p in parts[1:]):
+    """Every public module, and the names and errors of those that fail to import."""
+    modules, broken = [], {}
+    for info in pkgutil.walk_packages(calibtut.__path__, "calibtut.", onerror=lambda name: None):
+        if any(p.startswith("_") for p in info.name.split(".")[1:]):
             continue
-        yield importlib.import_module(info.name)
+        try:
+            modules.append(importlib.import_module(info.name))
+        except Exception as exc:  # reported by test_every_public_module_imports, the walk goes on
+            broken[info.name] = f"{type(exc).__name__}: {exc}"
+    return modules, broken
 
 
 @functools.cache
-def _public_callables():
-    """(qualified name, object) of every public function and class, each once."""
+def _walk():
+    return _public_modules()
+
+
+def _is_generated_record(cls):
+    """A NamedTuple without a ``__new__`` of its own: a plain record, nothing to validate."""
+    code = getattr(cls.__new__, "__code__", None)
+    return code is None or code.co_filename.startswith("<")
+
+
+@functools.cache
+def _public_targets():
+    """Every public function, class constructor and contract method, each once."""
     seen = {}
-    for module in _public_modules():
+    for module in _walk()[0]:
         for name in getattr(module, "__all__", ()):
-            obj = getattr(module, name)
+            obj = getattr(module, name, None)
             if not (inspect.isfunction(obj) or inspect.isclass(obj)) or id(obj) in seen:
                 continue
-            if inspect.isclass(obj) and (issubclass(obj, (tuple, BaseException)) or name in RESULT_RECORDS):
+            if inspect.isclass(obj) and (name in RESULT_RECORDS or inspect.isabstract(obj)
+                                         or issubclass(obj, BaseException)
+                                         or (issubclass(obj, tuple) and _is_generated_record(obj))):
                 continue
-            if inspect.isclass(obj) and inspect.isabstract(obj):
-                continue
-            seen[id(obj)] = (f"{module.__name__}.{name}", obj)
-    return tuple(sorted(seen.values(), key=lambda item: item[0]))
+            seen[id(obj)] = [Target(f"{module.__name__}.{name}", obj)]
+            if inspect.isclass(obj):
+                seen[id(obj)] += [
+                    Target(f"{module.__name__}.{name}.{method}", getattr(obj, method), obj, method)
+                    for method in sorted(dir(obj))
+                    if WALKED_METHODS.match(method) and inspect.isfunction(getattr(obj, method))
+                ]
+    return tuple(sorted((t for targets in seen.values() for t in targets), key=lambda t: t.qualname))
 
 
 def _documented_types(obj):
@@ -470,12 +689,12 @@ def _documented_types(obj):
     return types
 
 
-def _locally_numeric(obj):
+def _locally_numeric(target):
     """Parameters documented as scalars (float/int) or with a real default."""
-    types = _documented_types(obj)
+    types = _documented_types(target.obj)
     found = []
-    for p in inspect.signature(obj).parameters.values():
-        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) or p.name in NOT_SCALAR:
+    for p in target.parameters:
+        if p.kind in _VARIADIC or p.name in NOT_SCALAR:
             continue
         default_numeric = isinstance(p.default, (int, float)) and not isinstance(p.default, bool)
         kind = types.get(p.name, "")
@@ -485,127 +704,199 @@ def _locally_numeric(obj):
     return found
 
 
-def _sequence_parameters(obj):
-    """Parameters documented as a tuple or sequence of numbers (``hidden``, ``bounds``, ...)."""
-    types = _documented_types(obj)
-    return [name for name in inspect.signature(obj).parameters if _SEQUENCE_TYPE.search(types.get(name, ""))]
+@functools.cache
+def _numeric_vocabulary():
+    return frozenset(name for target in _public_targets() for name in _locally_numeric(target))
 
 
-def _numeric_parameters(obj):
-    """Numeric parameters of ``obj``: its own, plus any parameter whose name is a
+def _numeric_parameters(target):
+    """Numeric parameters of ``target``: its own, plus any parameter whose name is a
     numeric parameter elsewhere in the API (unless documented here as an array)."""
     vocabulary = _numeric_vocabulary()
-    types = _documented_types(obj)
-    own = _locally_numeric(obj)
-    return [
-        name for name in inspect.signature(obj).parameters
-        if name in own or (name in vocabulary and not _ARRAY_TYPE.search(types.get(name, "")))
-    ]
+    types = _documented_types(target.obj)
+    own = _locally_numeric(target)
+    return [name for name in target.names
+            if name in own or (name in vocabulary and not _ARRAY_TYPE.search(types.get(name, "")))]
+
+
+def _sequence_parameters(target):
+    """Parameters documented as a tuple or sequence of numbers (``hidden``, ``bounds``, ...)."""
+    types = _documented_types(target.obj)
+    return [name for name in target.names if _SEQUENCE_TYPE.search(types.get(name, ""))]
+
+
+def _param(target, key, *values):
+    return pytest.param(target, *values, id=f"{key}={values[-1]}")
+
+
+def _cases():
+    cases = []
+    for target in _public_targets():
+        for name in _numeric_parameters(target):
+            keys = {f"{alias}.{name}" for alias in target.aliases}
+            bad = [math.nan] if keys & ALLOW_INF else [math.nan, math.inf, -math.inf]
+            out = [OUT_OF_RANGE[k] for k in keys if k in OUT_OF_RANGE]
+            if out:
+                bad.append(out[0])
+            elif not keys & UNBOUNDED:
+                bad.append(OUT_OF_RANGE_BY_NAME.get(name, -1))
+            cases += [_param(target, f"{target.qualname}.{name}", name, value) for value in bad]
+    return cases
 
 
 def _sequence_cases():
     """A bad entry (NaN, inf, -inf, -1) in each numeric sequence parameter, the rest valid."""
     cases = []
-    for qualname, obj in _public_callables():
-        for name in _sequence_parameters(obj):
-            default = inspect.signature(obj).parameters[name].default
-            valid = np.atleast_1d(default if default is not inspect.Parameter.empty else _valid_value(qualname, name))
-            valid = valid.tolist()
+    for target in _public_targets():
+        for name in _sequence_parameters(target):
+            default = inspect.signature(target.obj).parameters[name].default
+            valid = default if default is not inspect.Parameter.empty else _valid_value(target, name)
+            valid = np.atleast_1d(valid).tolist()
             for value in (math.nan, math.inf, -math.inf, -1):
-                bad = tuple([value] + valid[1:])
-                cases.append(pytest.param(qualname, obj, name, bad, id=f"{qualname}.{name}={bad}"))
-    return cases
-
-
-@functools.cache
-def _numeric_vocabulary():
-    return frozenset(name for _, obj in _public_callables() for name in _locally_numeric(obj))
-
-
-def _valid_value(qualname, name):
-    for key in (qualname, qualname.rsplit(".", 1)[0], qualname.rsplit(".", 2)[0]):
-        if name in VALID_FOR.get(key, {}):
-            value = VALID_FOR[key][name]
-            break
-    else:
-        if name not in VALID:
-            pytest.fail(f"{qualname}: no valid value for its required argument {name!r}; add one to VALID")
-        value = VALID[name]
-    return value() if callable(value) and not isinstance(value, type) else value
-
-
-def _call(qualname, obj, **bad):
-    sig = inspect.signature(obj)
-    kwargs = {}
-    for p in sig.parameters.values():
-        if p.name in bad or p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
-            continue
-        if p.default is p.empty or p.name in VALID_FOR.get(qualname, {}):
-            kwargs[p.name] = _valid_value(qualname, p.name)
-    return obj(**kwargs, **bad)
-
-
-def _cases():
-    cases = []
-    for qualname, obj in _public_callables():
-        for name in _numeric_parameters(obj):
-            key = f"{qualname}.{name}"
-            bad = [math.nan, math.inf, -math.inf]
-            if key in ALLOW_INF:
-                bad = [math.nan]
-            if key in OUT_OF_RANGE:
-                bad.append(OUT_OF_RANGE[key])
-            elif key not in UNBOUNDED:
-                bad.append(OUT_OF_RANGE_BY_NAME.get(name, -1))
-            cases.extend(pytest.param(qualname, obj, name, value, id=f"{key}={value}") for value in bad)
+                cases.append(_param(target, f"{target.qualname}.{name}", name, tuple([value] + valid[1:])))
     return cases
 
 
 def _level_cases():
     cases = []
-    for qualname, obj in _public_callables():
-        if "levels" in inspect.signature(obj).parameters:
+    for target in _public_targets():
+        if "levels" in target.names:
             bad = [[0.25, 0.75, 0.5], [0.25, 0.25, 0.5], [-0.1, 0.5, 0.75], [0.25, 0.5, 1.5], [0.25, 0.5, math.nan]]
-            if qualname in WORKING_LEVELS:
+            if set(target.aliases) & WORKING_LEVELS:
                 bad = [[0.25, 0.5, math.nan], [0.25, 0.5, math.inf]]
-            elif qualname not in CLOSED_LEVEL_GRIDS:
+            elif not set(target.aliases) & CLOSED_LEVEL_GRIDS:
                 bad += [[0.0, 0.5, 0.75], [0.25, 0.5, 1.0]]
-            cases.extend(pytest.param(qualname, obj, value, id=f"{qualname}.levels={value}") for value in bad)
+            cases += [_param(target, f"{target.qualname}.levels", value) for value in bad]
     return cases
+
+
+def _is_probs(name):
+    return name == "probs" or name.endswith("_probs")
+
+
+def _is_labels(name, target):
+    return name == "labels" or name.endswith("_labels") or (target.classifier and name in CLASSIFICATION)
+
+
+def _is_non_negative(name):
+    return name in ("d", "distances") or name.endswith("_d") or "distance" in name or "weight" in name
+
+
+def _array_parameters(target):
+    """(name, valid numpy array) of every array parameter the walk gives a value."""
+    found = []
+    for p in target.parameters:
+        if p.kind in _VARIADIC:
+            continue
+        value = _raw_value(target, p.name)
+        if p.default is not p.empty and _override(target, p.name, exact=True) is _MISSING:
+            value = OPTIONAL.get(p.name, _MISSING)
+        if isinstance(value, np.ndarray) and value.dtype.kind in "biuf":
+            found.append((p.name, value))
+    return found
+
+
+def _with_first(valid, entry):
+    bad = valid.astype(type(entry)) if isinstance(entry, float) else valid.copy()
+    bad.flat[0] = entry
+    return bad
+
+
+def _array_cases():
+    """(kind of check, target, name, bad value) for every array parameter."""
+    cases = []
+    for target in _public_targets():
+        for name, valid in _array_parameters(target):
+            bad = {"complex": valid + 1j, "strings": valid.astype(str)}
+            if _is_probs(name) and valid.ndim == 2:
+                bad["rows not summing to 1"] = valid * 0.9
+            if _is_labels(name, target) and valid.ndim == 1 and valid.dtype.kind in "iu":
+                bad["fractional label"] = _with_first(valid, 0.5)
+                bad["negative label"] = _with_first(valid, -1)
+                if target.knows_n_classes:
+                    bad["label out of range"] = _with_first(valid, int(valid.max()) + 1)
+            if _is_non_negative(name):
+                bad["negative entry"] = _with_first(valid, -1.0)
+            cases += [pytest.param(check, target, name, value, id=f"{target.qualname}.{name}: {check}")
+                      for check, value in bad.items()]
+    return cases
+
+
+@functools.cache
+def _valid_call_error(target, name):
+    """The error of the call with valid values (``name`` set to its valid value), or None."""
+    optional = next(p for p in target.parameters if p.name == name).default is not inspect.Parameter.empty
+    given = {name: OPTIONAL[name]} if optional and _override(target, name, exact=True) is _MISSING else {}
+    try:
+        target.call(**given)
+    except Exception as exc:
+        return f"{type(exc).__name__}: {exc}"
+    return None
+
+
+def _names(name, message):
+    return re.search(rf"(?<![\w.]){re.escape(name)}(?!\w)", message) is not None
 
 
 def _shown(value):
     return str(float(value)) if isinstance(value, float) else str(value)
 
 
-@pytest.mark.parametrize(("qualname", "obj", "name", "value"), _cases())
-def test_numeric_parameter_rejects_bad_value(qualname, obj, name, value):
+@pytest.mark.parametrize(("target", "name", "value"), _cases())
+def test_numeric_parameter_rejects_bad_value(target, name, value):
     with pytest.raises((ValueError, TypeError)) as info:
-        _call(qualname, obj, **{name: value})
+        target.call(**{name: value})
     message = str(info.value)
-    assert name in message, f"{qualname}({name}={value}): the error does not name {name!r}: {message}"
-    assert _shown(value) in message, f"{qualname}({name}={value}): the error does not show the value: {message}"
+    assert name in message, f"{target.qualname}({name}={value}): the error does not name {name!r}: {message}"
+    assert _shown(value) in message, f"{target.qualname}({name}={value}): the error does not show the value: {message}"
 
 
-@pytest.mark.parametrize(("qualname", "obj", "name", "value"), _sequence_cases())
-def test_numeric_sequence_rejects_a_bad_entry(qualname, obj, name, value):
+@pytest.mark.parametrize(("target", "name", "value"), _sequence_cases())
+def test_numeric_sequence_rejects_a_bad_entry(target, name, value):
     with pytest.raises((ValueError, TypeError), match=name):
-        _call(qualname, obj, **{name: value})
+        target.call(**{name: value})
 
 
-@pytest.mark.parametrize(("qualname", "obj", "value"), _level_cases())
-def test_levels_must_increase_strictly_inside_unit_interval(qualname, obj, value):
+@pytest.mark.parametrize(("target", "value"), _level_cases())
+def test_levels_must_increase_strictly_inside_unit_interval(target, value):
     with pytest.raises((ValueError, TypeError), match="levels"):
-        _call(qualname, obj, levels=np.array(value))
+        target.call(levels=np.array(value))
+
+
+@pytest.mark.parametrize(("check", "target", "name", "value"), _array_cases())
+def test_array_parameter_rejects_bad_entries(check, target, name, value):
+    error = _valid_call_error(target, name)
+    if error is not None and name in OPTIONAL:
+        pytest.skip(f"{target.qualname} refuses {name} in the walk's valid call: {error}")
+    assert error is None, f"{target.qualname}: the walk's valid call fails ({error}); fix its VALID values"
+    expected = TypeError if check in ("complex", "strings") else (ValueError, TypeError)
+    try:
+        target.call(**{name: value})
+    except expected as exc:
+        assert _names(name, str(exc)), f"{target.qualname}({name}: {check}): the error does not name {name!r}: {exc}"
+    except Exception as exc:
+        pytest.fail(f"{target.qualname}({name}: {check}) raised {type(exc).__name__} instead of a clear "
+                    f"{'TypeError' if expected is TypeError else 'ValueError'} naming {name!r}: {exc}")
+    else:
+        pytest.fail(f"{target.qualname} accepted {name} with {check}")
+
+
+def test_every_array_check_applies_somewhere():
+    checks = {case.values[0] for case in _array_cases()}
+    assert checks == {"complex", "strings", "rows not summing to 1", "fractional label", "negative label",
+                      "label out of range", "negative entry"}
 
 
 def test_the_walker_finds_the_public_api():
-    names = {qualname for qualname, _ in _public_callables()}
-    assert len(names) > 80
-    covered = {f"{qualname}.{name}" for qualname, obj in _public_callables() for name in _numeric_parameters(obj)}
+    targets = _public_targets()
+    assert len({t.qualname for t in targets if t.owner is None}) > 80
+    covered = {f"{alias}.{name}" for t in targets for name in _numeric_parameters(t) for alias in t.aliases}
     # The three cases of issue 10, found without being named anywhere above.
     assert {"calibtut.regularizers.entropy.spacing_entropy.eps", "calibtut.online.theorem1_bound.beta",
             "calibtut.online.ACICalibrator.gamma"} <= covered
+    # Classes are walked through the methods of the estimator contract too.
+    assert {"calibtut.recalibration.TemperatureScaling.fit", "calibtut.recalibration.QuantileRecalibrator.transform",
+            "calibtut.data.Standardizer.transform"} <= {t.qualname for t in targets}
 
 
 def test_allowed_infinity_is_documented():
@@ -619,8 +910,13 @@ def test_allowed_infinity_is_documented():
         assert "inf" in kind or (described and "inf" in described.group(0)), f"{key} accepts inf without saying so"
 
 
+def test_every_public_module_imports():
+    broken = _walk()[1]
+    assert not broken, f"public modules that fail to import (the walker cannot see them): {broken}"
+
+
 def test_every_public_module_declares_all():
-    missing = [m.__name__ for m in _public_modules() if not hasattr(m, "__all__")]
+    missing = [m.__name__ for m in _walk()[0] if not hasattr(m, "__all__")]
     assert not missing, f"public modules without __all__ (the walker cannot see them): {missing}"
 
 

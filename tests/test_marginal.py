@@ -97,7 +97,7 @@ def test_binned_marginals_are_calibrated_and_sharper():
         (lambda: MarginalKDE().fit([0.0, 1.0], categories=[0.0, 1.0]), TypeError, "categories"),
         (lambda: MarginalKDE().fit([0.0, 1.0], categories=[0]), ValueError, "categories must have shape"),
         (lambda: MarginalKDE().fit([0.0, np.nan]), ValueError, "y"),
-        (lambda: MarginalKDE().pit([0.0]), ValueError, "not fitted"),
+        (lambda: MarginalKDE().pit([0.0]), RuntimeError, "not fitted"),
         (lambda: MarginalKDE().fit([0.0, 1.0, 2.0, 3.0], categories=[0, 0, 1, 1]).pit([0.0]), ValueError, "categories"),
         (lambda: MarginalKDE().fit([0.0, 1.0, 2.0, 3.0], categories=[0, 0, 1, 1]).crps([0.0], [5]), ValueError, "not seen"),
         (lambda: MarginalKDE().fit([0.0, 1.0]).nll([0.0], reduction="sum"), ValueError, "reduction"),

@@ -73,7 +73,7 @@ def test_consistency_band_is_binomial_interval():
 
 def test_bin_edge_conventions():
     # edges 0, .5, 1: the value .5 joins bin 0 under (l, u], bin 1 under [l, u)
-    edges = bin_edges(None, n_bins=2)
+    edges = bin_edges([0.0, 0.5, 1.0], n_bins=2)
     assert assign_bins([0.0, 0.5, 1.0], edges, "right").tolist() == [0, 0, 1]
     assert assign_bins([0.0, 0.5, 1.0], edges, "left").tolist() == [0, 1, 1]
     # confidences .5 (right) and 1 (wrong):
@@ -256,6 +256,28 @@ def test_probs_labels_bad_input(probs, labels, match):
         brier_score(probs, labels)
 
 
+@pytest.mark.parametrize(
+    ("probs", "labels", "error", "match"),
+    [
+        (np.array([[0.5, 0.5]]) + 0j, [0], TypeError, "probs must hold real numbers"),
+        ([[0.5, 0.5]], np.array(["0"]), TypeError, "labels must hold numbers"),
+        ([[0.5, 0.5]], [True], TypeError, "labels must hold integer class labels"),
+        ([[0.5, 0.4]], [0], ValueError, r"probs must sum to 1 along axis 1 \(largest deviation 0.1\)"),
+    ],
+)
+def test_probs_labels_refuse_complex_strings_booleans_and_rows_off_the_simplex(probs, labels, error, match):
+    for metric in (top_label_ece, classwise_ece, brier_score, brier_decomposition):
+        with pytest.raises(error, match=match):
+            metric(probs, labels)
+
+
+def test_bin_edges_checks_the_confidences_for_every_strategy():
+    with pytest.raises(TypeError, match="confidence must hold real numbers"):
+        bin_edges(np.array([0.2 + 1j]), n_bins=2)
+    with pytest.raises(ValueError, match="confidence"):
+        bin_edges([1.5], n_bins=2, strategy="uniform")
+
+
 def test_band_bad_input():
     with pytest.raises(ValueError, match="alpha"):
         consistency_band([10], [0.5], alpha=1.5)
@@ -263,5 +285,5 @@ def test_band_bad_input():
         consistency_band([10], [np.nan])
     with pytest.raises(ValueError, match="count"):
         consistency_band([-1], [0.5])
-    with pytest.raises(ValueError, match="labels"):
+    with pytest.raises(ValueError, match=r"labels must be integers in 0..1, got 2.0"):
         brier_score([0.2, 0.7], [0, 2])

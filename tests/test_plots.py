@@ -121,8 +121,12 @@ def test_plot_argument_checks():
         plots.pit_histogram([0.2, 0.4], bins=2.5)
     with pytest.raises(ValueError, match="lower"):
         plots.plot_predictive_band([0, 1], [1, 1], [0, 0])
-    with pytest.raises(ValueError, match="coverage"):
+    with pytest.raises(ValueError, match=r"coverage must lie in \[0, 1\], got 1.2"):
         plots.coverage_histogram([1.2], n_cal=99, alpha=0.1, n_test=10)
+    with pytest.raises(TypeError, match="coverage must hold real numbers"):
+        plots.coverage_histogram(np.array([0.9 + 0.1j]), n_cal=99, alpha=0.1, n_test=10)
+    with pytest.raises(TypeError, match="confidence must hold numbers"):
+        plots.reliability_diagram(np.array(["0.9", "0.8"]), [1, 0])
 
 
 # --- bands have their coverage (simulation of calibrated models) ----------------------------

@@ -55,6 +55,16 @@ def test_pce_study_test_pvalues_and_holm():
     assert table["reject_paper"].tolist() == multipletests(table["pvalue_paper"], 0.01, "holm")[0].tolist()
 
 
+def test_holm_and_pce_study_test_refuse_bad_arrays_by_name():
+    with pytest.raises(ValueError, match=r"pvalues must lie in \[0, 1\], got 1.5"):
+        holm([0.01, 1.5])
+    with pytest.raises(TypeError, match="pvalues must hold numbers, got strings"):
+        holm(np.array(["0.01", "0.2"]))
+    rng = np.random.default_rng(2)
+    with pytest.raises(ValueError, match=r"pits\['b'\]\[1\] must lie in \[0, 1\], got 1.2"):
+        pce_study_test({"a": [rng.random(50)], "b": [rng.random(50), np.full(50, 1.2)]}, n_sim=10)
+
+
 def test_pce_test_level_over_seeds():
     # under calibration, the per-dataset p-values are uniform: about 10% fall below 0.1
     rng = np.random.default_rng(2)

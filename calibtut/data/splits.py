@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import numbers
-
 import numpy as np
 
-from calibtut._validation import as_float_array, check_int, check_rng
+from calibtut._validation import as_float_array, check_int, check_positive, check_rng
 
 __all__ = ["Standardizer", "train_val_cal_test_split"]
 
@@ -39,15 +37,9 @@ def train_val_cal_test_split(n, fractions=(0.65, 0.10, 0.15, 0.10), seed=None):
     [13, 2, 3, 2]
     """
     n = check_int(n, "n", minimum=1)
-    if isinstance(fractions, (str, bytes)) or not hasattr(fractions, "__len__"):
-        raise TypeError(f"fractions must be a sequence of numbers, got {type(fractions).__name__}")
-    if any(isinstance(f, bool) or not isinstance(f, numbers.Real) for f in fractions):
-        raise TypeError("fractions must contain only real numbers")
-    fractions = as_float_array(fractions, "fractions", ndim=1)
+    fractions = check_positive(fractions, "fractions", ndim=1)
     if len(fractions) < 2:
         raise ValueError(f"fractions must have at least 2 entries, got {len(fractions)}")
-    if np.any(fractions <= 0):
-        raise ValueError(f"fractions must be strictly positive, got {fractions.tolist()}")
     if abs(fractions.sum() - 1.0) > 1e-9:
         raise ValueError(f"fractions must sum to 1, got sum {fractions.sum():.6g}")
     sizes = np.floor(fractions[:-1] * n).astype(np.int64)

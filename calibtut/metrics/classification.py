@@ -36,7 +36,9 @@ from scipy import stats
 from calibtut._validation import (
     as_float_array,
     check_alpha,
+    check_class_probs,
     check_int,
+    check_labels,
     check_probabilities,
     check_same_length,
 )
@@ -75,17 +77,8 @@ def _check_confidence_correct(confidence, correct):
 
 
 def _check_probs_labels(probs, labels):
-    probs = check_probabilities(probs, "probs", ndim=2, simplex_axis=1)
-    if probs.shape[1] < 2:
-        raise ValueError(f"probs must have at least 2 columns (classes), got shape {probs.shape}")
-    labels_f = as_float_array(labels, "labels", ndim=1)
-    if not np.all(labels_f == np.round(labels_f)):
-        raise ValueError("labels must be integers")
-    labels = labels_f.astype(np.int64)
-    check_same_length(probs=probs, labels=labels)
-    if np.any(labels < 0) or np.any(labels >= probs.shape[1]):
-        raise ValueError(f"labels must lie in 0..{probs.shape[1] - 1} (one per column of probs)")
-    return probs, labels
+    probs = check_class_probs(probs, "probs")
+    return probs, check_labels(labels, "labels", n_classes=probs.shape[1], n=probs.shape[0])
 
 
 def bin_edges(confidence, n_bins=15, strategy="uniform"):
@@ -94,7 +87,8 @@ def bin_edges(confidence, n_bins=15, strategy="uniform"):
     Parameters
     ----------
     confidence : array_like, shape (n,)
-        Values in [0, 1] (only used by ``strategy="quantile"``).
+        Values in [0, 1] (checked in every case; their quantiles are the
+        edges of ``strategy="quantile"``).
     n_bins : int, default 15
         Number of bins (15 as in [4]).
     strategy : {"uniform", "quantile"}
@@ -112,11 +106,11 @@ def bin_edges(confidence, n_bins=15, strategy="uniform"):
     >>> bin_edges([0.2, 0.9], n_bins=4)
     array([0.  , 0.25, 0.5 , 0.75, 1.  ])
     """
+    confidence = check_probabilities(confidence, "confidence", ndim=1)
     n_bins = check_int(n_bins, "n_bins", minimum=1)
     _check_choice(strategy, "strategy", _STRATEGIES)
     if strategy == "uniform":
         return np.linspace(0.0, 1.0, n_bins + 1)
-    confidence = check_probabilities(confidence, "confidence", ndim=1)
     edges = np.quantile(confidence, np.linspace(0.0, 1.0, n_bins + 1))
     edges[0], edges[-1] = 0.0, 1.0
     return edges
@@ -383,16 +377,13 @@ def classwise_ece(probs, labels, n_bins=15, strategy="uniform", closed="right"):
 
 def _binary_or_multiclass(probs, labels):
     """Return (forecasts, outcomes) as (n, m) arrays: m = 1 for binary input."""
-    probs_arr = as_float_array(probs, "probs", ndim=(1, 2))
-    if probs_arr.ndim == 1:
-        probs_arr = check_probabilities(probs_arr, "probs")
-        outcome = as_float_array(labels, "labels", ndim=1)
-        if not np.all((outcome == 0) | (outcome == 1)):
-            raise ValueError("labels must be 0/1 when probs is 1-d (binary: probability of class 1)")
-        check_same_length(probs=probs_arr, labels=outcome)
-        return probs_arr[:, None], outcome[:, None]
-    probs_arr, labels = _check_probs_labels(probs_arr, labels)
-    return probs_arr, np.eye(probs_arr.shape[1])[labels]
+    probs = as_float_array(probs, "probs", ndim=(1, 2))
+    if probs.ndim == 1:
+        probs = check_probabilities(probs, "probs")
+        outcome = check_labels(labels, "labels", n_classes=2, n=probs.size)
+        return probs[:, None], outcome[:, None].astype(np.float64)
+    probs, labels = _check_probs_labels(probs, labels)
+    return probs, np.eye(probs.shape[1])[labels]
 
 
 def brier_score(probs, labels):

@@ -25,7 +25,7 @@ import numbers
 import numpy as np
 
 from calibtut._numeric import gaussian_abs_mean, reduce_scores
-from calibtut._validation import as_float_array, check_int
+from calibtut._validation import as_float_array, check_fitted, check_int
 from calibtut.metrics.pit import pit_mixture
 from calibtut.metrics.scores import nll_mixture
 
@@ -170,8 +170,7 @@ class MarginalKDE:
 
     def _groups_of(self, categories, n):
         """Index into ``groups_`` of each test row (``n`` rows)."""
-        if not hasattr(self, "groups_"):
-            raise ValueError("this MarginalKDE is not fitted: call fit(y[, categories]) first")
+        check_fitted(self, "groups_")
         if categories is None and len(self.groups_) > 1:
             raise ValueError("the model was fitted with categories: pass the categories of the test rows")
         labels = self._check_categories(categories, n, "categories")

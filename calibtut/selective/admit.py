@@ -44,6 +44,7 @@ from calibtut._numeric import ceil_rank
 from calibtut._validation import (
     as_float_array,
     check_alpha,
+    check_fitted,
     check_int,
     check_labels,
     check_probabilities,
@@ -212,8 +213,7 @@ class ADMIT:
         -------
         numpy.ndarray of bool, shape (m, n_classes)
         """
-        if not hasattr(self, "groups_"):
-            raise RuntimeError("this ADMIT is not fitted yet: call fit(cal) before predict_set")
+        check_fitted(self, "groups_")
         test = _checked_features(test, "test", n_classes=self.n_classes_)
         probs, q, d = test.probs, test.q, test.d
         sets = np.zeros(probs.shape, dtype=bool)
@@ -421,8 +421,7 @@ class VennADMIT:
         -------
         numpy.ndarray of shape (m,)
         """
-        if not hasattr(self, "categories_"):
-            raise RuntimeError("this VennADMIT is not fitted yet: call fit(mc, vp) before predicting")
+        check_fitted(self, "categories_")
         test = _checked_features(test, "test", n_classes=self.admit_.n_classes_)
         m = len(test)
         weight = as_float_array(test_weight, "test_weight", ndim=(0, 1))

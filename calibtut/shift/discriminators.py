@@ -32,7 +32,7 @@ from sklearn.preprocessing import StandardScaler
 from torch import nn
 
 from calibtut._torch import seeded_rng
-from calibtut._validation import as_float_array, check_int, check_real, check_rng
+from calibtut._validation import as_float_array, check_fitted, check_int, check_real, check_rng
 from calibtut.models.mlp import check_hidden
 from calibtut.models.training import fit as fit_model
 from calibtut.recalibration.temperature import TemperatureScaling
@@ -120,8 +120,7 @@ class _Discriminator:
         return self
 
     def _checked(self, X):
-        if not hasattr(self, "temperature_"):
-            raise RuntimeError(f"this {type(self).__name__} is not fitted: call fit first")
+        check_fitted(self, "temperature_")
         X = as_float_array(X, "X", ndim=2)
         if X.shape[1] != self.n_features_in_:
             raise ValueError(f"X has {X.shape[1]} features, the discriminator was fitted on {self.n_features_in_}")
