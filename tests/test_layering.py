@@ -12,6 +12,8 @@ internals ``calibtut._validation``, ``calibtut._numeric`` and
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -185,3 +187,11 @@ def test_the_function_level_check_sees_what_it_should(tmp_path, source, expected
     path = tmp_path / "probe.py"
     path.write_text(source, encoding="utf8")
     assert [f[3] for f in imports(path, "calibtut.probe")] == [expected]
+
+
+def test_numpy_families_do_not_load_torch():
+    """Conformal prediction, recalibration and the metrics run on numpy alone (the
+    minimum-versions check in tests/test_packaging.py installs them without torch)."""
+    code = ("import sys, calibtut.conformal, calibtut.recalibration, calibtut.metrics, calibtut.online; "
+            "assert 'torch' not in sys.modules, sorted(m for m in sys.modules if m.startswith('calibtut'))")
+    subprocess.run([sys.executable, "-c", code], check=True)

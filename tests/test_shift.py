@@ -12,6 +12,7 @@ from calibtut.shift import (
     GradientReversal,
     LogisticDiscriminator,
     MLPDiscriminator,
+    SGDTemperatureScaling,
     bound_violation_search,
     discriminator_weights,
     effective_sample_size,
@@ -298,18 +299,18 @@ def test_sgd_temperature_matches_brent(loss):
     rng = np.random.default_rng(8)
     logits, labels = _logits_and_labels(rng, n=1000)
     w = rng.exponential(size=1000) + 0.5
-    ts = TemperatureScaling(loss=loss).fit_sgd(logits, labels, sample_weight=w, epochs=60, lr=0.5, seed=0)
+    ts = SGDTemperatureScaling(loss, epochs=60, lr=0.5, seed=0).fit(logits, labels, sample_weight=w)
     assert ts.temperature_ == pytest.approx(ts.exact_temperature_, rel=1e-3)
-    again = TemperatureScaling(loss=loss).fit_sgd(logits, labels, sample_weight=w, epochs=60, lr=0.5, seed=0)
+    again = SGDTemperatureScaling(loss, epochs=60, lr=0.5, seed=0).fit(logits, labels, sample_weight=w)
     assert again.temperature_ == ts.temperature_
 
 
 def test_sgd_temperature_rejects_bad_input():
     logits, labels = _logits_and_labels(np.random.default_rng(0), n=50)
     with pytest.raises(ValueError, match="sample_weight"):
-        TemperatureScaling().fit_sgd(logits, labels, sample_weight=-np.ones(50))
+        SGDTemperatureScaling().fit(logits, labels, sample_weight=-np.ones(50))
     with pytest.raises(ValueError, match="lr"):
-        TemperatureScaling().fit_sgd(logits, labels, lr=-1.0)
+        SGDTemperatureScaling(lr=-1.0)
 
 
 # ---------------------------------------------------------------- DANN

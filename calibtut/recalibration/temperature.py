@@ -13,14 +13,11 @@ from __future__ import annotations
 import numpy as np
 from scipy import optimize, special
 
-from calibtut._torch import seeded_rng
 from calibtut._validation import (
     as_float_array,
     check_fitted,
-    check_int,
     check_labels,
     check_positive,
-    check_real,
     check_weights,
 )
 
@@ -152,76 +149,6 @@ class TemperatureScaling:
         logits = _check_logits(test_logits, "test_logits")
         return special.softmax(logits / self.temperature_, axis=1)
 
-    def fit_sgd(self, cal_logits, cal_y, *, sample_weight=None, epochs=1000, lr=0.1, batch_size=200, momentum=0.9,
-                lr_step=200, lr_gamma=0.5, patience=100, seed=0):
-        """Fit the temperature by minibatch SGD, the way paper 004's code does.
-
-        The code divides the logits by ``beta`` (initialised at 1) and minimises
-        the weighted mean loss ``mean_i w_i loss_i`` by SGD with momentum,
-        StepLR, and keeps the ``beta`` with the best full-data objective after
-        each epoch, stopping after ``patience`` epochs without improvement. Its
-        learning rates are 1.0 (Temp.), 0.1 (IW+Temp., FL+Temp.) and 0.01
-        (FL+IW+Temp.), with 1000 epochs and batches of 200; every temperature of
-        the paper's Table 1 is fitted this way on the **Brier** score
-        (``loss="brier"``), with weights ``1/g_hat - 1/2`` for the IW variants
-        (constant weights for Temp.), whereas Guo et al. (2017) minimise the
-        NLL. :meth:`fit` (bounded Brent search) gives the exact minimiser of the
-        same objective; this method first runs it, keeps it as
-        ``exact_temperature_`` and then sets
-        ``temperature_`` to the SGD solution. One difference from the code:
-        the weights are rescaled to mean one (the code uses them as they come,
-        1.5 for Temp. and ``1/g_hat - 1/2`` for the IW variants), which leaves
-        the minimiser unchanged but changes the effective step of ``lr``.
-
-        Parameters
-        ----------
-        cal_logits, cal_y, sample_weight
-            As for :meth:`fit`.
-        epochs : int, default 1000
-        lr : float, default 0.1
-        batch_size : int, default 200
-        momentum : float, default 0.9
-        lr_step : int, default 200
-        lr_gamma : float, default 0.5
-        patience : int, default 100
-        seed : int, default 0
-            Seeds the minibatch order.
-
-        Returns
-        -------
-        TemperatureScaling
-            ``self``, with ``temperature_`` (SGD), ``exact_temperature_`` (Brent)
-            and ``loss_`` (the objective at ``temperature_``).
-
-        Examples
-        --------
-        >>> import numpy as np
-        >>> rng = np.random.default_rng(0)
-        >>> logits = 3 * rng.normal(size=(600, 3))
-        >>> p_true = np.exp(logits / 2) / np.exp(logits / 2).sum(1, keepdims=True)
-        >>> labels = (rng.random((600, 1)) > p_true.cumsum(1)).sum(1)
-        >>> ts = TemperatureScaling(loss="brier").fit_sgd(logits, labels, epochs=50, lr=1.0)
-        >>> bool(abs(ts.temperature_ - ts.exact_temperature_) < 1e-2 * ts.exact_temperature_)
-        True
-        """
-        epochs = check_int(epochs, "epochs", minimum=1)
-        batch_size = check_int(batch_size, "batch_size", minimum=1)
-        lr_step = check_int(lr_step, "lr_step", minimum=1)
-        patience = check_int(patience, "patience", minimum=1)
-        seed = check_int(seed, "seed", minimum=0)
-        lr = check_real(lr, "lr", low=0, low_open=True)
-        momentum = check_real(momentum, "momentum", low=0)
-        lr_gamma = check_real(lr_gamma, "lr_gamma", low=0, low_open=True)
-        self.fit(cal_logits, cal_y, sample_weight=sample_weight)
-        logits, labels, weights = self._fit_arguments(cal_logits, cal_y, sample_weight)
-        self.exact_temperature_ = self.temperature_
-        self.temperature_ = _sgd_temperature(
-            logits, labels, weights, self.loss, epochs=epochs, lr=lr, batch_size=batch_size,
-            momentum=momentum, lr_step=lr_step, lr_gamma=lr_gamma, patience=patience, seed=seed,
-        )
-        self.loss_ = self._objective(np.log(self.temperature_), logits, labels, weights)
-        return self
-
 
 def temperature_scaled_probs(cal_logits, cal_y, test_logits, *, sample_weight=None, loss="nll", bounds=(1e-2, 1e2)):
     """Temperature-scaled test probabilities in one call (:class:`TemperatureScaling`).
@@ -256,47 +183,3 @@ def temperature_scaled_probs(cal_logits, cal_y, test_logits, *, sample_weight=No
     """
     model = TemperatureScaling(loss, bounds).fit(cal_logits, cal_y, sample_weight=sample_weight)
     return model.predict_proba(test_logits)
-
-
-def _sgd_temperature(logits, labels, weights, loss, *, epochs, lr, batch_size, momentum, lr_step, lr_gamma,
-                     patience, seed):
-    """Paper 004's temperature fit: ``logits / beta`` by minibatch SGD, keeping the best full-data ``beta``."""
-    import torch
-
-    z = torch.as_tensor(logits, dtype=torch.float64)
-    y = torch.as_tensor(labels, dtype=torch.int64)
-    w = torch.as_tensor(weights * len(weights), dtype=torch.float64)
-    onehot = torch.nn.functional.one_hot(y, z.shape[1]).to(z.dtype)
-
-    def objective(beta, idx=slice(None)):
-        scaled = z[idx] / beta
-        if loss == "nll":
-            per_point = -torch.log_softmax(scaled, dim=1)[torch.arange(len(scaled)), y[idx]]
-        else:
-            per_point = torch.sum((torch.softmax(scaled, dim=1) - onehot[idx]) ** 2, dim=1)
-        return torch.mean(w[idx] * per_point)
-
-    beta = torch.ones((), dtype=torch.float64, requires_grad=True)
-    optimizer = torch.optim.SGD([beta], lr=lr, momentum=momentum)
-    scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=lr_step, gamma=lr_gamma)
-    generator = torch.Generator()
-    with seeded_rng(seed):
-        generator.manual_seed(int(torch.randint(2**62, ())))
-    best, best_value, stale = 1.0, float(objective(beta.detach())), 0
-    for _ in range(epochs):
-        order = torch.randperm(len(z), generator=generator)
-        for start in range(0, len(z), batch_size):
-            optimizer.zero_grad()
-            objective(beta, order[start : start + batch_size]).backward()
-            optimizer.step()
-        scheduler.step()
-        with torch.no_grad():
-            value = float(objective(beta))
-        if value < best_value and float(beta.detach()) > 0:
-            best, best_value, stale = float(beta.detach()), value, 0
-        else:
-            stale += 1
-            if stale >= patience:
-                break
-    return best
-

@@ -12,6 +12,9 @@
 * :mod:`calibtut.shift.dann`: gradient reversal, its schedule, the DANN head on
   frozen features and its training loop with the paper's stopping rule.
 
+* :mod:`calibtut.shift.temperature`: temperature scaling fitted by minibatch
+  SGD, as paper 004's code fits it (:class:`SGDTemperatureScaling`).
+
 Importance-weighted temperature scaling is
 :class:`calibtut.recalibration.TemperatureScaling` with ``sample_weight``;
 weighted conformal prediction under covariate shift is in
@@ -20,6 +23,7 @@ weighted conformal prediction under covariate shift is in
 
 from calibtut.shift.dann import DANNHead, DANNHistory, GradientReversal, fit_dann, grad_reverse, grl_coefficient
 from calibtut.shift.discriminators import LogisticDiscriminator, MLPDiscriminator, check_domains
+from calibtut.shift.temperature import SGDTemperatureScaling
 from calibtut.shift.theory import (
     BoundTerms,
     GaussianShift,
@@ -38,6 +42,7 @@ __all__ = [
     "GradientReversal",
     "LogisticDiscriminator",
     "MLPDiscriminator",
+    "SGDTemperatureScaling",
     "bound_violation_search",
     "check_discriminator_output",
     "check_domains",

@@ -59,7 +59,14 @@ from calibtut.data import load_digits_8x8, load_mnist_pool, load_usps, rotate_im
 from calibtut.metrics import expected_calibration_error, overconfidence_error
 from calibtut.models import LeNet5, extract_features, fit_classifier
 from calibtut.recalibration import TemperatureScaling
-from calibtut.shift import DANNHead, LogisticDiscriminator, MLPDiscriminator, effective_sample_size, fit_dann
+from calibtut.shift import (
+    DANNHead,
+    LogisticDiscriminator,
+    MLPDiscriminator,
+    SGDTemperatureScaling,
+    effective_sample_size,
+    fit_dann,
+)
 
 __all__ = ["DIGIT_SHIFTS", "METHODS", "cs_tasks", "parse_shift", "run_cs_config", "shift_predictions"]
 
@@ -177,12 +184,12 @@ def _source_model(source, seed, n_source, epochs, lr, device):
 
 
 def _temperature(method, logits, labels, weights, temperature, seed):
-    ts = TemperatureScaling(loss="nll" if method == "Temp (NLL)" else "brier")
+    loss = "nll" if method == "Temp (NLL)" else "brier"
     if temperature == "sgd":
-        ts.fit_sgd(logits, labels, sample_weight=weights, lr=_SGD_LR[method], seed=seed)
+        ts = SGDTemperatureScaling(loss, lr=_SGD_LR[method], seed=seed)
     else:
-        ts.fit(logits, labels, sample_weight=weights)
-    return ts
+        ts = TemperatureScaling(loss)
+    return ts.fit(logits, labels, sample_weight=weights)
 
 
 def _discriminator(kind, X_source, X_target, val, seed, device):
