@@ -105,6 +105,10 @@ class SGDTemperatureScaling(TemperatureScaling):
         """
         super().fit(cal_logits, cal_y, sample_weight=sample_weight)
         logits, labels, weights = self._fit_arguments(cal_logits, cal_y, sample_weight)
+        if sample_weight is None:
+            # the uniform weights 1/n renormalised, as the stored runs of chapter 5 were fitted (the
+            # sum of n copies of 1/n can miss 1 in the last bit, and SGD carries that through)
+            weights = weights / weights.sum()
         self.exact_temperature_ = self.temperature_
         self.temperature_ = _sgd_temperature(
             logits, labels, weights, self.loss, epochs=self.epochs, lr=self.lr, batch_size=self.batch_size,
