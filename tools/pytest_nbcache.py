@@ -22,6 +22,7 @@ import time
 import warnings
 from pathlib import Path
 
+import psutil
 import pytest
 
 from tools import nbcache
@@ -62,6 +63,19 @@ def _widget_state(kernel, timeout=30.0):
     raise TimeoutError("no reply from the kernel while reading the widget state")
 
 
+def _kernel_cpu_seconds(kernel):
+    """CPU seconds (user + system, its children included) the notebook's kernel has used.
+
+    The chapters' budget is held in CPU time, which does not grow when other jobs
+    share the machine, as wall time does (None if the kernel's process is not local).
+    """
+    pid = getattr(getattr(getattr(kernel, "km", None), "provisioner", None), "pid", None)
+    if pid is None:
+        return None
+    times = psutil.Process(pid).cpu_times()
+    return times.user + times.system + times.children_user + times.children_system
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item):
     if _is_cell(item):
@@ -98,14 +112,16 @@ def pytest_runtest_teardown(item, nextitem):
     # notebook that is not cached is executed again by the book build, which
     # `tasks.py test` reports as a failed check.
     try:
-        widgets = None
+        widgets = cpu_seconds = None
         if parent.kernel is not None and parent.kernel.is_alive():
+            cpu_seconds = _kernel_cpu_seconds(parent.kernel)
             widgets = _widget_state(parent.kernel)
         nbcache.store_outputs(
             md_path,
             [(cell.cell.source, cell.test_outputs) for cell in cells],
             seconds,
             widget_state=widgets,
+            cpu_seconds=cpu_seconds,
         )
     except Exception as exc:  # noqa: BLE001 - reported, never fatal
         warnings.warn(f"{md_path.name}: not stored in the execution cache: {exc}", stacklevel=1)
