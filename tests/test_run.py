@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import gzip
 import json
 import os
 import pickle
@@ -30,10 +31,13 @@ from calibtut.run import (
     settings,
 )
 from calibtut.run.__main__ import main
+from calibtut.run._paths import COMPRESS_ABOVE, gzip_bytes, stored_path
 from calibtut.run.glue import GLUE_PREFIX, glue_bundle
 from calibtut.run.provenance import cpu_label, git_state
-from calibtut.run.recheck import resolve_function
-from calibtut.run.sweep import function_reference
+from calibtut.run.recheck import main as recheck_main
+from calibtut.run.recheck import recheck, resolve_function
+from calibtut.run.store import SweepStore
+from calibtut.run.sweep import function_reference, sweep
 
 
 @pytest.fixture
@@ -458,12 +462,21 @@ def test_git_state_ignores_what_the_runner_writes_under_results(tmp_path):
 
 
 RESULTS = Path(__file__).resolve().parent.parent / "results"
-STORES = sorted(RESULTS.glob("*/*/sweeps/*.jsonl"))
+STORES = sorted([*RESULTS.glob("*/*/sweeps/*.jsonl"), *RESULTS.glob("*/*/sweeps/*.jsonl.gz")])
 
 
 def _stored_functions(store):
-    with open(store, encoding="utf8") as lines:
-        return sorted({json.loads(line)["fn"] for line in lines if line.strip()})
+    return sorted({entry["fn"] for entry in SweepStore(store).entries(repair=False)})
+
+
+def test_committed_results_are_compressed_when_large():
+    """Every committed table or store over the limit is kept as ``.gz``, and no name has both forms."""
+    files = [p for p in RESULTS.rglob("*") if p.is_file()]
+    large = [p.relative_to(RESULTS) for p in files if not p.name.endswith(".gz") and p.stat().st_size > COMPRESS_ABOVE]
+    assert large == []
+    for packed in (p for p in files if p.name.endswith(".gz")):
+        assert stored_path(packed.with_name(packed.name.removesuffix(".gz"))) == packed
+        assert packed.read_bytes()[4:8] == b"\0\0\0\0"  # gzip time stamp 0: the bytes depend on the content only
 
 
 def test_every_part_has_a_committed_store():
@@ -482,3 +495,131 @@ def test_every_stored_runner_still_imports(store):
         assert fn.__name__ == name and fn.__module__.startswith(module), (reference, fn.__module__)
         # a resumed or new run of the same runner records the same name
         assert function_reference(fn) == reference
+
+
+# ---------------------------------------------------------------- compressed results
+
+
+def _count_call(seed):
+    """A task that leaves a trace of every call (the folder in CALIBTUT_TEST_CALLS)."""
+    folder = Path(os.environ["CALIBTUT_TEST_CALLS"])
+    (folder / f"{seed}-{len(list(folder.iterdir()))}").touch()
+    return {"v": seed * seed, "text": "x" * 200}
+
+
+@pytest.fixture
+def calls(tmp_path, monkeypatch):
+    folder = tmp_path / "calls"
+    folder.mkdir()
+    monkeypatch.setenv("CALIBTUT_TEST_CALLS", str(folder))
+    return folder
+
+
+def test_a_sweep_resumes_from_a_compressed_store(tmp_path, calls):
+    plain = tmp_path / "sweeps" / "grid.jsonl"
+    first = sweep([{"seed": s} for s in range(4)], _count_call, store=plain, progress=False)
+    packed = plain.with_name("grid.jsonl.gz")
+    packed.write_bytes(gzip_bytes(plain.read_bytes()))
+    plain.unlink()
+    # the folder (and the plain name) find the compressed store; only the two new tasks run
+    whole = sweep([{"seed": s} for s in range(6)], _count_call, store=tmp_path / "sweeps", desc="grid",
+                  progress=False)
+    assert len(list(calls.iterdir())) == 6 and not plain.exists()
+    assert whole["v"].tolist() == [s * s for s in range(6)] and whole.iloc[:4].equals(first)
+    # a compressed store is compacted into one member at the end of the sweep: the same lines, the same bytes
+    entries = SweepStore(plain).entries()
+    assert len(entries) == 6
+    lines = "".join(json.dumps(e, separators=(", ", ": ")) + "\n" for e in entries).encode()
+    assert packed.read_bytes() == gzip_bytes(lines)
+    assert sweep([{"seed": s} for s in range(6)], _count_call, store=plain, progress=False).equals(whole)
+    assert len(list(calls.iterdir())) == 6
+
+
+def test_a_large_plain_store_is_compressed_when_its_sweep_ends(tmp_path, calls):
+    store = tmp_path / "big.jsonl"
+    tasks = [{"seed": s} for s in range(COMPRESS_ABOVE // 300 + 10)]  # each line is over 300 bytes
+    sweep(tasks[:5], _count_call, store=store, progress=False)
+    assert store.is_file()  # small: stays plain
+    rows = sweep(tasks, _count_call, store=store, progress=False)
+    assert not store.exists() and (tmp_path / "big.jsonl.gz").is_file()
+    assert len(SweepStore(store).load()[0]) == len(tasks) == len(rows)
+    with gzip.open(tmp_path / "big.jsonl.gz", "rt") as handle:  # a standard gzip file
+        assert len(handle.readlines()) == len(tasks)
+
+
+def test_an_unfinished_gzip_member_is_cut_like_an_unfinished_line(tmp_path):
+    store = SweepStore(tmp_path / "s.jsonl.gz")
+    for k in range(3):
+        store.append({"key": str(k), "status": "ok", "records": [{"v": k}]})
+    whole = store.path.read_bytes()
+    last = len(gzip_bytes((json.dumps({"key": "2", "status": "ok", "records": [{"v": 2}]},
+                                      separators=(", ", ": ")) + "\n").encode()))
+    for cut in range(len(whole) - last + 1, len(whole)):  # every way a crash can cut the last append
+        store.path.write_bytes(whole[:cut])
+        assert sorted(SweepStore(store.path).load(repair=False)[0]) == ["0", "1"]
+        assert store.path.stat().st_size == cut  # read-only
+        with pytest.warns(RuntimeWarning, match="unfinished last gzip member"):
+            fresh = SweepStore(store.path)
+            fresh.append({"key": "3", "status": "ok", "records": []})
+        assert sorted(fresh.load()[0]) == ["0", "1", "3"]
+    store.path.write_bytes(whole[:40] + b"garbage" + whole[47:])
+    with pytest.raises(ValueError, match="damaged at byte 0"):
+        SweepStore(store.path).load()
+
+
+_WRITER = """
+import sys
+from calibtut.run.store import SweepStore
+store = SweepStore(sys.argv[1])
+for k in range(100000):
+    store.append({"key": str(k), "status": "ok", "records": [{"v": k, "pad": "y" * (k % 5000)}]})
+    print(k, flush=True)
+"""
+
+
+@pytest.mark.filterwarnings("ignore:.*unfinished last gzip member:RuntimeWarning")  # when killed mid-write
+def test_a_killed_writer_leaves_a_readable_compressed_store(tmp_path):
+    path = tmp_path / "killed.jsonl.gz"
+    writer = subprocess.Popen([sys.executable, "-c", _WRITER, str(path)], stdout=subprocess.PIPE, text=True)
+    try:
+        written = [int(writer.stdout.readline()) for _ in range(40)]
+        writer.kill()  # SIGKILL: no cleanup, possibly in the middle of a write
+        writer.wait(timeout=30)
+    finally:
+        if writer.poll() is None:
+            writer.kill()
+    done, failed = SweepStore(path).load()
+    keys = sorted(int(k) for k in done)
+    assert failed == {} and keys == list(range(len(keys))) and keys[: len(written)] == written
+    assert done["0"]["records"] == [{"v": 0, "pad": ""}]
+
+
+def test_recheck_reads_a_compressed_store(tmp_path, calls, capsys):
+    path = tmp_path / "grid.jsonl"
+    sweep([{"seed": s} for s in range(5)], _count_call, store=path, progress=False)
+    packed = tmp_path / "grid.jsonl.gz"
+    packed.write_bytes(gzip_bytes(path.read_bytes()))
+    path.unlink()
+    assert recheck(packed, sample=3, progress=False)["match"].all()
+    assert recheck_main([str(path), "--sample", "5"]) == 0  # the plain name finds the compressed store
+    assert "5 of 5 recomputed tasks match the store exactly" in capsys.readouterr().out
+    path.write_text("")
+    with pytest.raises(ValueError, match="both .* and its compressed twin grid.jsonl.gz exist"):
+        recheck(path)
+
+
+def test_publish_compresses_large_tables_the_same_way_every_time(tmp_path, no_runner):
+    (tmp_path / "_toc.yml").write_text("")
+    run = _fake_run(tmp_path)
+    big = pd.DataFrame({"method": ["None", "a"] * 10000, "value": np.arange(20000) / 7})
+    big.to_csv(run / "runs.csv", index=False)
+    assert (run / "runs.csv").stat().st_size > COMPRESS_ABOVE
+    dest = publish(run)
+    assert sorted(p.name for p in dest.iterdir()) == ["provenance.json", "runs.csv.gz", "scores.csv"]
+    first = (dest / "runs.csv.gz").read_bytes()
+    df, _ = load_result("p1", "02_demo", "runs", root=tmp_path)
+    assert df["method"].tolist() == big["method"].tolist() and np.allclose(df["value"], big["value"])
+    # republishing gives the same bytes; a table that shrank is stored plain again, the old file gone
+    assert (publish(run) / "runs.csv.gz").read_bytes() == first
+    big.iloc[:3].to_csv(run / "runs.csv", index=False)
+    assert sorted(p.name for p in publish(run).iterdir()) == ["provenance.json", "runs.csv", "scores.csv"]

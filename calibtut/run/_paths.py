@@ -3,11 +3,19 @@
 The runner tells the notebook kernel where its run directory is through the
 environment variable :data:`RUN_DIR_ENV`; everything else is found by walking up
 from a starting folder to the repository root.
+
+Large files under ``results/`` are kept gzip-compressed beside the name their
+readers ask for (``runs.csv.gz`` for ``runs.csv``, ``study.jsonl.gz`` for
+``study.jsonl``): :func:`stored_path` finds whichever is there, and
+:func:`gzip_bytes` compresses so that the same content always gives the same
+bytes.
 """
 
 from __future__ import annotations
 
+import gzip
 import os
+import tempfile
 from pathlib import Path
 
 #: Environment variable through which the runner passes the run directory to the kernel.
@@ -18,6 +26,11 @@ SWEEP_DIR_ENV = "CALIBTUT_SWEEP_DIR"
 ROOT_ENV = "CALIBTUT_ROOT"
 
 _ROOT_MARKERS = ("_toc.yml",)
+
+#: Size in bytes above which a published table or a sweep store is kept gzip-compressed.
+COMPRESS_ABOVE = 200_000
+#: Suffix of the compressed twin of a file.
+GZIP_SUFFIX = ".gz"
 
 
 def _is_root(folder):
@@ -108,3 +121,96 @@ def check_name(name, argname):
     if not name or name in (".", "..") or "/" in name or "\\" in name or name.startswith("."):
         raise ValueError(f"{argname} must be a plain file name (no path separators), got {name!r}")
     return name
+
+
+def stored_path(path):
+    """The file ``path``, or its compressed twin ``<path>.gz``: whichever exists.
+
+    A name that already ends in ``.gz`` is returned as it is, and so is
+    ``path`` when neither file exists (the place a new plain file goes).
+
+    Parameters
+    ----------
+    path : str or path-like
+        The plain name a reader asks for, e.g. ``results/<part>/<nb>/runs.csv``.
+
+    Returns
+    -------
+    pathlib.Path
+
+    Raises
+    ------
+    ValueError
+        If both ``path`` and ``<path>.gz`` exist, since either could be the
+        newer one.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> folder = pathlib.Path(tempfile.mkdtemp())
+    >>> stored_path(folder / "runs.csv").name
+    'runs.csv'
+    >>> _ = (folder / "runs.csv.gz").write_bytes(gzip_bytes(b"a\\n1\\n"))
+    >>> stored_path(folder / "runs.csv").name
+    'runs.csv.gz'
+    """
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"path must be a file path, got {type(path).__name__}")
+    path = Path(path)
+    if path.name.endswith(GZIP_SUFFIX):
+        return path
+    twin = path.with_name(path.name + GZIP_SUFFIX)
+    if not twin.is_file():
+        return path
+    if path.is_file():
+        raise ValueError(f"both {path} and its compressed twin {twin.name} exist; keep the one with the "
+                         f"complete content (compare them with `zcat {twin.name} | cmp - {path.name}`) "
+                         f"and delete the other")
+    return twin
+
+
+def gzip_bytes(data):
+    """``data`` as one gzip member that depends on ``data`` alone (level 9, no name, time stamp 0).
+
+    Compressing the same content twice gives the same bytes, so re-saving an
+    unchanged result leaves git with nothing to commit.
+
+    Examples
+    --------
+    >>> gzip_bytes(b"x\\n") == gzip_bytes(b"x\\n")
+    True
+    >>> import gzip
+    >>> gzip.decompress(gzip_bytes(b"x\\n"))
+    b'x\\n'
+    """
+    return gzip.compress(bytes(data), compresslevel=9, mtime=0)
+
+
+def atomic_write_bytes(path, data):
+    """Write ``data`` to ``path`` atomically (temporary file, then ``os.replace``).
+
+    A reader sees the old file or the new one, never a part of either.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "a.bin"
+    >>> atomic_write_bytes(p, b"hi").read_bytes()
+    b'hi'
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    umask = os.umask(0)
+    os.umask(umask)
+    try:
+        os.chmod(tmp, 0o666 & ~umask)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path

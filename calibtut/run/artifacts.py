@@ -3,15 +3,22 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import tempfile
 from pathlib import Path
 
 import pandas as pd
 
-from calibtut.run._paths import check_name, current_run_dir, find_root
-from calibtut.run.store import SweepStore, entry_rows
+from calibtut.run._paths import (
+    COMPRESS_ABOVE,
+    GZIP_SUFFIX,
+    atomic_write_bytes,
+    check_name,
+    current_run_dir,
+    find_root,
+    gzip_bytes,
+    stored_path,
+)
+from calibtut.run.store import SweepStore, check_seconds_column, entry_rows
 
 __all__ = [
     "INTERACTIVE",
@@ -43,20 +50,7 @@ def atomic_write_text(path, text):
     >>> atomic_write_text(p, "hi").read_text()
     'hi'
     """
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    umask = os.umask(0)
-    os.umask(umask)
-    try:
-        os.chmod(tmp, 0o666 & ~umask)
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
-            handle.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
+    return atomic_write_bytes(path, text.encode("utf-8"))
 
 
 def _tidy(df):
@@ -114,8 +108,13 @@ def save_table(df, name):
     return atomic_write_text(Path(folder) / f"{name}.csv", df.to_csv(index=False))
 
 
+def _table_files(folder):
+    """The table files of ``folder``: ``<name>.csv`` and ``<name>.csv.gz``."""
+    return [*Path(folder).glob("*.csv"), *Path(folder).glob("*.csv" + GZIP_SUFFIX)]
+
+
 def list_tables(folder):
-    """Names (without ``.csv``) of the tables saved in ``folder``, sorted.
+    """Names (without ``.csv`` or ``.csv.gz``) of the tables saved in ``folder``, sorted.
 
     Examples
     --------
@@ -123,7 +122,7 @@ def list_tables(folder):
     >>> list_tables(tempfile.mkdtemp())
     []
     """
-    return sorted(p.stem for p in Path(folder).glob("*.csv"))
+    return sorted({p.name.removesuffix(GZIP_SUFFIX).removesuffix(".csv") for p in _table_files(folder)})
 
 
 def read_provenance(folder):
@@ -147,7 +146,10 @@ def publish(run_dir, part=None, notebook=None, *, root=None):
     """Copy the tables and provenance of a finished ``full`` run into ``results/``.
 
     The destination ``results/<part>/<notebook>/`` is emptied of older CSV files
-    first, so it always holds exactly one run.
+    first, so it always holds exactly one run. A table larger than
+    :data:`~calibtut.run._paths.COMPRESS_ABOVE` bytes is stored compressed, as
+    ``<table>.csv.gz`` (the same table always gives the same bytes);
+    :func:`load_result` reads either.
 
     Parameters
     ----------
@@ -194,10 +196,14 @@ def publish(run_dir, part=None, notebook=None, *, root=None):
         root = find_root(run_dir, required=False) or find_root()
     dest = Path(root) / "results" / part / notebook
     dest.mkdir(parents=True, exist_ok=True)
-    for old in dest.glob("*.csv"):
+    for old in _table_files(dest):
         old.unlink()
     for table in list_tables(run_dir):
-        shutil.copyfile(run_dir / f"{table}.csv", dest / f"{table}.csv")
+        source = stored_path(run_dir / f"{table}.csv")
+        if source.stat().st_size > COMPRESS_ABOVE and source.suffix != GZIP_SUFFIX:
+            atomic_write_bytes(dest / f"{table}.csv{GZIP_SUFFIX}", gzip_bytes(source.read_bytes()))
+        else:
+            shutil.copyfile(source, dest / source.name)
     shutil.copyfile(run_dir / PROVENANCE, dest / PROVENANCE)
     return dest
 
@@ -219,7 +225,8 @@ def load_result(part, notebook, table, *, root=None):
     Returns
     -------
     (pandas.DataFrame, dict)
-        The table and the provenance of the run that produced it.
+        The table (read from ``<table>.csv`` or, for a large one,
+        ``<table>.csv.gz``) and the provenance of the run that produced it.
 
     Raises
     ------
@@ -250,7 +257,7 @@ def load_result(part, notebook, table, *, root=None):
                 f"repository (or set CALIBTUT_ROOT); the table is produced by `{command}`"
             )
     folder = Path(root) / "results" / part / notebook
-    path = folder / f"{table}.csv"
+    path = stored_path(folder / f"{table}.csv")
     if not path.is_file():
         have = list_tables(folder) if folder.is_dir() else []
         hint = f" (this folder has: {', '.join(have)})" if have else ""
@@ -263,7 +270,8 @@ def stored_tasks(part, notebook, sweep, *, root=None):
     """How many tasks of a full run's sweep are finished in its committed store.
 
     A full run longer than one sitting keeps its finished tasks in
-    ``results/<part>/<notebook>/sweeps/<sweep>.jsonl`` before it is published;
+    ``results/<part>/<notebook>/sweeps/<sweep>.jsonl`` (``.jsonl.gz`` once
+    large) before it is published;
     a notebook can say how far it has got. The store is only read, so this is
     safe while a run is appending to it.
 
@@ -296,7 +304,7 @@ def stored_tasks(part, notebook, sweep, *, root=None):
 
 
 def _committed_store(part, notebook, sweep, root):
-    """The finished entries of ``results/<part>/<notebook>/sweeps/<sweep>.jsonl``, read only."""
+    """The finished entries of ``results/<part>/<notebook>/sweeps/<sweep>.jsonl`` (or ``.jsonl.gz``), read only."""
     check_name(part, "part")
     notebook = check_name(notebook, "notebook").removesuffix(".md").removesuffix(".ipynb")
     check_name(sweep, "sweep")
@@ -343,5 +351,6 @@ def stored_rows(part, notebook, sweep, *, seconds=None, root=None):
        seed    v
     0     0  1.5
     """
+    check_seconds_column(seconds)
     done = _committed_store(part, notebook, sweep, root)
     return pd.DataFrame([row for entry in done.values() for row in entry_rows(entry, seconds)])

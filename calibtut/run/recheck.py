@@ -1,6 +1,6 @@
 """Recompute a sample of a stored sweep and compare it with what the store holds.
 
-``python -m calibtut.run.recheck results/<part>/<nb>/sweeps/<sweep>.jsonl --sample 20 --workers 2``
+``python -m calibtut.run.recheck results/<part>/<nb>/sweeps/<sweep>.jsonl.gz --sample 20 --workers 2``
 checks that a published run is reproducible: it recomputes a seeded random
 sample of the store's finished tasks (on any engine) and compares every stored
 value exactly (NaN equals NaN). The exit status is 0 when all match.
@@ -77,7 +77,8 @@ def recheck(store, *, sample=20, seed=0, max_seconds=None, fn=None, workers=None
     Parameters
     ----------
     store : str or path-like
-        A sweep's ``.jsonl`` store.
+        A sweep's ``.jsonl`` or ``.jsonl.gz`` store (a ``.jsonl`` name finds
+        its compressed twin).
     sample : int, default 20
         Tasks to recompute (all of them when the store has fewer).
     seed : int, default 0
@@ -114,10 +115,11 @@ def recheck(store, *, sample=20, seed=0, max_seconds=None, fn=None, workers=None
     if max_seconds is not None:
         max_seconds = check_real(max_seconds, "max_seconds", low=0, low_open=True)
     resolve_engine(workers, scheduler)  # checks the engine's arguments before any work
-    path = Path(store)
+    stored = SweepStore(store)
+    path = stored.path
     if not path.is_file():
         raise FileNotFoundError(f"store {path} does not exist")
-    done, _ = SweepStore(path).load()
+    done, _ = stored.load()
     keys = sorted(k for k, e in done.items()
                   if max_seconds is None or e.get("seconds", math.inf) <= max_seconds)
     if not keys:
@@ -146,7 +148,8 @@ def recheck(store, *, sample=20, seed=0, max_seconds=None, fn=None, workers=None
 def main(argv=None):
     """Command line; returns 0 when every recomputed task matches its stored rows."""
     parser = argparse.ArgumentParser(prog="python -m calibtut.run.recheck", description=__doc__.split("\n\n")[0])
-    parser.add_argument("store", help="a sweep's .jsonl store, e.g. results/<part>/<nb>/sweeps/<sweep>.jsonl")
+    parser.add_argument("store", help="a sweep's .jsonl or .jsonl.gz store, "
+                                      "e.g. results/<part>/<nb>/sweeps/<sweep>.jsonl.gz")
     parser.add_argument("--sample", type=int, default=20, help="tasks to recompute (default 20)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the sample (default 0)")
     parser.add_argument("--max-seconds", type=float, help="only tasks whose stored time is at most this")

@@ -20,7 +20,7 @@ from calibtut.run._paths import SWEEP_DIR_ENV, current_run_dir, find_root
 from calibtut.run.artifacts import SWEEPS, atomic_write_text
 from calibtut.run.progress import SweepProgress
 from calibtut.run.provenance import git_state
-from calibtut.run.store import OK, SweepStore, dumps, entry_rows
+from calibtut.run.store import OK, SweepStore, check_seconds_column, dumps, entry_rows
 
 __all__ = ["SweepFailed", "code_version", "function_reference", "resolve_store", "summarize_entries", "sweep", "task_key"]
 
@@ -112,6 +112,8 @@ def resolve_store(store, label):
 
     With ``store=None`` the runner's sweep folder is used (``CALIBTUT_SWEEP_DIR``,
     else ``<run dir>/sweep``); outside the runner there is no store (None).
+    A ``.jsonl`` name opens its compressed twin ``.jsonl.gz`` where only that
+    exists (see :class:`~calibtut.run.store.SweepStore`).
 
     Examples
     --------
@@ -131,7 +133,8 @@ def resolve_store(store, label):
     if not isinstance(store, (str, os.PathLike)):
         raise TypeError(f"store must be a path, got {type(store).__name__}")
     store = Path(store)
-    return SweepStore(store if store.suffix == ".jsonl" else store / f"{_safe(label)}.jsonl")
+    named = store.name.endswith((".jsonl", ".jsonl.gz"))
+    return SweepStore(store if named else store / f"{_safe(label)}.jsonl")
 
 
 def code_version():
@@ -239,7 +242,8 @@ def sweep(tasks, fn, *, store=None, desc=None, progress=True, seconds=None, work
     """Run ``fn(**task)`` for every task, serially or on Dask workers, storing each result as it finishes.
 
     Every finished task is appended as one JSON line to the sweep's store (a
-    ``.jsonl`` file, see :class:`~calibtut.run.store.SweepStore`), by this
+    ``.jsonl`` file, kept compressed as ``.jsonl.gz`` once larger than 200 kB:
+    see :class:`~calibtut.run.store.SweepStore`), by this
     process only, with its key, arguments, code version, worker and seconds.
     Rerunning the same sweep reads finished tasks back and computes only what
     is missing or failed, so an interrupted run (Ctrl-C, a killed worker, a
@@ -261,7 +265,8 @@ def sweep(tasks, fn, *, store=None, desc=None, progress=True, seconds=None, work
         On workers it must be picklable by cloudpickle (a module-level or
         notebook-level function).
     store : str or path-like, optional
-        A ``.jsonl`` file, or a folder holding ``<desc>.jsonl``. By default the
+        A ``.jsonl`` (or ``.jsonl.gz``) file, or a folder holding ``<desc>.jsonl``
+        (or ``<desc>.jsonl.gz``). By default the
         runner's sweep folder (``results/<part>/<nb>/sweeps/`` for a full run
         at the notebook's default parameters, else ``<run dir>/sweep/``), so
         two sweeps of one notebook need distinct function names or ``desc``;
@@ -313,8 +318,7 @@ def sweep(tasks, fn, *, store=None, desc=None, progress=True, seconds=None, work
     """
     if not callable(fn):
         raise TypeError(f"fn must be callable, got {type(fn).__name__}")
-    if seconds is not None and not isinstance(seconds, str):
-        raise TypeError(f"seconds must be a column name (str) or None, got {type(seconds).__name__}")
+    check_seconds_column(seconds)
     if desc is not None and not isinstance(desc, str):
         raise TypeError(f"desc must be a string or None, got {type(desc).__name__}")
     if not isinstance(progress, bool):
@@ -367,6 +371,8 @@ def sweep(tasks, fn, *, store=None, desc=None, progress=True, seconds=None, work
             bar.close()
             if client is not None:
                 client.close()
+        if store is not None:
+            store.compact()
     if failures:
         raise SweepFailed(_failure_report(label, failures, store), failures)
     _record_summary(label, [saved[key] for key in keys], computed=len(todo))
