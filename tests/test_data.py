@@ -9,9 +9,13 @@ temporary cache so nothing is written to ``~/.cache``.
 from __future__ import annotations
 
 import csv
+import dataclasses
+import hashlib
+import http.server
 import io
 import os
 import re
+import threading
 import urllib.error
 import urllib.request
 import zipfile
@@ -91,6 +95,21 @@ def test_registry_holds_every_manifest_row_with_a_public_url():
     assert D.get_file("year_msd/YearPredictionMSD.txt.zip").url.startswith("https://archive.ics.uci.edu/")
 
 
+def test_every_file_on_github_has_a_second_source_and_mnist_its_well_known_mirrors():
+    for f in D.all_files():
+        if f.url is None or not f.url.startswith("https://raw.githubusercontent.com/"):
+            continue
+        repo_commit_path = f.url.removeprefix("https://raw.githubusercontent.com/").split("/", 3)
+        owner, repo, commit, inner = repo_commit_path
+        assert f.urls[-1] == f"https://cdn.jsdelivr.net/gh/{owner}/{repo}@{commit}/{inner}", f.path
+        assert f.urls[0] == f.url and len(set(f.urls)) == len(f.urls) >= 2
+    for name in ("t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz"):
+        hosts = [url.split("/")[2] for url in D.get_file(f"mnist_test/{name}").urls]
+        assert hosts == ["raw.githubusercontent.com", "ossci-datasets.s3.amazonaws.com",
+                         "storage.googleapis.com", "cdn.jsdelivr.net"]
+        assert all(url.endswith("/" + name) for url in D.get_file(f"mnist_test/{name}").urls)
+
+
 @needs_mirror
 def test_committed_registry_equals_the_mirror_manifest():
     def rows(path):
@@ -163,7 +182,8 @@ def test_nothing_available_names_dataset_url_and_variable(monkeypatch, no_networ
     message = str(info.value)
     assert isinstance(info.value, OSError)
     assert "uci_dropout" in message and url in message and D.MIRROR_ENV in message
-    assert no_network == [url]
+    assert no_network == list(D.get_file(path).urls)  # every source, in order
+    assert all(f"download from {u} failed (URLError" in message for u in no_network)
     with pytest.raises(D.DataUnavailableError, match="uci_dropout/yacht") as info:
         D.load_regression("yacht")
     assert url in str(info.value) and D.MIRROR_ENV in str(info.value)
@@ -182,6 +202,77 @@ def test_download_is_verified_then_renamed_into_the_cache(monkeypatch, empty_cac
         serve(monkeypatch, good)
         assert D.fetch(path).read_bytes() == good
         assert D.sha256_of(empty_cache / path) == entry.sha256
+
+
+@pytest.fixture
+def web(tmp_path):
+    """A local HTTP server: ``/missing`` answers 404, ``/<name>`` serves ``tmp_path/web/<name>``."""
+    folder = tmp_path / "web"
+    folder.mkdir()
+    asked = []
+
+    class Handler(http.server.SimpleHTTPRequestHandler):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, directory=str(folder), **kwargs)
+
+        def do_GET(self):
+            asked.append(self.path)
+            super().do_GET()
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield folder, f"http://127.0.0.1:{server.server_address[1]}", asked
+    server.shutdown()
+    server.server_close()
+    thread.join(timeout=10)
+
+
+def test_sources_are_tried_in_order_until_one_serves_the_registered_bytes(monkeypatch, empty_cache, web):
+    monkeypatch.delenv(D.MIRROR_ENV, raising=False)
+    folder, base, asked = web
+    payload = b"the registered bytes\n" * 50
+    (folder / "right").write_bytes(payload)
+    (folder / "wrong").write_bytes(payload.upper())  # same size, other bytes
+    path = "cqr_yromano/LICENSE"
+    fake = dataclasses.replace(D.get_file(path), size=len(payload), sha256=hashlib.sha256(payload).hexdigest(),
+                               url=f"{base}/missing", alternates=(f"{base}/wrong", f"{base}/right", f"{base}/unused"))
+    monkeypatch.setitem(D.registry._FILES, path, fake)
+    got = D.fetch(path)
+    assert got == empty_cache / path and got.read_bytes() == payload
+    assert asked == ["/missing", "/wrong", "/right"]  # the first that serves the right bytes ends the search
+    assert sorted(p.name for p in got.parent.iterdir()) == ["LICENSE"]  # nothing half-written left
+    assert D.fetch(path) == got and len(asked) == 3  # cached now
+    # every source failing: each one named with what it answered; the offline advice unchanged
+    got.unlink()
+    monkeypatch.setitem(D.registry._FILES, path, dataclasses.replace(fake, alternates=(f"{base}/wrong",)))
+    with pytest.raises(D.DataUnavailableError) as info:
+        D.fetch(path)
+    message = str(info.value)
+    assert f"download from {base}/missing failed (HTTPError: HTTP Error 404" in message
+    assert f"download from {base}/wrong failed (downloaded bytes have sha256 " in message
+    assert f"Set {D.MIRROR_ENV} to a folder holding the calibtut data mirror" in message
+    assert list(got.parent.iterdir()) == []
+
+
+@needs_mirror
+def test_mnist_comes_from_its_second_source_when_the_first_is_gone(monkeypatch, no_network):
+    monkeypatch.delenv(D.MIRROR_ENV, raising=False)
+    served = []
+
+    def github_gone(url, timeout=None):
+        served.append(url)
+        if "raw.githubusercontent.com" in url:
+            raise urllib.error.HTTPError(url, 404, "Not Found", None, None)
+        return open(Path(MIRROR) / "mnist_test" / url.rsplit("/", 1)[-1], "rb")
+
+    monkeypatch.setattr(urllib.request, "urlopen", github_gone)
+    X, y = D.load_mnist_test()
+    assert X.shape == (10000, 784) and set(np.unique(y)) == set(range(10))
+    assert [u.split("/")[2] for u in served] == ["raw.githubusercontent.com", "ossci-datasets.s3.amazonaws.com"] * 2
 
 
 @needs_mirror

