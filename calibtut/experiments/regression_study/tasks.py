@@ -328,7 +328,7 @@ def full_study(*, min_runs=2, root=None):
 
     The full run (chapter ``04_comparison_at_scale`` at ``full``) takes longer
     than one sitting; until it is published, its committed store
-    (``results/regression_study/04_comparison_at_scale/sweeps/study.jsonl``)
+    (``results/regression_study/04_comparison_at_scale/sweeps/study.jsonl.gz``)
     holds the tasks finished so far. Its complete runs (:func:`complete_runs`)
     are an interim full-scale result: every offline dataset and base model,
     with fewer runs than the paper's five. Cohen's d needs two runs.
