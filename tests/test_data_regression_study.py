@@ -82,6 +82,20 @@ def test_openml_only_datasets_fail_offline_clearly(monkeypatch):
         load_study_dataset("sulfur")
 
 
+def test_openml_download_arguments_pass_sklearn_validation(monkeypatch, tmp_path):
+    # the real fetch_openml, with its network call refused: the error must be the network's,
+    # not scikit-learn's parameter validation (delay=0.0 was refused and hid every download)
+    import sklearn.datasets._openml
+
+    def refuse(*args, **kwargs):
+        raise urllib.error.URLError("network disabled by the test")
+
+    monkeypatch.setenv("CALIBTUT_CACHE", str(tmp_path))
+    monkeypatch.setattr(sklearn.datasets._openml, "urlopen", refuse)
+    with pytest.raises(DataUnavailableError, match="network disabled by the test"):
+        load_study_dataset("sulfur")
+
+
 def test_openml_preprocessing_on_a_served_frame(monkeypatch):
     import sklearn.datasets
     from sklearn.utils import Bunch

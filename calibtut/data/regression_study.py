@@ -351,7 +351,7 @@ def _openml_download(name):
 
     try:
         bunch = fetch_openml(
-            name=name, as_frame=True, parser="auto", data_home=str(cache_dir() / "openml"), n_retries=1, delay=0.0
+            name=name, as_frame=True, parser="auto", data_home=str(cache_dir() / "openml"), n_retries=1, delay=1.0
         )
     except Exception as exc:  # urllib and sklearn raise various errors offline
         raise DataUnavailableError(
