@@ -51,6 +51,11 @@ def _scalar(value):
     return value
 
 
+def _all_finite(arr):
+    """Whether every entry is finite: one sum (no temporary array) decides, unless it overflows."""
+    return bool(np.isfinite(np.sum(arr))) or bool(np.all(np.isfinite(arr)))
+
+
 def _first_bad(arr, bad):
     """The first offending entry of ``arr`` (where ``bad`` is True), for an error message."""
     return float(arr[bad].flat[0])
@@ -99,7 +104,7 @@ def as_float_array(x, name, *, ndim=None, min_ndim=None, allow_empty=False, fini
         raise ValueError(f"{name} must have at least {min_ndim} dimension(s), got shape {arr.shape}")
     if not allow_empty and arr.size == 0:
         raise ValueError(f"{name} must not be empty")
-    if finite and not np.all(np.isfinite(arr)):
+    if finite and not _all_finite(arr):
         if arr.ndim == 0:
             raise ValueError(f"{name} must be finite, got {arr.item()}")
         raise ValueError(f"{name} contains NaN or infinite values")
@@ -132,9 +137,10 @@ def check_probabilities(p, name, *, simplex_axis=None, atol=1e-6, **kwargs):
     array([[0.2, 0.8]])
     """
     arr = as_float_array(p, name, **kwargs)
-    outside = (arr < 0) | (arr > 1)
-    if np.any(outside):
-        raise ValueError(f"{name} must lie in [0, 1], got {_first_bad(arr, outside)}")
+    if arr.size and not (arr.min() >= 0 and arr.max() <= 1):  # two reductions, then the exact check
+        outside = (arr < 0) | (arr > 1)
+        if np.any(outside):
+            raise ValueError(f"{name} must lie in [0, 1], got {_first_bad(arr, outside)}")
     if simplex_axis is not None:
         sums = arr.sum(axis=simplex_axis)
         if not np.allclose(sums, 1.0, atol=atol, rtol=0):

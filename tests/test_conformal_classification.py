@@ -440,3 +440,46 @@ def test_localized_sets_reject_bad_kernels_and_forms():
             localized_conformal_sets(cal, [0, 0, 0], test, [[1.0, 1.0, 1.0]], 0.1, form="valid", cal_kernel=bad)
     with pytest.raises(ValueError, match="kernel must be non-negative"):
         localized_conformal_sets(cal, [0, 0, 0], test, [[1.0, -1.0, 1.0]], 0.1)
+
+
+def _reference_mondrian_sets(cal_probs, cal_y, test_probs, alpha, cal_codes, test_codes, score):
+    """Mondrian sets by definition, one (test point, label) cell at a time: the scores of the cell's
+    category, sorted, read at the conformal rank ceil((n_e + 1)(1 - alpha)); inf when n_e is too small."""
+    cal_scores = class_scores(cal_probs, cal_y, score=score)
+    test_scores = class_scores(test_probs, score=score)
+    sets = np.zeros(test_scores.shape, dtype=bool)
+    for j, c in np.ndindex(*test_scores.shape):
+        chosen = np.sort(cal_scores[cal_codes == test_codes[j, c]])
+        k = int(np.ceil(np.round((chosen.size + 1) * (1 - alpha), 9)))
+        sets[j, c] = test_scores[j, c] <= (chosen[k - 1] if k <= chosen.size else np.inf)
+    return sets
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_mondrian_sets_equal_the_cell_by_cell_definition_with_ties(seed):
+    # probabilities on a 0.1 grid, so that test scores tie with the thresholds; categories as codes
+    # per point, per (point, label), the label itself and a function, some with too few points and
+    # some test categories unseen in calibration (too_small="include" puts those labels in the set)
+    rng = np.random.default_rng(seed)
+    n_classes, n, m = int(rng.integers(2, 6)), int(rng.integers(30, 200)), 40
+    cal = rng.multinomial(10, np.full(n_classes, 1 / n_classes), size=n) / 10
+    test = rng.multinomial(10, np.full(n_classes, 1 / n_classes), size=m) / 10
+    cal_y = rng.integers(0, n_classes, size=n)
+    alpha = float(rng.choice([0.05, 0.1, 0.2, 1 / 3]))
+    score = ["lac", "aps"][seed % 2]
+    cal_codes, codes_m, codes_mk = rng.integers(0, 6, n), rng.integers(0, 7, m), rng.integers(0, 7, (m, n_classes))
+    by_rounded_top = lambda probs, labels: np.round(10 * probs.max(axis=1)).astype(int) % 3 + 2 * (labels % 2)
+    cases = [
+        ((cal_codes, codes_m), cal_codes, np.repeat(codes_m[:, None], n_classes, axis=1)),
+        ((cal_codes, codes_mk), cal_codes, codes_mk),
+        ("label", cal_y, np.tile(np.arange(n_classes), (m, 1))),
+        (by_rounded_top, by_rounded_top(cal, cal_y),
+         np.stack([by_rounded_top(test, np.full(m, c)) for c in range(n_classes)], axis=1)),
+    ]
+    for categories, cal_ref, test_ref in cases:
+        got = mondrian_conformal_sets(cal, cal_y, test, alpha, categories=categories, score=score,
+                                      too_small="include")
+        assert np.array_equal(got, _reference_mondrian_sets(cal, cal_y, test, alpha, cal_ref, test_ref, score))
+    plain = split_conformal_sets(cal, cal_y, test, 0.2, score=score)
+    assert np.array_equal(plain, _reference_mondrian_sets(cal, cal_y, test, 0.2, np.zeros(n), np.zeros((m, n_classes)),
+                                                          score))

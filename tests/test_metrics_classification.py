@@ -22,6 +22,7 @@ from calibtut.metrics import (
     reliability_data,
     top_label_ece,
 )
+from calibtut.metrics.classification import _assign_bins
 
 RTOL = 1e-10  # achieved: <= 1e-13 on these inputs (see the metrics report)
 
@@ -287,3 +288,36 @@ def test_band_bad_input():
         consistency_band([-1], [0.5])
     with pytest.raises(ValueError, match=r"labels must be integers in 0..1, got 2.0"):
         brier_score([0.2, 0.7], [0, 2])
+
+
+def test_uniform_bins_by_multiplication_equal_the_binary_search_on_the_edges():
+    # confidences on and next to every edge of the grid (k / n_bins and its float neighbours)
+    rng = np.random.default_rng(0)
+    for n_bins in (1, 2, 3, 7, 10, 15, 20, 100):
+        edges = np.linspace(0.0, 1.0, n_bins + 1)
+        grid = np.concatenate([edges, np.nextafter(edges, 2.0), np.nextafter(edges, -1.0),
+                               np.arange(n_bins + 1) / n_bins])
+        confidence = np.clip(np.concatenate([grid, rng.uniform(size=2000)]), 0.0, 1.0)
+        for closed in ("right", "left"):
+            expected = np.clip(np.searchsorted(edges, confidence, side="left" if closed == "right" else "right") - 1,
+                               0, n_bins - 1)
+            assert np.array_equal(_assign_bins(confidence, edges, closed, uniform=True), expected)
+            assert np.array_equal(assign_bins(confidence, edges, closed), expected)
+
+
+def test_ece_equals_the_three_bincount_form_and_netcal():
+    from netcal.metrics import ECE
+
+    rng = np.random.default_rng(1)
+    probs = rng.dirichlet(np.full(4, 0.5), size=3000)
+    probs[:300] = np.round(probs[:300] * 15) / 15  # confidences on the edges
+    probs /= probs.sum(axis=1, keepdims=True)
+    labels = rng.integers(0, 4, size=3000)
+    confidence, correct = probs.max(axis=1), (probs.argmax(axis=1) == labels).astype(float)
+    for closed in ("right", "left"):
+        data = reliability_data(confidence, correct, closed=closed).fillna(0.0)
+        three = np.sum(data["count"] * np.abs(data["accuracy"] - data["mean_confidence"])) / confidence.size
+        assert np.isclose(expected_calibration_error(confidence, correct, closed=closed), three, rtol=0, atol=1e-14)
+        assert np.isclose(top_label_ece(probs, labels, closed=closed), three, rtol=0, atol=1e-14)
+    netcal = ECE(bins=15).measure(probs, labels)
+    assert np.isclose(top_label_ece(probs, labels, closed="left"), netcal, rtol=0, atol=1e-12)

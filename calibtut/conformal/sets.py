@@ -46,7 +46,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from calibtut._numeric import conformal_rank
+from calibtut._numeric import ceil_rank, conformal_rank
 from calibtut._validation import (
     as_float_array,
     check_alpha,
@@ -62,15 +62,15 @@ from calibtut.conformal.quantiles import _test_weights, weighted_conformal_quant
 from calibtut.conformal.scores import _score_options, _scores
 
 __all__ = [
-    "SplitConformalClassifier",
     "LocalizedConformalClassifier",
     "RAPSClassifier",
-    "split_conformal_sets",
-    "mondrian_conformal_sets",
+    "SplitConformalClassifier",
     "label_conditional_sets",
-    "weighted_conformal_sets",
     "localized_conformal_sets",
+    "mondrian_conformal_sets",
     "raps_sets",
+    "split_conformal_sets",
+    "weighted_conformal_sets",
 ]
 
 _TOO_SMALL = ("raise", "include")
@@ -96,22 +96,26 @@ def _check_test_probs(test_probs, n_classes):
 
 
 def _category_thresholds(cal_scores, cal_categories, alpha, too_small):
-    """{category: conformal threshold} with the count check of ``too_small``."""
-    thresholds = {}
-    for category in np.unique(cal_categories):
-        chosen = np.sort(cal_scores[cal_categories == category])
-        k = conformal_rank(chosen.size, 1 - alpha)
-        if k > chosen.size:
-            if too_small == "raise":
-                raise ValueError(
-                    f"the calibration set is too small for alpha={alpha}: category {int(category)!r} has "
-                    f"{chosen.size} calibration points, fewer than the {int(np.ceil(1 / alpha)) - 1} "
-                    f"needed for a finite threshold (pass too_small='include' to put every such label in the set)"
-                )
-            thresholds[int(category)] = np.inf
-        else:
-            thresholds[int(category)] = float(chosen[k - 1])
-    return thresholds
+    """The sorted category codes and their conformal thresholds, with the count check of ``too_small``.
+
+    One sort by (category, score): category ``e`` with ``n_e`` points starting
+    at ``start_e`` has its threshold at ``start_e + k_e - 1``, ``k_e`` the
+    conformal rank ``ceil((n_e + 1)(1 - alpha))``; ``inf`` when ``k_e > n_e``.
+    """
+    order = np.lexsort((cal_scores, cal_categories))
+    codes, start, counts = np.unique(cal_categories[order], return_index=True, return_counts=True)
+    rank = ceil_rank((counts + 1) * (1 - alpha))
+    finite = rank <= counts
+    if too_small == "raise" and not finite.all():
+        small = np.flatnonzero(~finite)[0]
+        raise ValueError(
+            f"the calibration set is too small for alpha={alpha}: category {int(codes[small])!r} has "
+            f"{counts[small]} calibration points, fewer than the {int(np.ceil(1 / alpha)) - 1} "
+            f"needed for a finite threshold (pass too_small='include' to put every such label in the set)"
+        )
+    values = np.full(codes.size, np.inf)
+    values[finite] = cal_scores[order][(start + rank - 1)[finite]]
+    return codes, values
 
 
 class SplitConformalClassifier:
@@ -247,8 +251,12 @@ class SplitConformalClassifier:
         self._rng = check_rng(self.seed)
         u = self._rng.uniform(size=n) if self.randomized else None
         self.scores_ = _scores(cal_probs, self.score, u, self.lam, self.k_reg)[np.arange(n), cal_y]
-        self.thresholds_ = None if sample_weight is not None else _category_thresholds(
-            self.scores_, cal_categories, self.alpha, self.too_small)
+        if sample_weight is None:
+            self._codes, self._values = _category_thresholds(self.scores_, cal_categories, self.alpha,
+                                                             self.too_small)
+            self.thresholds_ = dict(zip(self._codes.tolist(), self._values.tolist()))
+        else:
+            self.thresholds_ = None
         self.sample_weight_ = sample_weight
         self.n_classes_ = n_classes
         self._categories = categories if categories is None or isinstance(categories, str) or callable(
@@ -269,7 +277,12 @@ class SplitConformalClassifier:
         return check_categories(categories, "categories", n=n)
 
     def _test_categories(self, categories, test_probs):
-        """Categories of every (test point, candidate label), shape ``(m, n_classes)``."""
+        """Category codes that broadcast to ``(m, n_classes)``: one per (test point, candidate label).
+
+        Shape ``(1,)`` without a taxonomy, ``(n_classes,)`` for ``"label"``,
+        ``(m, 1)`` for codes that do not depend on the label, ``(m, n_classes)``
+        otherwise.
+        """
         m, n_classes = test_probs.shape
         fitted = self._categories
         if fitted != "codes":
@@ -279,9 +292,9 @@ class SplitConformalClassifier:
                     f"categories={fitted!r}, which already gives the test categories"
                 )
             if fitted is None:
-                return np.zeros((m, n_classes), dtype=np.int64)
+                return np.zeros(1, dtype=np.int64)
             if fitted == "label":
-                return np.broadcast_to(np.arange(n_classes), (m, n_classes))
+                return np.arange(n_classes)
             categories = fitted
         elif categories is None:
             raise ValueError("this classifier was fitted on category codes: predict_set needs the test categories")
@@ -293,7 +306,7 @@ class SplitConformalClassifier:
         if shape not in ((m,), (m, n_classes)):
             raise ValueError(f"the test categories must have shape ({m},) or ({m}, {n_classes}), got {shape}")
         codes = check_categories(np.ravel(categories), "categories").reshape(shape)
-        return np.broadcast_to(codes[:, None], (m, n_classes)) if codes.ndim == 1 else codes
+        return codes[:, None] if codes.ndim == 1 else codes
 
     def predict_set(self, test_probs, *, categories=None, sample_weight=None):
         """Prediction sets of the test points.
@@ -338,14 +351,18 @@ class SplitConformalClassifier:
         return sets
 
     def _mondrian_thresholds(self, test_categories):
-        unseen = [c for c in np.unique(test_categories) if int(c) not in self.thresholds_]
-        if unseen and self.too_small == "raise":
+        """The threshold of every test category code (any shape), by one ``searchsorted`` and one gather."""
+        position = np.minimum(np.searchsorted(self._codes, test_categories), self._codes.size - 1)
+        seen = self._codes[position] == test_categories
+        if seen.all():
+            return self._values[position]
+        if self.too_small == "raise":
             raise ValueError(
-                f"the calibration set is too small for alpha={self.alpha}: test category {int(unseen[0])!r} has no "
-                "calibration point (pass too_small='include' to put every such label in the set)"
+                f"the calibration set is too small for alpha={self.alpha}: test category "
+                f"{int(np.min(test_categories[~seen]))!r} has no calibration point (pass too_small='include' to "
+                "put every such label in the set)"
             )
-        lookup = np.vectorize(lambda c: self.thresholds_.get(int(c), np.inf), otypes=[float])
-        return lookup(test_categories)
+        return np.where(seen, self._values[position], np.inf)
 
 
 def split_conformal_sets(
@@ -882,7 +899,7 @@ class RAPSClassifier:
         alpha = self.alpha
         rng = check_rng(self.seed)
         order = rng.permutation(len(cal_probs))
-        n_tune = int(round(self.tune_fraction * len(order)))
+        n_tune = round(self.tune_fraction * len(order))
         tune, rest = order[:n_tune], order[n_tune:]
         needed = int(np.ceil(1 / alpha)) - 1
         if min(tune.size, rest.size) < needed:

@@ -45,16 +45,16 @@ from calibtut._validation import (
 
 __all__ = [
     "BrierDecomposition",
-    "bin_edges",
     "assign_bins",
-    "reliability_data",
+    "bin_edges",
+    "brier_decomposition",
+    "brier_score",
+    "classwise_ece",
     "consistency_band",
     "expected_calibration_error",
     "overconfidence_error",
+    "reliability_data",
     "top_label_ece",
-    "classwise_ece",
-    "brier_score",
-    "brier_decomposition",
 ]
 
 _STRATEGIES = ("uniform", "quantile")
@@ -107,8 +107,12 @@ def bin_edges(confidence, n_bins=15, strategy="uniform"):
     array([0.  , 0.25, 0.5 , 0.75, 1.  ])
     """
     confidence = check_probabilities(confidence, "confidence", ndim=1)
-    n_bins = check_int(n_bins, "n_bins", minimum=1)
-    _check_choice(strategy, "strategy", _STRATEGIES)
+    return _bin_edges(confidence, check_int(n_bins, "n_bins", minimum=1), _check_choice(strategy, "strategy",
+                                                                                          _STRATEGIES))
+
+
+def _bin_edges(confidence, n_bins, strategy):
+    """:func:`bin_edges` of checked arguments."""
     if strategy == "uniform":
         return np.linspace(0.0, 1.0, n_bins + 1)
     edges = np.quantile(confidence, np.linspace(0.0, 1.0, n_bins + 1))
@@ -146,15 +150,46 @@ def assign_bins(confidence, edges, closed="right"):
     edges = check_probabilities(edges, "edges", ndim=1)
     if edges.size < 2 or np.any(np.diff(edges) < 0):
         raise ValueError("edges must hold at least 2 non-decreasing values")
-    _check_choice(closed, "closed", _CLOSED)
-    side = "left" if closed == "right" else "right"
-    idx = np.searchsorted(edges, confidence, side=side) - 1
-    return np.clip(idx, 0, edges.size - 2)
+    return _assign_bins(confidence, edges, _check_choice(closed, "closed", _CLOSED))
+
+
+def _assign_bins(confidence, edges, closed, uniform=False):
+    """:func:`assign_bins` of checked arguments.
+
+    On the uniform grid (``uniform=True``) the bin is ``floor(c * n_bins)``,
+    moved by one where floating point puts ``c`` on the other side of the
+    grid's edge than ``numpy.linspace`` does: the same bins as the binary
+    search, in a few passes.
+    """
+    n_bins = edges.size - 1
+    if not uniform:
+        idx = np.searchsorted(edges, confidence, side="left" if closed == "right" else "right") - 1
+        return np.clip(idx, 0, n_bins - 1)
+    idx = np.minimum((confidence * n_bins).astype(np.int64), n_bins - 1)
+    if closed == "right":  # (e_b, e_b+1], the first bin closed
+        idx -= (confidence <= edges[idx]) & (idx > 0)
+        idx += confidence > edges[idx + 1]
+    else:  # [e_b, e_b+1), the last bin closed
+        idx -= confidence < edges[idx]
+        idx += (confidence >= edges[idx + 1]) & (idx < n_bins - 1)
+    return idx
+
+
+def _bin_index(confidence, n_bins, strategy, closed):
+    """The edges and each confidence's bin, for checked arguments."""
+    n_bins = check_int(n_bins, "n_bins", minimum=1)
+    edges = _bin_edges(confidence, n_bins, _check_choice(strategy, "strategy", _STRATEGIES))
+    return edges, _assign_bins(confidence, edges, closed, uniform=strategy == "uniform")
+
+
+def _binned_gap(confidence, correct, n_bins, strategy, closed):
+    """Each bin's summed ``correct - confidence`` (one weighted bincount)."""
+    edges, idx = _bin_index(confidence, n_bins, strategy, closed)
+    return np.bincount(idx, weights=correct - confidence, minlength=edges.size - 1)
 
 
 def _binned(confidence, correct, n_bins, strategy, closed):
-    edges = bin_edges(confidence, n_bins, strategy)
-    idx = assign_bins(confidence, edges, closed)
+    edges, idx = _bin_index(confidence, n_bins, strategy, closed)
     n_b = edges.size - 1
     count = np.bincount(idx, minlength=n_b).astype(np.float64)
     sum_conf = np.bincount(idx, weights=confidence, minlength=n_b)
@@ -284,8 +319,12 @@ def expected_calibration_error(confidence, correct, n_bins=15, strategy="uniform
     """
     confidence, correct = _check_confidence_correct(confidence, correct)
     _check_choice(closed, "closed", _CLOSED)
-    _, _, sum_conf, sum_acc = _binned(confidence, correct, n_bins, strategy, closed)
-    return float(np.sum(np.abs(sum_acc - sum_conf)) / confidence.size)
+    return _ece(confidence, correct, n_bins, strategy, closed)
+
+
+def _ece(confidence, correct, n_bins, strategy, closed):
+    """:func:`expected_calibration_error` of checked arguments."""
+    return float(np.sum(np.abs(_binned_gap(confidence, correct, n_bins, strategy, closed))) / confidence.size)
 
 
 def overconfidence_error(confidence, correct, n_bins=15, strategy="uniform", closed="right"):
@@ -308,8 +347,8 @@ def overconfidence_error(confidence, correct, n_bins=15, strategy="uniform", clo
     """
     confidence, correct = _check_confidence_correct(confidence, correct)
     _check_choice(closed, "closed", _CLOSED)
-    _, _, sum_conf, sum_acc = _binned(confidence, correct, n_bins, strategy, closed)
-    return float(np.sum(np.maximum(sum_conf - sum_acc, 0.0)) / confidence.size)
+    gap = _binned_gap(confidence, correct, n_bins, strategy, closed)
+    return float(np.sum(np.maximum(-gap, 0.0)) / confidence.size)
 
 
 def top_label_ece(probs, labels, n_bins=15, strategy="uniform", closed="right"):
@@ -339,8 +378,10 @@ def top_label_ece(probs, labels, n_bins=15, strategy="uniform", closed="right"):
     0.3
     """
     probs, labels = _check_probs_labels(probs, labels)
+    _check_choice(closed, "closed", _CLOSED)
     pred = np.argmax(probs, axis=1)
-    return expected_calibration_error(probs.max(axis=1), pred == labels, n_bins, strategy, closed)
+    correct = (pred == labels).astype(np.float64)
+    return _ece(probs[np.arange(len(probs)), pred], correct, n_bins, strategy, closed)
 
 
 def classwise_ece(probs, labels, n_bins=15, strategy="uniform", closed="right"):
@@ -365,14 +406,9 @@ def classwise_ece(probs, labels, n_bins=15, strategy="uniform", closed="right"):
     0.3
     """
     probs, labels = _check_probs_labels(probs, labels)
-    return float(
-        np.mean(
-            [
-                expected_calibration_error(probs[:, k], labels == k, n_bins, strategy, closed)
-                for k in range(probs.shape[1])
-            ]
-        )
-    )
+    _check_choice(closed, "closed", _CLOSED)
+    return float(np.mean([_ece(probs[:, k], (labels == k).astype(np.float64), n_bins, strategy, closed)
+                          for k in range(probs.shape[1])]))
 
 
 def _binary_or_multiclass(probs, labels):
@@ -481,7 +517,7 @@ def brier_decomposition(probs, labels, n_bins=None, closed="right"):
         if n_bins is None:
             _, idx = np.unique(fk, return_inverse=True)
         else:
-            idx = assign_bins(fk, bin_edges(fk, n_bins, "uniform"), closed)
+            idx = _bin_index(fk, n_bins, "uniform", closed)[1]
         count = np.bincount(idx).astype(np.float64)
         used = count > 0
         fbar = np.bincount(idx, weights=fk)[used] / count[used]

@@ -20,7 +20,8 @@ of them over ``c``: ``n_c' / (|T| + w)`` and ``(n_c' + w) / (|T| + w)``.
 Venn-ABERS (Vovk & Petej 2014) is the Venn predictor of a binary classifier
 whose taxonomy is given by isotonic regression of the labels on the
 classifier's score: ``p0`` and ``p1`` are the isotonic fits at the test
-score with the test point added under label 0 and label 1.
+score with the test point added under label 0 and label 1, computed for
+every test score at once by Vovk, Petej & Fedorova's (2015) construction.
 
 :class:`VennPredictor` and :class:`VennABERS` hold the methods;
 :func:`venn_multiprobabilities`, :func:`venn_probability_bounds` and
@@ -30,7 +31,6 @@ score with the test point added under label 0 and label 1.
 from __future__ import annotations
 
 import numpy as np
-from sklearn.isotonic import IsotonicRegression
 
 from calibtut._validation import (
     as_float_array,
@@ -43,7 +43,7 @@ from calibtut._validation import (
     check_same_length,
 )
 
-__all__ = ["VennPredictor", "VennABERS", "venn_multiprobabilities", "venn_probability_bounds", "venn_abers"]
+__all__ = ["VennABERS", "VennPredictor", "venn_abers", "venn_multiprobabilities", "venn_probability_bounds"]
 
 
 class VennPredictor:
@@ -267,23 +267,90 @@ def venn_probability_bounds(cal_categories, cal_y, test_categories, n_classes, *
                                 test_weight=test_weight)
 
 
+def _label_one_probabilities(weights, ones):
+    """``p1`` at each of the ``k + 1`` gaps between ``k`` sorted distinct calibration scores.
+
+    Gap ``g`` is a test score above the ``g`` smallest distinct scores (and
+    at most the next); ``weights[j]`` calibration points share score ``j``,
+    ``ones[j]`` of them with label 1. Adding the test point with label 1 at
+    gap ``g`` and shifting its left by ``(1, 1)``, the cumulative sum diagram
+    is ``L_a = P_a - (1, 1)`` for ``a <= g`` and ``P_b`` for ``b >= g``; the
+    isotonic fit at the test point is the slope of the greatest convex
+    minorant over it, the lower common tangent (bridge) of the lower hull of
+    ``{L_a}`` and that of ``{P_b}`` (Vovk, Petej & Fedorova 2015, Section 2).
+    The sweep over ``g`` keeps the left hull on a stack, reads the right
+    (suffix) hulls from pointers computed once from the right, and walks the
+    two tangent points forward only: the bridge slope does not decrease with
+    ``g``, so each moves ``O(k)`` times in all. Integer cross products make
+    every comparison exact.
+    """
+    k = len(weights)
+    x, y = [0] * (k + 1), [0] * (k + 1)  # the cumulative sum diagram P_0..P_k
+    for j in range(k):
+        x[j + 1], y[j + 1] = x[j] + weights[j], y[j] + ones[j]
+    following = [-1] * (k + 1)  # the next vertex of the lower hull of P_j..P_k
+    stack = [k]
+    for j in range(k - 1, -1, -1):
+        while len(stack) >= 2:
+            a, c = stack[-1], stack[-2]
+            if (x[a] - x[j]) * (y[c] - y[j]) - (y[a] - y[j]) * (x[c] - x[j]) > 0:
+                break
+            stack.pop()
+        following[j] = stack[-1]
+        stack.append(j)
+    p1 = [1.0] * (k + 1)  # above every calibration score the test point pools alone
+    left, p, b = [], 0, 0  # the lower hull of L_0..L_g, the left tangent's place in it, the right tangent
+    for g in range(k):
+        while len(left) >= 2:
+            a0, a1 = left[-2], left[-1]
+            if (x[a1] - x[a0]) * (y[g] - y[a0]) - (y[a1] - y[a0]) * (x[g] - x[a0]) > 0:
+                break
+            left.pop()
+        p = min(p, max(len(left) - 1, 0))
+        left.append(g)
+        b = max(b, g)
+        ax, ay = x[left[p]] - 1, y[left[p]] - 1
+        while True:
+            dx, dy = x[b] - ax, y[b] - ay
+            nb = following[b]
+            if nb != -1 and dx * (y[nb] - ay) - dy * (x[nb] - ax) < 0:  # P_nb below the line: move right
+                b = nb
+            elif p + 1 < len(left) and dx * (y[left[p + 1]] - 1 - ay) - dy * (x[left[p + 1]] - 1 - ax) < 0:
+                p += 1
+                ax, ay = x[left[p]] - 1, y[left[p]] - 1
+            else:
+                break
+        p1[g] = (y[b] - ay) / (x[b] - ax)
+    return np.array(p1)
+
+
 class VennABERS:
     """Venn-ABERS probabilities ``(p0, p1)`` of label 1 for a binary classifier (Vovk & Petej 2014).
 
-    For each test score ``s``, isotonic regression (scikit-learn's
-    ``IsotonicRegression``) of the calibration labels on the calibration
-    scores, with ``(s, 0)`` added, evaluated at ``s`` gives ``p0``; with
-    ``(s, 1)`` added, ``p1``. Then ``p0 <= p1``, and one of them (the one of
-    the true label) is perfectly calibrated. ``p1 / (1 - p0 + p1)`` is the
-    usual single-number summary. One pair of fits per distinct test score,
-    so :meth:`fit` only stores the calibration set.
+    For a test score ``s``, ``p0`` is the isotonic regression of the
+    calibration labels on the calibration scores with ``(s, 0)`` added,
+    evaluated at ``s``, and ``p1`` the same with ``(s, 1)`` (tied scores are
+    pooled, as scikit-learn's ``IsotonicRegression`` pools them). Then
+    ``p0 <= p1``, and one of them (the one of the true label) is perfectly
+    calibrated; ``p1 / (1 - p0 + p1)`` is the usual single-number summary.
+
+    :meth:`fit` computes ``p0`` and ``p1`` once for every place a test score
+    can fall among the ``k`` distinct calibration scores (Vovk, Petej &
+    Fedorova 2015: the greatest convex minorant of the cumulative sum diagram,
+    by stacks, ``O(n log n)`` with the sort); :meth:`predict_proba` looks each
+    test score up, ``O(m log k)``. A test score equal to a calibration score
+    gets the ``p1`` of a score just below it and the ``p0`` of one just
+    above it. Written here because no maintained library offers the
+    construction as a dependency (the ``venn-abers`` package, its test
+    oracle, has a quadratic worst case).
 
     Attributes
     ----------
-    scores_ : numpy.ndarray of shape (n,)
-        Calibration scores.
-    labels_ : numpy.ndarray of int, shape (n,)
-        Calibration labels.
+    scores_ : numpy.ndarray of shape (k,)
+        The distinct calibration scores, increasing.
+    p0_, p1_ : numpy.ndarray of shape (k + 1,)
+        ``p0`` and ``p1`` of a test score above exactly ``g`` of them
+        (``p0_[g]``: above or equal; ``p1_[g]``: strictly above).
 
     Examples
     --------
@@ -294,7 +361,7 @@ class VennABERS:
     """
 
     def fit(self, cal_scores, cal_y):
-        """Store the calibration scores and labels.
+        """Compute ``p0`` and ``p1`` between every two consecutive distinct calibration scores.
 
         Parameters
         ----------
@@ -312,7 +379,12 @@ class VennABERS:
         scores = as_float_array(cal_scores, "cal_scores", ndim=1)
         labels = check_labels(cal_y, "cal_y", n_classes=2)
         check_same_length(cal_scores=scores, cal_y=labels)
-        self.scores_, self.labels_ = scores, labels
+        self.scores_, inverse = np.unique(scores, return_inverse=True)
+        weights = np.bincount(inverse)
+        ones = np.bincount(inverse, weights=labels).astype(np.int64)
+        self.p1_ = _label_one_probabilities(weights.tolist(), ones.tolist())
+        # p0 is p1 of the mirrored problem: scores reversed, labels flipped
+        self.p0_ = 1.0 - _label_one_probabilities(weights[::-1].tolist(), (weights - ones)[::-1].tolist())[::-1]
         return self
 
     def predict_proba(self, test_scores):
@@ -327,17 +399,10 @@ class VennABERS:
         -------
         p0, p1 : numpy.ndarray of shape (m,)
         """
-        check_fitted(self, "scores_")
+        check_fitted(self, "p1_")
         test = as_float_array(test_scores, "test_scores", ndim=1)
-        unique, inverse = np.unique(test, return_inverse=True)
-        bounds = np.empty((unique.size, 2))
-        for i, s in enumerate(unique):
-            x = np.append(self.scores_, s)
-            for label in (0, 1):
-                fit = IsotonicRegression(out_of_bounds="clip", y_min=0.0, y_max=1.0)
-                fit.fit(x, np.append(self.labels_, label).astype(float))
-                bounds[i, label] = fit.predict([s])[0]
-        return bounds[inverse, 0], bounds[inverse, 1]
+        return (self.p0_[np.searchsorted(self.scores_, test, side="right")],
+                self.p1_[np.searchsorted(self.scores_, test, side="left")])
 
 
 def venn_abers(cal_scores, cal_y, test_scores):
