@@ -18,12 +18,20 @@ of that notebook uses them without the notebook changing):
   workers need calibtut installed, and GPU workers started with
   ``--resources GPU=1``.
 
+A sweep on workers survives workers that die (killed for memory, a crashing
+extension): Dask runs the dead worker's task again elsewhere, and
+:func:`run_dask` stores each result as soon as it is back, reopens the local
+workers that ``distributed`` gave up on, and stops with the remaining tasks
+marked failed (named by :class:`calibtut.run.SweepFailed`) once no worker has
+been able to run them for ``CALIBTUT_STALL_TIMEOUT`` seconds (default 120).
+
 Dask is an optional dependency (``pip install "calibtut[cluster]"``); serial
 execution needs nothing beyond the package.
 """
 
 from __future__ import annotations
 
+import asyncio
 import atexit
 import os
 import socket
@@ -32,10 +40,11 @@ import time
 import traceback
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import partial
 
 import pandas as pd
 
-from calibtut._validation import check_int
+from calibtut._validation import check_int, check_real
 from calibtut.run.provenance import cpu_label
 from calibtut.run.store import FAILED, OK, dumps
 
@@ -43,6 +52,8 @@ __all__ = [
     "CONNECT_TIMEOUT_S",
     "GPU_WORKERS_ENV",
     "SCHEDULER_ENV",
+    "STALL_TIMEOUT_ENV",
+    "STALL_TIMEOUT_S",
     "THREADS_ENV",
     "WORKERS_ENV",
     "Engine",
@@ -54,6 +65,7 @@ __all__ = [
     "run_dask",
     "run_serial",
     "run_task",
+    "stall_timeout",
     "to_records",
     "wants_gpu",
 ]
@@ -66,8 +78,19 @@ SCHEDULER_ENV = "CALIBTUT_SCHEDULER"
 THREADS_ENV = "CALIBTUT_THREADS_PER_WORKER"
 #: Environment variable: how many local workers carry the ``GPU`` resource.
 GPU_WORKERS_ENV = "CALIBTUT_GPU_WORKERS"
+#: Environment variable: seconds a sweep waits while no worker can run its remaining tasks.
+STALL_TIMEOUT_ENV = "CALIBTUT_STALL_TIMEOUT"
+#: Default of ``CALIBTUT_STALL_TIMEOUT``: long enough for local workers to restart on a busy machine.
+STALL_TIMEOUT_S = 120.0
 #: Seconds to wait for a scheduler given by address before giving up.
 CONNECT_TIMEOUT_S = 10
+#: Seconds between two looks at the queue of finished tasks, and between two checks of the cluster.
+_POLL_S = 0.05
+_CHECK_EVERY_S = 1.0
+#: Seconds to wait for a finished task's result; longer means its worker died holding it.
+_RESULT_WAIT_S = 10.0
+#: distributed's lost-worker timeout while a sweep runs on a local cluster: never, in practice.
+_KEEP_NANNIES_S = 10 * 365 * 24 * 3600.0
 _THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 
 
@@ -204,6 +227,41 @@ def resolve_engine(workers=None, scheduler=None, threads_per_worker=None, gpu_wo
     return Engine(workers=workers, threads_per_worker=threads, gpu_workers=gpu_workers)
 
 
+def stall_timeout(seconds=None):
+    """Seconds a sweep on workers waits while no worker can run its remaining tasks.
+
+    Parameters
+    ----------
+    seconds : float, optional
+        A positive, finite number of seconds. Default: ``CALIBTUT_STALL_TIMEOUT``,
+        else :data:`STALL_TIMEOUT_S` (120). A cluster whose workers come from a
+        batch queue (dask-jobqueue) may need more: the wait is always bounded.
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> stall_timeout(30)
+    30.0
+    >>> stall_timeout(0)
+    Traceback (most recent call last):
+    ...
+    ValueError: stall_timeout must be > 0, got 0.0
+    """
+    name = "stall_timeout"
+    if seconds is None and os.environ.get(STALL_TIMEOUT_ENV):
+        seconds, name = os.environ[STALL_TIMEOUT_ENV], STALL_TIMEOUT_ENV
+        try:
+            seconds = float(seconds)
+        except ValueError:
+            raise ValueError(f"{name} must be a number of seconds, got {seconds!r}") from None
+    if seconds is None:
+        return STALL_TIMEOUT_S
+    return check_real(seconds, name, low=0, low_open=True)
+
+
 def wants_gpu(task):
     """Whether a task asks for a GPU: its ``device`` value starts with ``"cuda"``.
 
@@ -330,6 +388,7 @@ def local_cluster(engine):
     spec = (engine.workers, engine.threads_per_worker, engine.gpu_workers)
     cluster = _CLUSTERS.get(spec)
     if cluster is not None and cluster.status.name == "running":
+        _reopen_closed_nannies(cluster)
         return cluster
     import logging
 
@@ -348,12 +407,16 @@ def local_cluster(engine):
     # trades speed for memory: it doubled the time of a torch training task here
     # (benchmarks/bench_sweep.py). Our workers keep the C library's own setting, and do
     # without Dask's statistical profiler (it samples the task's thread every 10 ms,
-    # for a dashboard these clusters do not serve).
+    # for a dashboard these clusters do not serve). A worker holds only the task it runs
+    # (saturation 1.0, not 1.1): when a task kills its worker, the scheduler counts the
+    # death against every task the worker held, and a task that waited behind a killer
+    # could reach `allowed-failures` (3) and fail without ever having run.
     import dask
 
-    speed = {"distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None,
-             "distributed.worker.profile.enabled": False}
-    with dask.config.set(speed):
+    settings = {"distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None,
+                "distributed.worker.profile.enabled": False,
+                "distributed.scheduler.worker-saturation": 1.0}
+    with dask.config.set(settings):
         cluster = distributed.SpecCluster(
             workers=workers,
             scheduler={"cls": distributed.Scheduler, "options": {"dashboard": False, "dashboard_address": ":0"}},
@@ -388,10 +451,69 @@ def connect(engine):
                          f"{CONNECT_TIMEOUT_S} s ({type(exc).__name__}: {exc})") from None
 
 
+def _worker_counts(client):
+    """``(workers, gpu workers)`` registered with the scheduler now."""
+    workers = client.scheduler_info()["workers"].values()
+    return len(workers), sum(1 for w in workers if w.get("resources", {}).get("GPU", 0) >= 1)
+
+
 def gpu_slots(client):
     """How many workers of the cluster carry the ``GPU`` resource."""
-    info = client.scheduler_info()
-    return sum(1 for w in info.get("workers", {}).values() if w.get("resources", {}).get("GPU", 0) >= 1)
+    return _worker_counts(client)[1]
+
+
+def _reopen_closed_nannies(cluster):
+    """Start again the workers of a local cluster that ``distributed`` closed for good.
+
+    ``distributed``'s ``SpecCluster`` closes a worker's nanny when, 15 s
+    (``distributed.deploy.lost-worker-timeout``) after the worker was lost, no
+    worker of that name is registered: a nanny that is just restarting its
+    worker after a later kill is closed that way, and once every nanny is
+    closed nothing runs. :func:`run_dask` defers that timeout while it runs;
+    this repairs what a loss outside a sweep closed. Scaling the cluster to its
+    own size reopens the closed nannies. ``cluster`` None (a scheduler given by
+    address, which manages its own workers) or not running: nothing to do.
+    """
+    if cluster is None or cluster.status.name != "running":
+        return
+    if set(cluster.worker_spec) - set(cluster.workers):
+        cluster.scale(len(cluster.worker_spec))
+
+
+def _can_run(client, waiting, gpu):
+    """Whether some worker can run one of the ``waiting`` futures (those in ``gpu`` need a GPU worker)."""
+    try:
+        workers, gpu_workers = _worker_counts(client)
+    except OSError:  # the scheduler cannot be reached: nothing runs
+        return False
+    return gpu_workers > 0 if waiting <= gpu else workers > 0
+
+
+def _not_run(error):
+    """The outcome of a task that never returned its result."""
+    return {"status": FAILED, "seconds": float("nan"), "worker": None, "error": error}
+
+
+def _never_returned(exc):
+    return _not_run(f"{type(exc).__name__}: {exc}\n(the task never returned; for KilledWorker its worker "
+                    f"process died each time it ran it: memory, a crash, or a kill)")
+
+
+def _collect(future):
+    """The outcome of a future that ``as_completed`` returned; None when its result must be awaited again.
+
+    A result lives on the worker that computed it until this process fetches
+    it: when that worker dies first, the scheduler computes the task again,
+    and the future is waited for anew (bounded: the caller checks the workers).
+    """
+    if not future.done():  # finished, then lost with its worker
+        return None
+    try:
+        return future.result(timeout=_RESULT_WAIT_S)
+    except TimeoutError:
+        return None
+    except (Exception, asyncio.CancelledError) as exc:  # KilledWorker, a cancellation
+        return _never_returned(exc)
 
 
 def check_serialisable(fn, fn_name):
@@ -406,34 +528,87 @@ def check_serialisable(fn, fn_name):
                         f"without unpicklable state (open files, locks, generators)") from None
 
 
-def run_dask(client, fn, todo, reserved, threads, label):
-    """Yield ``(key, outcome)`` for each ``(key, task)`` of ``todo`` as workers finish them.
+def _submit(client, fn, todo, reserved, threads, label):
+    """Futures of ``todo`` (a dict future -> key), and the set of those that need a GPU worker.
 
-    A task that raises comes back as a failed outcome; a task whose worker died
-    more often than Dask allows (``distributed.scheduler.allowed-failures``)
-    comes back failed too, with the reason. Leaving the generator early (an
-    interrupt) cancels whatever is still queued.
+    One ``map`` per kind of task: a large group submitted at once is queued on
+    the scheduler (root-ish), so that a worker holds only the task it runs.
     """
-    distributed = _import_distributed()
     import uuid
 
     token = uuid.uuid4().hex[:8]
-    futures = {}
-    for key, task in todo:
-        resources = {"GPU": 1} if wants_gpu(task) else None
-        future = client.submit(run_task, fn, task, reserved, threads, key=f"{label}-{key}-{token}",
-                               pure=False, resources=resources)
-        futures[future] = key
+    futures, gpu = {}, set()
+    for on_gpu in (False, True):
+        batch = [(key, task) for key, task in todo if wants_gpu(task) == on_gpu]
+        if not batch:
+            continue
+        mapped = client.map(partial(run_task, fn), [task for _, task in batch], reserved=reserved,
+                            threads=threads, key=[f"{label}-{key}-{token}" for key, _ in batch], pure=False,
+                            resources={"GPU": 1} if on_gpu else None)
+        futures.update(zip(mapped, (key for key, _ in batch)))
+        if on_gpu:
+            gpu.update(mapped)
+    return futures, gpu
+
+
+def run_dask(client, fn, todo, reserved, threads, label, *, stall=None):
+    """Yield ``(key, outcome)`` for each ``(key, task)`` of ``todo`` as workers finish them.
+
+    Each outcome is yielded as soon as its future completes (``as_completed``),
+    so that the caller stores it at once. A task that raises comes back as a
+    failed outcome; so does a task whose worker died more often than Dask
+    allows (``distributed.scheduler.allowed-failures``, 3 by default), with
+    the reason. The wait is bounded: when no worker has been able to run the
+    remaining tasks for ``stall`` seconds, each of them comes back failed,
+    saying so, and the generator ends. On a local cluster, a nanny restarting
+    its killed worker is never closed for good while the sweep runs
+    (``distributed.deploy.lost-worker-timeout`` is deferred), and nannies closed
+    before are reopened. Leaving the generator early (an interrupt) cancels
+    whatever is still queued.
+
+    Parameters
+    ----------
+    stall : float, optional
+        Seconds to wait without a worker, see :func:`stall_timeout` (which
+        checks it and gives the default).
+    """
+    distributed = _import_distributed()
+    import dask
+
+    stall = stall_timeout(stall)
+    cluster = getattr(client, "cluster", None)
+    keep_nannies = {"distributed.deploy.lost-worker-timeout": _KEEP_NANNIES_S} if cluster is not None else {}
+    futures, gpu = _submit(client, fn, todo, reserved, threads, label)
+    waiting = set(futures)
+    completed = distributed.as_completed(list(futures), loop=client.loop)
+    no_worker_since, next_check = None, time.monotonic() + _CHECK_EVERY_S
     try:
-        for future in distributed.as_completed(list(futures), loop=client.loop):
-            key = futures[future]
-            try:
-                outcome = future.result()
-            except Exception as exc:
-                outcome = {"status": FAILED, "seconds": float("nan"), "worker": None,
-                           "error": f"{type(exc).__name__}: {exc}\n(the task never returned; for KilledWorker "
-                                    f"its worker process died repeatedly: memory, a crash, or a kill)"}
-            future.release()
-            yield key, outcome
+        with dask.config.set(keep_nannies):
+            while waiting:
+                batch = completed.next_batch(block=False)
+                for future in batch:
+                    outcome = _collect(future)
+                    if outcome is None:
+                        completed.add(future)
+                        continue
+                    waiting.discard(future)
+                    future.release()
+                    yield futures[future], outcome
+                now = time.monotonic()
+                if now >= next_check:
+                    next_check = now + _CHECK_EVERY_S
+                    _reopen_closed_nannies(cluster)
+                    if _can_run(client, waiting, gpu):
+                        no_worker_since = None
+                    elif no_worker_since is None:
+                        no_worker_since = now
+                    elif now - no_worker_since >= stall:
+                        error = (f"the sweep stopped waiting: no worker could run this task for {stall:g} s "
+                                 f"(every worker died or left; set {STALL_TIMEOUT_ENV} to wait longer)")
+                        for future in [f for f in futures if f in waiting]:
+                            yield futures[future], _not_run(error)
+                        return
+                if not batch:
+                    time.sleep(_POLL_S)
     finally:
         client.cancel(list(futures))
