@@ -402,7 +402,8 @@ class StudyLoss:
         """
         if self.levels is not None:
             return self.levels.to(dtype=y.dtype, device=y.device)
-        levels = torch.sort(torch.rand(self.n_levels, dtype=y.dtype, device=y.device)).values
+        # drawn by the CPU generator on every device, so a seed gives one stream on CPU and GPU
+        levels = torch.sort(torch.rand(self.n_levels, dtype=y.dtype)).values.to(y.device)
         return levels.clamp(1e-6, 1 - 1e-6)
 
     def quantile_loss(self, quantiles, y, levels):
