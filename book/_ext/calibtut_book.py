@@ -31,6 +31,7 @@ import sys
 from pathlib import Path
 
 from sphinx.errors import ConfigError
+from sphinx_exercise.nodes import solution_node
 
 API_FOLDER = "book/api"
 #: id(object) -> its documented full name, rebuilt once per build (see _documented_index).
@@ -314,7 +315,29 @@ def _restore_sentence_colon(app, what, name, obj, options, lines):
             return
 
 
+def _take_over_hide_solutions(app, config):
+    """Hide solutions ourselves: sphinx-exercise 1.2 drops a gated solution's start but keeps its end.
+
+    Its own ``hide_solutions`` then fails the build on the orphaned end node, so
+    the switch is read here and whole solutions are removed after the gates are
+    merged (:func:`_drop_solutions`). The copy is an ``env`` value, so changing
+    the switch re-reads every page.
+    """
+    config.calibtut_hide_solutions = bool(config.hide_solutions)
+    config.hide_solutions = False
+
+
+def _drop_solutions(app, doctree):
+    """Remove every solution of a page when the book is built with ``hide_solutions: true``."""
+    if app.config.calibtut_hide_solutions:
+        for node in list(doctree.findall(solution_node)):
+            node.parent.remove(node)
+
+
 def setup(app):
+    app.add_config_value("calibtut_hide_solutions", False, "env")
+    app.connect("config-inited", _take_over_hide_solutions)
+    app.connect("doctree-read", _drop_solutions)
     app.connect("config-inited", _configure)
     app.connect("autodoc-process-docstring", _restore_sentence_colon, priority=600)
     app.connect("missing-reference", _resolve_alias)

@@ -1,0 +1,109 @@
+"""Every chapter of the book has learning goals, a summary and exercises with solutions.
+
+Read from the MyST sources of the chapters that ``_toc.yml`` lists: an admonition
+titled "Learning goals", a section "## What we learned", and at least three
+sphinx-exercise ``exercise`` directives, each with a ``solution`` (or a gated
+``solution-start`` ... ``solution-end``) that names its label.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+MIN_EXERCISES = 3
+
+# Chapters not yet brought to this standard (issue 30). Listed chapters are
+# xfail-strict: once one complies, its test fails until it is removed here.
+NOT_YET = {
+    "notebooks/regression_study/01_are_models_calibrated",
+    "notebooks/regression_study/02_post_hoc_recalibration",
+    "notebooks/regression_study/03_regularization",
+    "notebooks/regression_study/04_comparison_at_scale",
+    "notebooks/regression_study/05_combining_and_where_to_fit",
+    "notebooks/regression_study/06_paper_vs_ours",
+    "notebooks/venn_admit/01_selective_classification",
+    "notebooks/venn_admit/02_knn_approximation",
+    "notebooks/venn_admit/03_admit",
+    "notebooks/venn_admit/04_venn_admit",
+    "notebooks/venn_admit/05_experiments",
+    "notebooks/venn_admit/06_protein",
+    "notebooks/venn_admit/07_grammar",
+    "notebooks/venn_admit/08_paper_vs_ours",
+}
+
+GOALS = re.compile(r"^```\{admonition\} Learning goals\s*$", re.MULTILINE)
+SUMMARY = re.compile(r"^## What we learned\s*$", re.MULTILINE)
+EXERCISE = re.compile(r"^```\{exercise\}[^\n]*\n(?::[a-z-]+:[^\n]*\n)*?:label: (\S+)", re.MULTILINE)
+SOLUTION = re.compile(r"^```\{solution(?:-start)?\} (\S+)\s*$", re.MULTILINE)
+GATE_START = re.compile(r"^```\{solution-start\}", re.MULTILINE)
+GATE_END = re.compile(r"^```\{solution-end\}", re.MULTILINE)
+
+
+def toc_chapters() -> list[str]:
+    """The chapter files under ``notebooks/`` that ``_toc.yml`` lists, in order."""
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text(encoding="utf8"))
+    files = [chapter["file"] for part in toc["parts"] for chapter in part["chapters"]]
+    return [f for f in files if f.startswith("notebooks/")]
+
+
+def problems(text: str) -> list[str]:
+    """What a chapter's MyST source lacks; empty when it complies."""
+    found = []
+    if not GOALS.search(text):
+        found.append("no 'Learning goals' admonition")
+    if not SUMMARY.search(text):
+        found.append("no '## What we learned' section")
+    exercises = EXERCISE.findall(text)
+    if len(exercises) < MIN_EXERCISES:
+        found.append(f"{len(exercises)} exercises, at least {MIN_EXERCISES} needed")
+    solved = set(SOLUTION.findall(text))
+    found += [f"exercise {label} has no solution" for label in exercises if label not in solved]
+    if len(GATE_START.findall(text)) != len(GATE_END.findall(text)):
+        found.append("unbalanced solution-start / solution-end")
+    return found
+
+
+CHAPTERS = toc_chapters()
+
+
+def test_toc_lists_chapters():
+    assert CHAPTERS, "_toc.yml lists no chapter under notebooks/"
+    assert NOT_YET <= set(CHAPTERS), sorted(NOT_YET - set(CHAPTERS))
+
+
+@pytest.mark.parametrize(
+    "chapter",
+    [
+        pytest.param(c, marks=pytest.mark.xfail(strict=True, reason="issue 30: not done yet"))
+        if c in NOT_YET
+        else c
+        for c in CHAPTERS
+    ],
+)
+def test_chapter_structure(chapter):
+    text = (ROOT / f"{chapter}.md").read_text(encoding="utf8")
+    assert not problems(text), f"{chapter}.md: {problems(text)}"
+
+
+def test_problems_are_found():
+    """The check fails on a chapter that lacks each element in turn."""
+    exercise = "```{exercise} Title\n:label: ex-%d\n\nText.\n```\n\n"
+    solution = "```{solution} ex-%d\n:class: dropdown\n\nAnswer.\n```\n\n"
+    good = (
+        "# Chapter\n\n```{admonition} Learning goals\n:class: tip\n\n* one\n```\n\n"
+        "## What we learned\n\nThings.\n\n## Exercises\n\n"
+        + "".join(exercise % i + solution % i for i in range(3))
+    )
+    assert problems(good) == []
+    assert problems(good.replace("Learning goals", "Goals")) == ["no 'Learning goals' admonition"]
+    assert problems(good.replace("## What we learned", "## Summary")) == ["no '## What we learned' section"]
+    assert problems(good.replace(solution % 2, "")) == ["exercise ex-2 has no solution"]
+    assert problems(good.replace(exercise % 2 + solution % 2, "")) == ["2 exercises, at least 3 needed"]
+    gated = good.replace(solution % 1, "```{solution-start} ex-1\n:class: dropdown\n```\n\n")
+    assert problems(gated) == ["unbalanced solution-start / solution-end"]
+    assert problems(gated + "```{solution-end}\n```\n") == []
