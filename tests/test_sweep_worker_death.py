@@ -179,5 +179,5 @@ def test_stall_timeout_default_and_argument(monkeypatch):
     monkeypatch.setenv(engines.STALL_TIMEOUT_ENV, "7.5")
     assert engines.stall_timeout() == 7.5
     assert engines.stall_timeout(2) == 2.0  # an argument wins over the environment
-    with pytest.raises(TypeError, match="stall_timeout must be a real number"):
+    with pytest.raises(TypeError, match="seconds must be a real number"):
         engines.stall_timeout("10")

@@ -248,9 +248,9 @@ def stall_timeout(seconds=None):
     >>> stall_timeout(0)
     Traceback (most recent call last):
     ...
-    ValueError: stall_timeout must be > 0, got 0.0
+    ValueError: seconds must be > 0, got 0.0
     """
-    name = "stall_timeout"
+    name = "seconds"
     if seconds is None and os.environ.get(STALL_TIMEOUT_ENV):
         seconds, name = os.environ[STALL_TIMEOUT_ENV], STALL_TIMEOUT_ENV
         try:
@@ -566,16 +566,24 @@ def run_dask(client, fn, todo, reserved, threads, label, *, stall=None):
     before are reopened. Leaving the generator early (an interrupt) cancels
     whatever is still queued.
 
+    ``stall`` is checked at the call, before anything is submitted (the
+    outcomes come from the generator that the call returns).
+
     Parameters
     ----------
     stall : float, optional
-        Seconds to wait without a worker, see :func:`stall_timeout` (which
-        checks it and gives the default).
+        Seconds to wait without a worker (positive, finite); default: that
+        of :func:`stall_timeout`.
     """
+    stall = stall_timeout() if stall is None else check_real(stall, "stall", low=0, low_open=True)
+    return _dask_outcomes(client, fn, todo, reserved, threads, label, stall)
+
+
+def _dask_outcomes(client, fn, todo, reserved, threads, label, stall):
+    """The generator of :func:`run_dask`, whose arguments it has checked."""
     distributed = _import_distributed()
     import dask
 
-    stall = stall_timeout(stall)
     cluster = getattr(client, "cluster", None)
     keep_nannies = {"distributed.deploy.lost-worker-timeout": _KEEP_NANNIES_S} if cluster is not None else {}
     futures, gpu = _submit(client, fn, todo, reserved, threads, label)
