@@ -65,7 +65,7 @@ import pandas as pd
 import torch
 
 from calibtut._torch import resolve_device
-from calibtut._validation import check_alpha, check_int, check_real
+from calibtut._validation import as_float_array, check_alpha, check_int, check_labels, check_real
 from calibtut.conformal.sets import (
     label_conditional_sets,
     localized_conformal_sets,
@@ -76,9 +76,15 @@ from calibtut.data.grammar import load_fce
 from calibtut.data.protein import load_protein_ss
 from calibtut.data.sentiment import load_sentiment, sentiment_pool
 from calibtut.experiments.venn_admit._common import f05_score, method_list
+from calibtut.models.exemplar import ExemplarCNN, exemplar_outputs, fit_exemplar_cnn
 from calibtut.models.memory_head import MemoryHead, fit_memory_head, memory_head_outputs
 from calibtut.models.protein_cnn import ProteinCNN, encode_proteins, fit_protein_cnn, protein_cnn_outputs
-from calibtut.models.sentence_embeddings import cached_embeddings, minilm_encoder
+from calibtut.models.sentence_embeddings import (
+    cached_embeddings,
+    cached_token_states,
+    minilm_encoder,
+    minilm_token_encoder,
+)
 from calibtut.models.token_cnn import TokenCNN, WordVocabulary, fit_token_cnn, token_cnn_outputs
 from calibtut.recalibration import TemperatureScaling
 from calibtut.recalibration.venn import venn_abers
@@ -105,15 +111,18 @@ __all__ = [
     "run_protein_config",
     "run_va_config",
     "va_points",
+    "va_rows",
     "va_tasks",
 ]
 
 #: Our test sets (the paper's Sentiment and SentimentOOD).
 DATASETS = ("sentiment", "sentiment_ood")
 
-#: Input features of the stand-in network: TF-IDF vectors, or all-MiniLM-L6-v2 sentence embeddings
-#: (cached by content hash, :mod:`calibtut.models.sentence_embeddings`; needs sentence-transformers).
-FEATURES = ("tfidf", "minilm")
+#: The stand-in network's representation: a memory head on TF-IDF vectors or on all-MiniLM-L6-v2 sentence
+#: embeddings, or paper 001's exemplar memory layer on MiniLM's token states (``"exemplar"``,
+#: :mod:`calibtut.models.exemplar`); MiniLM's outputs are cached by content hash
+#: (:mod:`calibtut.models.sentence_embeddings`; needs the ``embeddings`` extra).
+FEATURES = ("tfidf", "minilm", "exemplar")
 
 #: Every method, in the order of the paper's Table 5, then our ablations and extra calibrator.
 METHODS = ("KNN", "Conf_base", "RAPS_adapt", "RAPS_size", "APS", "Local_conf", "ADMIT", "Venn-ADMIT-w",
@@ -139,14 +148,26 @@ def _check_settings(seed, model_seed, n_calibration, hidden, epochs, max_feature
 
 @functools.lru_cache(maxsize=2)
 def _network(features, model_seed, hidden, epochs, max_features):
-    """Feature map and memory head trained on the CAD reviews, with the training outputs.
+    """The network trained on the CAD reviews: its output map and its outputs on the training reviews.
 
-    The feature map is a TF-IDF vectoriser fitted on the training reviews, or
-    the MiniLM encoder behind the embedding cache: each data part's whole pool
+    The output map ``outputs(texts, part) -> (exemplars, logits)`` reads the
+    texts through a TF-IDF vectoriser fitted on the training reviews, or
+    through the MiniLM caches (sentence embeddings, or token states for
+    ``"exemplar"``): each data part's whole pool
     (:func:`~calibtut.data.sentiment.sentiment_pool`) is encoded once, so the
     seeded calibration samples and tweet samples are looked up, not encoded.
     """
     texts, labels = load_sentiment("train")
+    if features == "exemplar":
+        outputs = _exemplar_network(texts, labels, model_seed, hidden, epochs)
+    else:
+        outputs = _head_network(texts, labels, features, model_seed, hidden, epochs, max_features)
+    r, logits = outputs(texts, "train")
+    return outputs, r, logits, labels
+
+
+def _head_network(texts, labels, features, model_seed, hidden, epochs, max_features):
+    """A :class:`~calibtut.models.memory_head.MemoryHead` on TF-IDF vectors or MiniLM sentence embeddings."""
     if features == "tfidf":
         from sklearn.feature_extraction.text import TfidfVectorizer
 
@@ -164,17 +185,27 @@ def _network(features, model_seed, hidden, epochs, max_features):
     X = transform(texts, "train")
     head = MemoryHead(X.shape[1], 2, hidden=hidden, seed=model_seed)
     fit_memory_head(head, X, labels, epochs=epochs, batch_size=256, lr=3e-3, seed=model_seed)
-    r, logits = memory_head_outputs(head, X)
-    return transform, head, r, logits, labels
+    return lambda batch, part: memory_head_outputs(head, transform(batch, part))
+
+
+def _exemplar_network(texts, labels, model_seed, filters, epochs):
+    """Paper 001's memory layer (:class:`~calibtut.models.exemplar.ExemplarCNN`) over frozen MiniLM token states."""
+    encode_tokens, model_id = minilm_token_encoder()
+
+    def states(batch, part):
+        return cached_token_states(batch, encode_tokens, model_id, pool=sentiment_pool(part))
+
+    net = ExemplarCNN(states(texts[:1], "train").dim, 2, filters=filters, seed=model_seed)
+    fit_exemplar_cnn(net, states(texts, "train"), labels, epochs=epochs, seed=model_seed)
+    return lambda batch, part: exemplar_outputs(net, states(batch, part))
 
 
 @functools.lru_cache(maxsize=4)
 def _encoded(part, seed, n_calibration, network_key):
-    """Exemplars, memory-layer logits and labels of one data part."""
-    transform, head, _, _, _ = _network(*network_key)
+    """Exemplars, network logits and labels of one data part."""
+    outputs = _network(*network_key)[0]
     texts, labels = load_sentiment(part, seed=seed, n_calibration=n_calibration)
-    r, logits = memory_head_outputs(head, transform(texts, part))
-    return r, logits, labels
+    return (*outputs(texts, part), labels)
 
 
 def _softmax(logits):
@@ -190,7 +221,7 @@ def _distances(a, b):
 @functools.lru_cache(maxsize=4)
 def _pipeline(dataset, seed, n_calibration, network_key):
     """Every per-point quantity of one Sentiment task (:func:`_approximation` on its data)."""
-    _, _, train_r, train_logits, train_y = _network(*network_key)
+    _, train_r, train_logits, train_y = _network(*network_key)
     cal = _encoded("calibration", seed, n_calibration, network_key)
     test_part = "test" if dataset == "sentiment" else "ood"
     test = _encoded(test_part, seed, n_calibration, network_key)
@@ -394,14 +425,18 @@ def run_va_config(dataset="sentiment", seed=0, *, n_calibration=16000, alpha=0.1
     model_seed : int, default 0
         Seed of the network (fixed across calibration splits).
     hidden : int, default 128
-        Width of the memory layer.
+        Width of the memory layer (for ``"exemplar"``: its number of filters,
+        the paper's 1000; the exemplar vectors have twice as many entries).
     epochs : int, default 10
-        Training epochs of the network (Adam, learning rate 0.003, batches of 256).
+        Training epochs of the network (memory head: Adam, learning rate
+        0.003, batches of 256; exemplar layer: Adadelta, learning rate 1, batches of 32).
     max_features : int, default 20000
         Largest TF-IDF vocabulary.
-    features : {"tfidf", "minilm"}, default "tfidf"
-        The network's input (:data:`FEATURES`); ``"minilm"`` needs
-        sentence-transformers and encodes each part's pool of texts once into the cache.
+    features : {"tfidf", "minilm", "exemplar"}, default "tfidf"
+        The network (:data:`FEATURES`); ``"minilm"`` and ``"exemplar"`` need
+        the ``embeddings`` extra and encode each part's pool of texts once
+        into the cache (``"exemplar"``: MiniLM's token states, about 150 KB
+        a review; the whole Sentiment pool takes about 4 GB).
 
     Returns
     -------
@@ -427,6 +462,61 @@ def run_va_config(dataset="sentiment", seed=0, *, n_calibration=16000, alpha=0.1
     kappa = check_int(kappa, "kappa", minimum=1)
     methods = method_list(methods, METHODS)
     return _result_rows(_pipeline(dataset, seed, n_calibration, network_key), alpha, kappa, seed, methods)
+
+
+def va_rows(train, cal, test, seed=0, *, alpha=0.1, kappa=1000, methods=None):
+    """Steps 3-4 of :func:`run_va_config` on a network's outputs computed elsewhere (e.g. on a GPU).
+
+    Parameters
+    ----------
+    train, cal, test : tuple of (array_like, array_like, array_like)
+        ``(exemplars (n, dim), logits (n, n_classes), labels (n,))`` of the
+        network's training points, of ``D_valid`` (at least 20 points) and of the test set.
+    seed : int, default 0
+        Splits ``D_valid`` into ``D_knn``, ``D_ca^mc`` and ``D_ca^vp``; seeds
+        the KNN and localizer fits and the randomised APS/RAPS scores.
+    alpha : float, default 0.1
+        Miscoverage level in (0, 1).
+    kappa : int, default 1000
+        ADMIT's smallest band count per class.
+    methods : sequence of str or str, optional
+        A subset of :data:`METHODS` (default: all).
+
+    Returns
+    -------
+    pandas.DataFrame
+        The rows of :func:`run_va_config`.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> def part(n):
+    ...     y = rng.integers(2, size=n)
+    ...     r = rng.normal(size=(n, 4)) + y[:, None]
+    ...     return r, np.column_stack([-r[:, 0], r[:, 0]]), y
+    >>> rows = va_rows(part(60), part(200), part(30), kappa=20, methods=["ADMIT"])
+    >>> sorted(rows["method"].unique())
+    ['ADMIT', 'KNN', 'localizer', 'memory layer']
+    """
+    parts = []
+    for name, (r, logits, y) in (("train", train), ("cal", cal), ("test", test)):
+        r = as_float_array(r, f"{name} exemplars", ndim=2).astype(np.float32)
+        logits = as_float_array(logits, f"{name} logits", ndim=2)
+        y = check_labels(y, f"{name} labels", n_classes=logits.shape[1], n=len(r))
+        if len(logits) != len(r) or logits.shape[1] < 2:
+            raise ValueError(f"{name} logits must have one row of at least 2 classes per exemplar, "
+                             f"got shape {logits.shape} for {len(r)} exemplars")
+        parts.append((r, logits, y))
+    if len({p[0].shape[1] for p in parts}) != 1 or len({p[1].shape[1] for p in parts}) != 1:
+        raise ValueError("train, cal and test must share the exemplar width and the number of classes")
+    if len(parts[1][0]) < 20 or len(parts[0][0]) < _K:
+        raise ValueError(f"cal must have at least 20 points and train at least {_K}")
+    seed = check_int(seed, "seed", minimum=0)
+    alpha = check_alpha(alpha)
+    kappa = check_int(kappa, "kappa", minimum=1)
+    methods = method_list(methods, METHODS if parts[0][1].shape[1] == 2 else PROTEIN_METHODS)
+    p = _approximation(*parts, seed, parts[0][1].shape[1])
+    return _result_rows(p, alpha, kappa, seed, methods)
 
 
 def _result_rows(p, alpha, kappa, seed, methods, *, f05=False):
@@ -462,7 +552,7 @@ def va_points(dataset="sentiment", seed=0, *, n_calibration=16000, model_seed=0,
     hidden : int, default 128
     epochs : int, default 10
     max_features : int, default 20000
-    features : {"tfidf", "minilm"}, default "tfidf"
+    features : {"tfidf", "minilm", "exemplar"}, default "tfidf"
 
     Returns
     -------
