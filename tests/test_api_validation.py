@@ -283,6 +283,35 @@ def _method_table():
 
 _STEPS = np.zeros((10, K)) + [-1.0, 0.0, 1.0]
 
+
+def _token_states():
+    """Token states of ``N`` texts of two word pieces of width 3 (paper 001's exemplar inputs)."""
+    from calibtut.models.sentence_embeddings import TokenStates
+
+    return TokenStates([np.ones((2 * N, 3), np.float16)], [[0, 2 * i, 2] for i in range(N)])
+
+
+def _encode_tokens(batch):
+    """A toy token encoder: two states of width 3 per text."""
+    return [np.ones((2, 3)) for _ in batch]
+
+
+class _ToyTokenizer:
+    """What ``TokenizedTexts`` asks of a transformers tokenizer: one word piece per character."""
+
+    pad_token_id = 0
+
+    def __call__(self, texts, *, truncation, max_length, return_special_tokens_mask):
+        ids = [[1] + [2] * len(t[:max_length - 2]) + [3] for t in texts]
+        return {"input_ids": ids, "special_tokens_mask": [[1] + [0] * (len(i) - 2) + [1] for i in ids]}
+
+
+def _va_part(n):
+    """``(exemplars, logits, labels)`` of ``n`` points of two classes, as :func:`va_rows` takes them."""
+    y = np.arange(n) % 2
+    r = np.random.default_rng(n).normal(size=(n, 4)) + y[:, None]
+    return r, np.column_stack([-r[:, 0], r[:, 0]]), y
+
 #: Valid arguments that differ from ``VALID`` for one callable, class or module: the key is a
 #: dotted prefix of where the callable is defined or listed (``calibtut.online``,
 #: ``calibtut.conformal.SplitConformalClassifier.fit``) or its bare name; the most specific
@@ -369,6 +398,11 @@ VALID_FOR = {
     "calibtut.data.regression_study": {"frame": lambda: _method_table(), "X": lambda: _method_table(), "run": 0},
     "calibtut.run.progress.SweepProgress": {"total": 4, "done": 1, "desc": "demo", "bar": False, "slots": 2},
     "calibtut.run.recheck.recheck": {"store": "missing.jsonl"},  # bad arguments are refused before it is read
+    "calibtut.run.store.entry_rows": {"entry": {"key": "k", "status": "ok", "task": {"seed": 1}, "records": [{"v": 1}]}},
+    "calibtut.run.stored_rows": {"part": "p0", "notebook": "01_demo", "sweep": "grid"},
+    # a bad stall is refused at the call, before the client (a dask Client) is used
+    "calibtut.run.engine.run_dask": {"client": None, "fn": lambda: _square_task, "todo": [("k0", {"seed": 0})],
+                                     "reserved": (), "threads": 1, "label": "demo"},
     "calibtut.online": {"y": np.zeros((1, 10)), "labels": np.zeros((1, 10)), "quantiles": _STEPS[None]},
     "calibtut.online.theorem1_bound": {"delta": 0.1},
     "calibtut.online.spring_bound_check": {"quantiles": _STEPS, "y": np.zeros(10), "labels": np.zeros(10),
@@ -470,6 +504,16 @@ VALID_FOR = {
         "texts": ["a", "b"], "model_id": "toy", "encode": lambda: (lambda batch: np.ones((len(batch), 2))),
         "cache_dir": lambda: __import__("tempfile").mkdtemp(),
     },
+    "calibtut.models.exemplar": {"n_inputs": 3, "model": lambda: calibtut.models.exemplar.ExemplarCNN(3, K, filters=2),
+                                 "data": lambda: _token_states()},
+    "calibtut.models.exemplar.fit_exemplar_cnn": {"epochs": 1},
+    "calibtut.models.exemplar.minmax_global_loss": {
+        "logits": lambda: torch.zeros(N, K), "token_scores": lambda: torch.zeros(N, 2, K),
+        "mask": lambda: torch.ones(N, 2, dtype=torch.bool), "y": lambda: torch.arange(N) % K},
+    "calibtut.models.sentence_embeddings.token_states": {"encode_tokens": lambda: _encode_tokens},
+    "calibtut.models.sentence_embeddings.cached_token_states": {"encode_tokens": lambda: _encode_tokens},
+    "calibtut.models.sentence_embeddings.TokenizedTexts": {"tokenizer": lambda: _ToyTokenizer()},
+    "calibtut.experiments.venn_admit.va_rows": {"train": _va_part(60), "cal": _va_part(200), "test": _va_part(30)},
     "calibtut.experiments.venn_admit": {
         "accuracy": 0.85, "pool": lambda: _tiny_knn_pool(), "n_seeds": 1, "n_cal": 100, "n_mc": 50, "n_vp": 50,
         "runs": lambda: _singleton_runs(), "hard_share": 0.05, "across": 0.5,
@@ -481,6 +525,26 @@ VALID_FOR = {
             [10], index=__import__("pandas").MultiIndex.from_tuples([("ADMIT", "0")], names=["method", "class"])),
         "methods": ["ADMIT"], "classes": {"0": "class 0"}},
     "accuracy_gap_sd": {"pooled": lambda: __import__("pandas").DataFrame({"n": [10], "accuracy": [0.8]})},
+    # chapter 9 (calibtut.experiments.venn_admit.protection): small tables of the shapes its functions return
+    "protection_summary": {"admissions": lambda: __import__("pandas").DataFrame(
+        {"run": 0, "shift": "exchangeable", "strength": 0.0, "method": "m", "by": "true", "class": [0, 1],
+         "n": 50, "admitted": 20, "correct": 19})},
+    "plot_accuracy_share": {"summary": lambda: __import__("pandas").DataFrame(
+        {"shift": ["exchangeable", "boundary"], "strength": [0.0, 1.0], "method": "m", "by": "true",
+         "class": "all", "share": [0.3, 0.1], "accuracy": [0.99, 0.95]}), "methods": ["m"], "shifts": ["boundary"]},
+    "plot_protection_map": {"world_map": lambda: __import__("pandas").DataFrame(
+        {"shift": "boundary", "strength": [0.5, 1.0], "separation": [0.6, 0.8], "qk_drop": [0.0, 0.05],
+         "accuracy": [0.97, 0.9]})},
+    "separation_signals": {
+        "cal": lambda: __import__("calibtut.selective", fromlist=["KNNFeatures"]).KNNFeatures(
+            np.tile([[0.8, 0.2]], (40, 1)), np.arange(40) % 2, np.full(40, 25), _rng.uniform(size=40)),
+        "test": lambda: __import__("calibtut.selective", fromlist=["KNNFeatures"]).KNNFeatures(
+            np.tile([[0.8, 0.2]], (40, 1)), np.arange(40) % 2, np.full(40, 25), _rng.uniform(size=40))},
+    "sentiment_signals": {"points": lambda: __import__("pandas").DataFrame(
+        {"split": np.repeat(["mc", "vp", "test"], [150, 150, 100]), "label": np.arange(400) % 2,
+         "p0": np.where(np.arange(400) % 2, 0.2, 0.8), "p1": np.where(np.arange(400) % 2, 0.8, 0.2), "q": 25,
+         "d": _rng.uniform(size=400)}), "kappa": 9},
+
     "table3_by_q_and_distance": {"points": lambda: __import__("pandas").DataFrame(
         {"split": "mc", "label": np.arange(N) % 2, "knn_pred": np.arange(N) % 2, "p0": 0.7, "p1": 0.3,
          "q": np.arange(N) % 26, "d": _rng.uniform(size=N)})},
@@ -936,3 +1000,20 @@ def test_scipy_distribution_with_a_nonfinite_parameter_is_rejected_where_passed(
         calibrator.predict(stats.t([np.nan], 0.0, 1.0))
     # A finite distribution is accepted and gives finite quantiles.
     assert np.all(np.isfinite(calibrator.predict(stats.t([3.0], 0.0, 1.0))))
+
+
+@pytest.mark.parametrize(("name", "bad", "error"), [
+    ("logits", lambda t: t.numpy(), TypeError), ("logits", lambda t: t + 1j, TypeError),
+    ("token_scores", lambda t: t.int(), TypeError), ("mask", lambda t: t.int(), TypeError),
+    ("y", lambda t: t.float(), TypeError), ("y", lambda t: t - 1, ValueError), ("y", lambda t: t + 1, ValueError),
+    ("y", lambda t: t[1:], ValueError),
+])
+def test_exemplar_loss_refuses_bad_tensors(name, bad, error):
+    """The walk gives minmax_global_loss tensors (its arrays are not numpy), so its array checks are here."""
+    from calibtut.models.exemplar import minmax_global_loss
+
+    args = {name: value() for name, value in VALID_FOR["calibtut.models.exemplar.minmax_global_loss"].items()}
+    assert torch.isfinite(minmax_global_loss(**args))
+    args[name] = bad(args[name])
+    with pytest.raises(error, match=rf"\b{name}\b"):
+        minmax_global_loss(**args)

@@ -15,7 +15,10 @@ import from here. Its files, by role:
 * :mod:`~calibtut.experiments.venn_admit.figures`: accuracy among admitted
   points, the paper's beside ours;
 * :mod:`~calibtut.experiments.venn_admit.synthetic`: the synthetic set-ups
-  and simulation loops of the theory chapters (1, 3 and 4).
+  and simulation loops of the theory chapters (1, 3 and 4);
+* :mod:`~calibtut.experiments.venn_admit.protection`: chapter 9's test worlds
+  (exchangeable, off-support, toward the boundary, label noise), where the
+  guarantee holds and where it fails, and Sentiment placed on that map.
 
 The sweep stores under ``results/venn_admit/`` record the runners as
 ``calibtut.experiments.venn_admit:run_va_config``,
@@ -25,6 +28,21 @@ below keeps importable.
 """
 
 from calibtut.experiments.venn_admit.figures import plot_admitted_accuracy
+from calibtut.experiments.venn_admit.protection import (
+    PROTECTION_METHODS,
+    SHIFTS,
+    plot_accuracy_share,
+    plot_protection_map,
+    protection_map,
+    protection_runs,
+    protection_summary,
+    run_sentiment_signals,
+    sentiment_by_class,
+    sentiment_map_points,
+    sentiment_signals,
+    separation_signals,
+    shifted_sample,
+)
 from calibtut.experiments.venn_admit.synthetic import (
     binomial_admission,
     category_coverage_runs,
@@ -66,6 +84,7 @@ from calibtut.experiments.venn_admit.tasks import (
     run_protein_config,
     run_va_config,
     va_points,
+    va_rows,
     va_tasks,
 )
 
@@ -75,9 +94,11 @@ __all__ = [
     "METHODS",
     "MODELS",
     "PAPER_DATASETS",
+    "PROTECTION_METHODS",
     "PROTEIN_CLASSES",
     "PROTEIN_METHODS",
     "SEQUENCE_DATASETS",
+    "SHIFTS",
     "accuracy_gap_sd",
     "admission_summary",
     "binomial_admission",
@@ -86,13 +107,24 @@ __all__ = [
     "conformal_singleton_runs",
     "grammar_tasks",
     "naive_lcp_population_coverage",
+    "plot_accuracy_share",
     "plot_admitted_accuracy",
+    "plot_protection_map",
     "pooled_singletons",
+    "protection_map",
+    "protection_runs",
+    "protection_summary",
     "protein_tasks",
     "rare_class_sample",
     "run_grammar_config",
     "run_protein_config",
+    "run_sentiment_signals",
     "run_va_config",
+    "sentiment_by_class",
+    "sentiment_map_points",
+    "sentiment_signals",
+    "separation_signals",
+    "shifted_sample",
     "singleton_summary",
     "synthetic_knn_pipeline",
     "table2_model_approximation",
@@ -105,6 +137,7 @@ __all__ = [
     "table5_vs_paper",
     "two_group_sample",
     "va_points",
+    "va_rows",
     "va_tasks",
     "venn_admit_runs",
     "venn_calibration_table",
