@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from scipy import integrate, special, stats
+from scipy import integrate, optimize, special, stats
 
 from calibtut.conformal import (
     ConformalizedQuantileRegression,
@@ -66,6 +66,27 @@ def test_temperature_matches_grid_search(seed, loss):
     logits, labels = _classification_data(seed)
     t = TemperatureScaling(loss=loss).fit(logits, labels).temperature_
     assert t == pytest.approx(_grid_temperature(logits, labels, loss=loss), rel=1e-3)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_newton_temperature_equals_a_tight_brent_search(seed):
+    # the NLL fit is Newton's method on 1 / T; a bounded Brent search on log T with a tight
+    # tolerance is an independent optimiser of the same convex objective
+    rng = np.random.default_rng(seed)
+    logits, labels = _classification_data(seed, n=400, k=2 + seed, temperature=[0.3, 1, 4][seed % 3])
+    w = rng.exponential(size=labels.size) if seed % 2 else None
+    weights = np.full(labels.size, 1 / labels.size) if w is None else w / w.sum()
+    brent = optimize.minimize_scalar(lambda log_t: _loss(logits / np.exp(log_t), labels, weights, "nll"),
+                                     bounds=np.log([1e-2, 1e2]), method="bounded", options={"xatol": 1e-12})
+    t = TemperatureScaling().fit(logits, labels, sample_weight=w).temperature_
+    assert t == pytest.approx(np.exp(brent.x), rel=1e-6)
+
+
+def test_newton_temperature_stops_at_the_bound():
+    # labels that always agree with the largest logit want T -> 0: the fit returns t_min
+    logits = np.array([[3.0, 0.0], [0.0, 2.0], [1.0, -1.0]])
+    ts = TemperatureScaling(bounds=(0.5, 10.0)).fit(logits, [0, 1, 0])
+    assert ts.temperature_ == pytest.approx(0.5, rel=1e-9)
 
 
 def test_weighted_temperature_matches_grid_and_repetition():
