@@ -156,7 +156,7 @@ class SplitConformalRegressor:
         if self.sample_weight_ is None:
             if sample_weight is not None:
                 raise ValueError("sample_weight was given but the model was fitted without calibration weights")
-            width = np.full(test_pred.shape, self.quantile_)
+            width = self.quantile_  # a scalar, broadcast below
         else:
             if sample_weight is None:
                 raise ValueError("sample_weight is required: the model was fitted with calibration weights")
