@@ -1,6 +1,7 @@
 """Paper 001's experiment pipeline: Sentiment data, the memory-layer head and the Venn-ADMIT tables."""
 
 import os
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -13,6 +14,7 @@ from calibtut.experiments.venn_admit import (
     METHODS,
     PROTEIN_METHODS,
     accuracy_gap_sd,
+    exemplar_gpu_runs,
     grammar_tasks,
     plot_admitted_accuracy,
     pooled_singletons,
@@ -312,6 +314,48 @@ def test_table5_by_features_puts_each_input_beside_the_paper():
         table5_by_features({"MiniLM": runs["MiniLM"].drop(columns="share")})
     with pytest.raises(ValueError, match="methods"):
         table5_by_features(runs, methods=["magic"])
+
+
+def test_table5_by_features_by_class_keeps_each_true_class_beside_the_papers():
+    rows = pd.DataFrame([{"table": "singletons", "dataset": "sentiment_ood", "method": "Venn-ADMIT", "class": c,
+                          "seed": seed, "accuracy": acc + 0.02 * seed, "share": 0.1}
+                         for c, acc in ((0, 0.5), (1, 0.7), ("all", 0.6)) for seed in (0, 1)])
+    table = table5_by_features({"ours": rows}, by_class=True)
+    assert table.index.names == ["dataset", "method", "class", "metric"]
+    # integer classes are read as the paper's "0"/"1"; the paper's SentimentOOD Venn-ADMIT is 0.96 / 0.94
+    cells = table.loc[("SentimentOOD", "Venn-ADMIT")]
+    assert cells.loc[("0", "accuracy")].tolist() == [0.96, 0.51]
+    assert cells.loc[("1", "accuracy")].tolist() == [0.94, 0.71]
+    assert cells.index.get_level_values("class").unique().tolist() == ["0", "1", "all"]
+    # the pooled view is the "all" slice of the per-class one
+    pooled = table5_by_features({"ours": rows})
+    assert pooled.loc[("SentimentOOD", "Venn-ADMIT")].equals(cells.xs("all", level="class"))
+    with pytest.raises(TypeError, match="by_class must be a bool"):
+        table5_by_features({"ours": rows}, by_class="yes")
+
+
+def test_exemplar_gpu_runs_splits_the_published_rows_by_representation(tmp_path):
+    with pytest.raises(FileNotFoundError, match="gpu_venn_admit.py"):
+        exemplar_gpu_runs(root=tmp_path)
+    folder = tmp_path / "results/venn_admit/05_experiments/exemplar_gpu"
+    folder.mkdir(parents=True)
+    pd.DataFrame({"features": ["exemplar", "exemplar-finetuned", "exemplar"], "class": ["0", "all", "1"],
+                  "accuracy": [0.5, None, 0.7]}).to_csv(folder / "runs.csv.gz", index=False)  # as committed
+    runs = exemplar_gpu_runs(root=tmp_path)
+    assert list(runs) == ["exemplar (frozen)", "exemplar (fine-tuned)"]
+    assert runs["exemplar (frozen)"]["class"].tolist() == ["0", "1"]
+    assert runs["exemplar (fine-tuned)"]["class"].tolist() == ["all"]  # "all" stays text, not NaN
+    assert runs["exemplar (fine-tuned)"]["accuracy"].isna().all()  # no admitted point: NaN
+
+
+@pytest.mark.skipif(not (Path(__file__).parents[1] / "results/venn_admit/05_experiments/exemplar_gpu").is_dir(),
+                    reason="the GPU run is not published")
+def test_published_exemplar_gpu_run_has_both_representations_and_every_seed():
+    runs = exemplar_gpu_runs(root=Path(__file__).parents[1])
+    for name, seeds in (("exemplar (frozen)", 10), ("exemplar (fine-tuned)", 4)):
+        rows = runs[name]
+        assert rows.groupby("dataset")["seed"].nunique().to_dict() == {"sentiment": seeds, "sentiment_ood": seeds}
+        assert set(rows.loc[rows["table"] == "singletons", "class"]) == {"0", "1", "all"}
 
 
 def test_samples_of_a_pool_are_looked_up_not_encoded(tmp_path):
@@ -732,3 +776,40 @@ def test_the_package_reexports_its_files_and_the_stored_runners():
         assert all(getattr(part, name) is getattr(module, name) for name in module.__all__)
     for name in ("run_va_config", "run_protein_config", "run_grammar_config"):
         assert resolve_function(f"calibtut.experiments.venn_admit:{name}") is getattr(tasks, name)
+
+
+# ------------------------------------------------------------------------------------------ exemplar recipe
+
+
+def _word_states(batch):
+    """A stand-in for MiniLM's token states: per word, its length, its vowel count and two letter flags."""
+    return [np.array([[len(w), sum(c in "aeiou" for c in w), "g" in w, "b" in w] for w in (t.split()[:30] or ["."])],
+                     float) for t in batch]
+
+
+@needs_mirror
+def test_the_exemplar_path_runs_the_pipeline_on_token_states(tmp_path, monkeypatch):
+    from calibtut.experiments.venn_admit import tasks
+
+    monkeypatch.setenv("CALIBTUT_CACHE", str(tmp_path))
+    monkeypatch.setattr(tasks, "minilm_token_encoder", lambda: (_word_states, "toy-words"))
+    small = {"n_calibration": 400, "kappa": 20, "hidden": 6, "epochs": 1, "features": "exemplar"}
+    rows = run_va_config("sentiment_ood", 3, methods=["ADMIT", "Venn-ADMIT"], **small)
+    model = rows[rows["table"] == "model"].set_index(["split", "method"])
+    assert model.loc[("calibration", "memory layer"), "n"] == 360 and rows["n_test"].iloc[0] == 4750
+    pts = va_points("sentiment_ood", 3, **{k: v for k, v in small.items() if k != "kappa"})
+    assert pts["q"].between(0, 25).all() and (pts["d"] >= 0).all()
+    assert len(list(tmp_path.glob("embeddings/*.states.npy"))) > 0  # the token states sit in the user cache
+
+
+def test_va_rows_refuses_mismatched_parts():
+    from calibtut.experiments.venn_admit.tasks import va_rows
+
+    rng = np.random.default_rng(0)
+    part = (rng.normal(size=(40, 3)), rng.normal(size=(40, 2)), np.arange(40) % 2)
+    with pytest.raises(ValueError, match="share the exemplar width"):
+        va_rows(part, (rng.normal(size=(40, 4)), part[1], part[2]), part, kappa=20)
+    with pytest.raises(ValueError, match="cal labels"):
+        va_rows(part, (part[0], part[1], np.full(40, 2)), part, kappa=20)
+    with pytest.raises(ValueError, match="cal must have at least 20"):
+        va_rows(part, tuple(a[:10] for a in part), part, kappa=20)

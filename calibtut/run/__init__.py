@@ -19,7 +19,7 @@ executes a notebook into ``_build/runs/<part>/<nb>/<profile>-<hash>/``,
 ``--publish`` copies its tables and provenance into ``results/<part>/<nb>/``.
 """
 
-from calibtut.run._paths import RUN_DIR_ENV, current_run_dir, find_root
+from calibtut.run._paths import RUN_DIR_ENV, current_run_dir, find_root, stored_path
 from calibtut.run.artifacts import (
     load_result,
     publish,
@@ -53,6 +53,7 @@ __all__ = [
     "run_notebook",
     "save_table",
     "settings",
+    "stored_path",
     "stored_rows",
     "stored_tasks",
     "sweep",

@@ -17,6 +17,7 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -27,7 +28,7 @@ from calibtut.conformal.quantiles import conformal_quantile
 from calibtut.experiments.venn_admit._common import check_rows, method_list
 from calibtut.experiments.venn_admit.tasks import DATASETS, METHODS
 from calibtut.papers import paper_table
-from calibtut.run import paper_vs_ours
+from calibtut.run import find_root, paper_vs_ours, stored_path
 
 __all__ = [
     "MODELS",
@@ -37,6 +38,7 @@ __all__ = [
     "accuracy_gap_sd",
     "admission_summary",
     "category_coverage_table",
+    "exemplar_gpu_runs",
     "pooled_singletons",
     "singleton_summary",
     "table2_model_approximation",
@@ -63,6 +65,9 @@ MODELS = ("memory layer", "KNN", "localizer")
 
 #: The binary tasks of Table 5, in its order: Sentiment, SentimentOOD, then Grammar (the paper's GrammarOOD).
 _BINARY_DATASETS = (*DATASETS, "grammar")
+
+#: The GPU run's ``features`` values, by the name the tables give them.
+_EXEMPLAR_FEATURES = {"exemplar (frozen)": "exemplar", "exemplar (fine-tuned)": "exemplar-finetuned"}
 
 
 def _dataset_names(datasets, allowed):
@@ -398,7 +403,8 @@ def table3_by_q_and_distance(points, alpha=0.1, *, cap=25):
     return pd.DataFrame(rows)
 
 
-def table5_by_features(runs, methods=("KNN", "APS", "ADMIT", "Venn-ADMIT", "Venn-ADMIT-w", "Venn-ABERS")):
+def table5_by_features(runs, methods=("KNN", "APS", "ADMIT", "Venn-ADMIT", "Venn-ADMIT-w", "Venn-ABERS"),
+                       *, by_class=False):
     """Pooled Table 5 cells per network input (TF-IDF, MiniLM, ...) beside the paper's.
 
     Parameters
@@ -408,13 +414,16 @@ def table5_by_features(runs, methods=("KNN", "APS", "ADMIT", "Venn-ADMIT", "Venn
         ``{"TF-IDF": tfidf_rows, "MiniLM": minilm_rows}`` (splits averaged).
     methods : sequence of str
         The methods shown, in this order (those absent from every run are dropped).
+    by_class : bool, default False
+        Show the cells of each true class (``"0"``, ``"1"``) beside the pooled
+        ``"all"``; the index then has a ``class`` level.
 
     Returns
     -------
     pandas.DataFrame
-        Index ``dataset`` (the paper's name), ``method``, ``metric``
-        (``accuracy`` among admitted points, their ``share``), all classes
-        pooled; columns ``paper`` and one per input, rounded to 2 decimals.
+        Index ``dataset`` (the paper's name), ``method``, (``class`` with
+        ``by_class``), ``metric`` (``accuracy`` among admitted points, their
+        ``share``); columns ``paper`` and one per input, rounded to 2 decimals.
 
     Examples
     --------
@@ -422,24 +431,74 @@ def table5_by_features(runs, methods=("KNN", "APS", "ADMIT", "Venn-ADMIT", "Venn
     ...                      "class": "all", "seed": [0, 1], "accuracy": [0.9, 0.8], "share": 0.5})
     >>> table5_by_features({"TF-IDF": rows}).loc[("Sentiment", "ADMIT")].values.tolist()
     [[0.94, 0.85], [0.82, 0.5]]
+    >>> per_class = table5_by_features({"TF-IDF": rows.assign(**{"class": "0"})}, by_class=True)
+    >>> per_class.loc[("Sentiment", "ADMIT", "0")].values.tolist()
+    [[0.95, 0.85], [0.42, 0.5]]
     """
     if not isinstance(runs, dict) or not runs:
         raise TypeError(f"runs must be a non-empty dict of input name to rows, got {type(runs).__name__}")
+    if not isinstance(by_class, bool):
+        raise TypeError(f"by_class must be a bool, got {type(by_class).__name__}")
     methods = method_list(list(methods), METHODS)
+    key = ["dataset", "method", "class", "metric"] if by_class else ["dataset", "method", "metric"]
     paper = paper_table("venn_admit", "table5")
-    paper = paper[paper["dataset"].isin(PAPER_DATASETS.values()) & (paper["class"] == "all")]
-    columns = {"paper": paper.set_index(["dataset", "method", "metric"])["value"]}
+    paper = paper[paper["dataset"].isin(PAPER_DATASETS.values()) & (by_class | (paper["class"] == "all"))]
+    columns = {"paper": paper.set_index(key)["value"]}
     for name, rows in runs.items():
         check_rows(rows, ["table", "dataset", "method", "class", "accuracy", "share"], f"runs[{name!r}]")
-        pooled = table5_singletons(rows).query("`class` == 'all'")
+        pooled = table5_singletons(rows.assign(**{"class": rows["class"].astype(str)}))
+        pooled = pooled[by_class | (pooled["class"] == "all")]
         pooled = pooled.assign(dataset=pooled["dataset"].map(PAPER_DATASETS))
-        columns[name] = pooled.set_index(["dataset", "method", "metric"])["mean"]
+        columns[name] = pooled.set_index(key)["mean"]
     out = pd.DataFrame(columns)
     shown = out.index.get_level_values("method").isin(methods) & out.drop(columns="paper").notna().any(axis=1)
     out = out[shown].reset_index()
     order = {m: i for i, m in enumerate(methods)}
-    out = out.sort_values(["dataset", "method", "metric"], key=lambda c: c.map(order) if c.name == "method" else c)
-    return out.set_index(["dataset", "method", "metric"]).round(2)
+    out = out.sort_values(key, key=lambda c: c.map(order) if c.name == "method" else c)
+    return out.set_index(key).round(2)
+
+
+def exemplar_gpu_runs(*, root=None):
+    """The published GPU run of paper 001's exemplar recipe, one table of rows per representation.
+
+    ``benchmarks/gpu_venn_admit.py`` wrote it on one GPU (see the README in
+    ``results/venn_admit/05_experiments/exemplar_gpu/``): MiniLM token states
+    under a width-1 convolutional memory layer, frozen (10 calibration seeds)
+    and fine-tuned jointly with the encoder (4 seeds).
+
+    Parameters
+    ----------
+    root : str or path-like, optional
+        Repository root; found by walking up from the working directory by default.
+
+    Returns
+    -------
+    dict of str to pandas.DataFrame
+        ``{"exemplar (frozen)": rows, "exemplar (fine-tuned)": rows}``, the
+        rows of the published ``runs.csv`` (or ``runs.csv.gz``; class as
+        text), ready for :func:`table5_by_features`.
+
+    Raises
+    ------
+    FileNotFoundError
+        If the run is not published under ``root``.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> root = pathlib.Path(tempfile.mkdtemp())
+    >>> folder = root / "results/venn_admit/05_experiments/exemplar_gpu"; folder.mkdir(parents=True)
+    >>> _ = (folder / "runs.csv").write_text("features,class\\nexemplar,0\\nexemplar-finetuned,all\\n")
+    >>> {k: v["class"].tolist() for k, v in exemplar_gpu_runs(root=root).items()}
+    {'exemplar (frozen)': ['0'], 'exemplar (fine-tuned)': ['all']}
+    """
+    root = find_root() if root is None else Path(root)
+    path = stored_path(root / "results" / "venn_admit" / "05_experiments" / "exemplar_gpu" / "runs.csv")
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} not found; produce it with `python benchmarks/gpu_venn_admit.py` on a GPU")
+    rows = pd.read_csv(path, dtype={"class": str}, keep_default_na=False, na_values=[""])
+    return {name: rows[rows["features"] == features].reset_index(drop=True)
+            for name, features in _EXEMPLAR_FEATURES.items()}
 
 
 def table5_vs_paper(ours, *, full=None, datasets=DATASETS, live="ci"):
