@@ -30,6 +30,12 @@ ALWAYS = 10  # kills its worker every time: Dask gives up on it after allowed-fa
 STOPS = 3  # in the stall scenario: kills the cluster's only worker, which nothing restarts
 
 
+async def _exit_at_once():
+    # Client.run(..., wait=False) takes only coroutine functions: a plain os._exit is refused
+    # ("Combination not supported") and no worker dies
+    os._exit(1)
+
+
 def _victim(seed, marker):
     flag = Path(marker) / f"ran-{seed}"
     first = not flag.exists()
@@ -39,7 +45,7 @@ def _victim(seed, marker):
     if first and ONCE.get(seed) == "exit":
         os._exit(1)
     if first and seed == EVERY_WORKER:
-        distributed.get_client().run(os._exit, 1, wait=False)
+        distributed.get_client().run(_exit_at_once, wait=False)
         time.sleep(60)
     time.sleep(0.05)
     return {"v": seed * seed, "pid": os.getpid()}

@@ -147,7 +147,7 @@ def publish(run_dir, part=None, notebook=None, *, root=None):
 
     The destination ``results/<part>/<notebook>/`` is emptied of older CSV files
     first, so it always holds exactly one run. A table larger than
-    :data:`~calibtut.run._paths.COMPRESS_ABOVE` bytes is stored compressed, as
+    ``COMPRESS_ABOVE`` (200 kB) bytes is stored compressed, as
     ``<table>.csv.gz`` (the same table always gives the same bytes);
     :func:`load_result` reads either.
 

@@ -15,7 +15,7 @@ each appended line is one more gzip member, so appending never rewrites what
 is there and a crash leaves at worst an unfinished last member, cut off like an
 unfinished line. At the end of a sweep that appended lines, :func:`~calibtut.run.sweep`
 calls :meth:`SweepStore.compact`, which rewrites a store of more than
-:data:`~calibtut.run._paths.COMPRESS_ABOVE` bytes (or an already compressed
+``COMPRESS_ABOVE`` (200 kB) bytes (or an already compressed
 one) as a single member, which depends on the lines alone: the same lines
 always give the same bytes. A store named ``<sweep>.jsonl`` is found as
 ``<sweep>.jsonl.gz`` when only the compressed file exists.
@@ -313,10 +313,10 @@ class SweepStore:
         """Keep a large store compressed, as one gzip member that depends on its lines alone.
 
         A store that is compressed, or plain and larger than
-        :data:`~calibtut.run._paths.COMPRESS_ABOVE` bytes, is rewritten
+        ``COMPRESS_ABOVE`` (200 kB) bytes, is rewritten
         (atomically) as ``<sweep>.jsonl.gz`` holding its complete lines in one
         member; a plain file is then deleted. A small plain store is left as it
-        is. Returns the store, whose :attr:`path` names the file that now
+        is. Returns the store, whose ``path`` names the file that now
         holds it.
 
         Examples
