@@ -64,6 +64,16 @@ def _texts(texts):
     return list(texts)
 
 
+def _pool_rows(texts, pool):
+    """The checked ``pool`` and the row of each of ``texts`` in it (every text must be in the pool)."""
+    pool = _texts(pool)
+    row = {text: i for i, text in enumerate(pool)}
+    missing = [t for t in texts if t not in row]
+    if missing:
+        raise ValueError(f"pool must hold every text; {len(missing)} are not in it, e.g. {missing[0][:60]!r}")
+    return pool, [row[t] for t in texts]
+
+
 def embedding_key(texts, model_id):
     """The cache key of a list of texts under one model: sha256 of the model id and every text.
 
@@ -149,13 +159,9 @@ def cached_embeddings(texts, encode, model_id, *, pool=None, cache_dir=None, bat
         raise TypeError(f"encode must be callable, got {type(encode).__name__}")
     batch_size = check_int(batch_size, "batch_size", minimum=1)
     if pool is not None:
-        pool = _texts(pool)
-        row = {text: i for i, text in enumerate(pool)}
-        missing = [t for t in texts if t not in row]
-        if missing:
-            raise ValueError(f"pool must hold every text; {len(missing)} are not in it, e.g. {missing[0][:60]!r}")
+        pool, rows = _pool_rows(texts, pool)
         vectors = cached_embeddings(pool, encode, model_id, cache_dir=cache_dir, batch_size=batch_size)
-        return vectors[[row[t] for t in texts]] if texts else vectors[:0]
+        return vectors[rows] if texts else vectors[:0]
     folder = _cache_folder(cache_dir)
     key = embedding_key(texts, model_id)
     path = folder / f"{key}.npy"
@@ -419,13 +425,9 @@ def cached_token_states(texts, encode_tokens, model_id, *, pool=None, cache_dir=
         raise TypeError(f"encode_tokens must be callable, got {type(encode_tokens).__name__}")
     batch_size = check_int(batch_size, "batch_size", minimum=1)
     if pool is not None:
-        pool = _texts(pool)
-        row = {text: i for i, text in enumerate(pool)}
-        missing = [t for t in texts if t not in row]
-        if missing:
-            raise ValueError(f"pool must hold every text; {len(missing)} are not in it, e.g. {missing[0][:60]!r}")
+        pool, rows = _pool_rows(texts, pool)
         states = cached_token_states(pool, encode_tokens, model_id, cache_dir=cache_dir, batch_size=batch_size)
-        return states.take([row[t] for t in texts])
+        return states.take(rows)
     if not texts:
         raise ValueError("texts must not be empty")
     folder = _cache_folder(cache_dir)
