@@ -23,7 +23,11 @@ Then ``--model DIR --texts FILE --out DIR`` runs:
    processes while the GPU trains.
 
 It writes ``runs.csv`` (the columns of the published ``runs.csv`` and
-``features``, ``representation``, ``device``), ``timings.csv`` and
+``features``, ``representation``, ``device``), ``signals.csv`` (per task: the
+q/d separation of test from calibration points, the q = K shares and
+accuracies per predicted class, Venn-ADMIT's admissions by true and by
+predicted class), the per-point frames of the first seed
+(``points_<features>_<dataset>_seed<seed>.csv.gz``), ``timings.csv`` and
 ``meta.json`` to the output folder. ``--dry-run`` runs every step on the CPU
 on a tiny subset (a check that takes a minute or two).
 """
@@ -48,6 +52,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from calibtut.experiments.venn_admit.protection import sentiment_signals
 from calibtut.experiments.venn_admit.tasks import DATASETS, va_rows
 from calibtut.models.exemplar import ExemplarCNN, exemplar_outputs, fit_exemplar_cnn
 from calibtut.models.sentence_embeddings import (
@@ -160,15 +165,24 @@ def _worker_init(threads):
 
 
 def _worker_task(npz, rows_train, rows_cal, rows_test, seed, kappa):
-    """va_rows for one seed and test set, on the outputs saved in ``npz`` (loaded once per worker)."""
+    """va_rows and the separation signals for one seed and test set, on the outputs saved in ``npz``.
+
+    ``npz`` is loaded once per worker. Returns the rows, the signal rows
+    (:func:`~calibtut.experiments.venn_admit.protection.sentiment_signals`: the
+    admissions of Venn-ADMIT by true and by predicted class, with the q/d
+    separation, the q = K shares and accuracies as columns), the per-point
+    frame and the seconds spent.
+    """
     if npz not in _WORKER_DATA:
         with np.load(npz) as f:
             _WORKER_DATA[npz] = (f["r"], f["logits"], f["labels"])
     r, logits, labels = _WORKER_DATA[npz]
     t = time.perf_counter()
     parts = [(r[ix], logits[ix], labels[ix]) for ix in (rows_train, rows_cal, rows_test)]
-    out = va_rows(*parts, seed, kappa=kappa)
-    return out, time.perf_counter() - t
+    out, points = va_rows(*parts, seed, kappa=kappa, points=True)
+    signals, admissions = sentiment_signals(points, kappa=kappa)
+    admissions["class"] = admissions["class"].astype(str)
+    return out, admissions.assign(**signals), points, time.perf_counter() - t
 
 
 def submit_tasks(pool, npz, name, rows, seeds, kappa):
@@ -220,7 +234,7 @@ def run(args):
     workers = args.workers or max(1, min((os.cpu_count() or 2) - 1, int(memory_gb // 10)))
     ctx = multiprocessing.get_context("spawn")
     tmp = tempfile.mkdtemp(prefix="gpu_venn_admit_")
-    results, futures = [], {}
+    results, signals, futures = [], [], {}
     common = {"n_calibration": len(rows[("calibration", seeds[0])]), "kappa": kappa, "hidden": args.filters,
               "max_length": max_length, "device": device}
     pool = concurrent.futures.ProcessPoolExecutor(workers, mp_context=ctx, initializer=_worker_init,
@@ -272,7 +286,12 @@ def run(args):
         try:
             for fut in concurrent.futures.as_completed(futures, timeout=max(left, 1.0)):
                 name, dataset, seed = futures[fut]
-                frame, seconds = fut.result()
+                frame, signal_rows, points, seconds = fut.result()
+                signals.append(signal_rows.assign(dataset=dataset, seed=seed, features=name))
+                pd.concat(signals, ignore_index=True).to_csv(out_dir / "signals.csv", index=False)
+                if seed == seeds[0]:
+                    points.assign(dataset=dataset, seed=seed, features=name).to_csv(
+                        out_dir / f"points_{name}_{dataset}_seed{seed}.csv.gz", index=False)
                 timings.append({"step": f"pipeline {name} {dataset} seed {seed}", "seconds": seconds,
                                 "device": "cpu"})
                 frame.insert(0, "dataset", dataset)

@@ -813,3 +813,60 @@ def test_va_rows_refuses_mismatched_parts():
         va_rows(part, (part[0], part[1], np.full(40, 2)), part, kappa=20)
     with pytest.raises(ValueError, match="cal must have at least 20"):
         va_rows(part, tuple(a[:10] for a in part), part, kappa=20)
+
+
+# ------------------------------------------------------------------------------------------ sequence-level splits
+
+
+def test_calibration_parts_keep_each_sequence_in_one_part():
+    from calibtut.experiments.venn_admit.tasks import _calibration_parts, _sequence_ids
+
+    rng = np.random.default_rng(0)
+    labels = [np.zeros(n, int) for n in rng.integers(1, 40, size=200)]
+    groups = _sequence_ids(labels)
+    assert groups.size == sum(map(len, labels)) and groups[0] == 0 and groups[-1] == 199
+    parts = _calibration_parts(groups.size, 3, groups)
+    rows = np.concatenate(list(parts.values()))
+    assert np.array_equal(np.sort(rows), np.arange(groups.size))  # every row once
+    owners = [set(groups[idx]) for idx in parts.values()]
+    assert not (owners[0] & owners[1] or owners[0] & owners[2] or owners[1] & owners[2])
+    assert [len(o) for o in owners] == [20, 90, 90]  # the shares hold for sequences
+    # rows within a part come in a random order (the localizer takes the first ones)
+    assert not np.array_equal(parts["knn"], np.sort(parts["knn"]))
+    # deterministic given the seed, and another seed draws other sequences
+    again = _calibration_parts(groups.size, 3, groups)
+    assert all(np.array_equal(parts[k], again[k]) for k in parts)
+    assert set(groups[_calibration_parts(groups.size, 4, groups)["knn"]]) != owners[0]
+
+
+def test_calibration_parts_without_groups_split_rows_as_before():
+    from calibtut.experiments.venn_admit.tasks import _calibration_parts
+
+    parts = _calibration_parts(101, 5)
+    order = np.random.default_rng([5, 1]).permutation(101)
+    assert [len(v) for v in parts.values()] == [10, 45, 46]
+    assert np.array_equal(np.concatenate(list(parts.values())), order)
+
+
+def test_protein_and_grammar_calibration_parts_split_by_sequence(monkeypatch):
+    from calibtut.experiments.venn_admit import tasks
+
+    seen = {}
+    original = tasks._approximation
+
+    def spy(*args, groups=None, **kwargs):
+        p = original(*args, groups=groups, **kwargs)
+        seen[len(seen)] = (groups, p["parts"])
+        return p
+
+    monkeypatch.setattr(tasks, "_approximation", spy)
+    tasks._sequence_pipeline.cache_clear()
+    run_protein_config(seed=0, methods=["KNN"], n_proteins=30, n_test_proteins=2, hidden=8, channels=8, epochs=1,
+                       kappa=10, localizer_points=50)
+    run_grammar_config(seed=0, methods=["KNN"], n_sentences=200, n_valid_sentences=120, n_test_sentences=5,
+                       embedding=8, hidden=8, channels=8, epochs=1, kappa=10, localizer_points=50)
+    for groups, parts in seen.values():
+        assert groups is not None
+        owners = [set(groups[idx]) for idx in parts.values()]
+        assert sum(map(len, owners)) == np.unique(groups).size  # no sequence in two parts
+    assert np.unique(seen[0][0]).size == 12 and np.unique(seen[1][0]).size == 120  # 40 % of 30 proteins; 120

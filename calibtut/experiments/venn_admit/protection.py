@@ -214,7 +214,12 @@ def separation_signals(cal, test, *, cap=_K, seed=0):
         ``error_auroc``: AUROC of ``d`` for the KNN's errors among the test
         points with ``q = K`` (NaN if they are all right or all wrong);
         ``qk_share_cal``, ``qk_share_test``: shares of ``q = K``;
-        ``qk_accuracy_cal``, ``qk_accuracy_test``: the KNN's accuracy there.
+        ``qk_accuracy_cal``, ``qk_accuracy_test``: the KNN's accuracy there;
+        ``qk_accuracy_cal_pred<c>``, ``qk_accuracy_test_pred<c>``: that
+        accuracy among the points predicted class ``c`` (for each class; NaN
+        if there are none): the Venn categories that can admit are these
+        ``(q = K, predicted class)`` cells, so their calibration accuracy is
+        the margin Venn-ADMIT has above ``1 - alpha``.
 
     Examples
     --------
@@ -248,8 +253,12 @@ def separation_signals(cal, test, *, cap=_K, seed=0):
     for name, bundle in (("cal", cal), ("test", test)):
         top = bundle.q == cap
         out[f"qk_share_{name}"] = float(top.mean())
-        correct = bundle.probs.argmax(axis=1)[top] == bundle.labels[top]
+        predicted = bundle.probs.argmax(axis=1)[top]
+        correct = predicted == bundle.labels[top]
         out[f"qk_accuracy_{name}"] = float(correct.mean()) if top.any() else float("nan")
+        for c in range(bundle.probs.shape[1]):
+            cell = predicted == c
+            out[f"qk_accuracy_{name}_pred{c}"] = float(correct[cell].mean()) if cell.any() else float("nan")
     return out
 
 

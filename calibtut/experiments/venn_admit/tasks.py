@@ -41,15 +41,15 @@ per-point features behind Table 3.
 
 :func:`run_protein_config` runs the same steps 3-4 on the Protein task
 (Table 4), per residue: a :class:`~calibtut.models.protein_cnn.ProteinCNN`
-trained on 60 % of the CB513 proteins, the other 40 % as ``D_valid``, TS115
-as the test set.
+trained on 60 % of the CB513 proteins, the other 40 % as ``D_valid`` (split
+into its three parts by protein), TS115 as the test set.
 
 :func:`run_grammar_config` runs them on the Grammar task, per token (the
 paper's GrammarOOD in domain only: its FCE development set and newswire
 sentences are not offline): a :class:`~calibtut.models.token_cnn.TokenCNN`
 on FCE words trained on the FCE training sentences less a held-out
-``D_valid`` of 2,200 sentences, the FCE test set as the test set; F0.5 of the
-error class joins its Table 2 rows.
+``D_valid`` of 2,200 sentences (split into its three parts by sentence), the
+FCE test set as the test set; F0.5 of the error class joins its Table 2 rows.
 
 The task lists :func:`va_tasks`, :func:`protein_tasks` and
 :func:`grammar_tasks` feed :func:`calibtut.run.sweep`; the tables built from
@@ -238,22 +238,44 @@ def _training_neighbours(train_r, cal_r, test_r):
     return out
 
 
-def _approximation(train, cal, test, seed, n_classes, *, neighbours=None, localizer_points=None):
+def _calibration_parts(n, seed, groups=None):
+    """``D_valid``'s rows split at random into ``D_knn`` (10 %), ``D_ca^mc`` and ``D_ca^vp`` (45 % each).
+
+    With ``groups`` (one sequence id per row) whole sequences are split, so
+    that the tokens of one protein or sentence never sit in two parts; the
+    shares then hold for sequences, not rows.
+    """
+    rng = np.random.default_rng([seed, 1])
+    if groups is None:
+        order = rng.permutation(n)
+    else:
+        ids, inverse = np.unique(groups, return_inverse=True)
+        order = rng.permutation(ids.size)
+    n_knn, n_mc = order.size // 10, (order.size - order.size // 10) // 2
+    parts = {"knn": order[:n_knn], "mc": order[n_knn:n_knn + n_mc], "vp": order[n_knn + n_mc:]}
+    if groups is None:
+        return parts
+    part_of = np.empty(ids.size, dtype=np.int64)
+    for i, chosen in enumerate(parts.values()):
+        part_of[chosen] = i
+    return {name: rng.permutation(np.flatnonzero(part_of[inverse] == i)) for i, name in enumerate(parts)}
+
+
+def _approximation(train, cal, test, seed, n_classes, *, neighbours=None, localizer_points=None, groups=None):
     """Every per-point quantity of one task: a dict of splits, each a dict of arrays.
 
     ``train``, ``cal`` and ``test`` are ``(exemplars, logits, labels)`` of the
     network's training points, of ``D_valid`` and of the test set; ``seed``
-    splits ``D_valid`` into ``D_knn``, ``D_ca^mc`` and ``D_ca^vp`` and seeds the
-    KNN and localizer fits. ``neighbours`` (``{"cal": (dist, idx), "test":
-    ...}``, :func:`_training_neighbours`) saves the search when the same points
-    serve several splits; ``localizer_points`` caps the ``D_knn`` points the
-    localizer is fitted on (its cost is their number times ``|D_ca^vp|``).
+    splits ``D_valid`` into ``D_knn``, ``D_ca^mc`` and ``D_ca^vp`` (by sequence
+    when ``groups`` gives each row's sequence, :func:`_calibration_parts`) and
+    seeds the KNN and localizer fits. ``neighbours`` (``{"cal": (dist, idx),
+    "test": ...}``, :func:`_training_neighbours`) saves the search when the same
+    points serve several splits; ``localizer_points`` caps the ``D_knn`` points
+    the localizer is fitted on (its cost is their number times ``|D_ca^vp|``).
     """
     (train_r, train_logits, train_y), (cal_r, cal_logits, cal_y), (test_r, test_logits, test_y) = train, cal, test
     train_pred = train_logits.argmax(axis=1)
-    order = np.random.default_rng([seed, 1]).permutation(len(cal_y))
-    n_knn, n_mc = len(order) // 10, (len(order) - len(order) // 10) // 2
-    parts = {"knn": order[:n_knn], "mc": order[n_knn:n_knn + n_mc], "vp": order[n_knn + n_mc:]}
+    parts = _calibration_parts(len(cal_y), seed, groups)
     if neighbours is None:
         neighbours = _training_neighbours(train_r, cal_r, test_r)
     split = {}
@@ -381,8 +403,6 @@ def _arguments(dataset, seed, n_calibration, model_seed, hidden, epochs, max_fea
     return dataset, int(seed), int(n_calibration), key
 
 
-
-
 def _accuracy_rows(p, f05=False):
     cal, test, parts = p["split"]["cal"], p["split"]["test"], p["parts"]
     held = np.concatenate([parts["mc"], parts["vp"]])
@@ -464,7 +484,7 @@ def run_va_config(dataset="sentiment", seed=0, *, n_calibration=16000, alpha=0.1
     return _result_rows(_pipeline(dataset, seed, n_calibration, network_key), alpha, kappa, seed, methods)
 
 
-def va_rows(train, cal, test, seed=0, *, alpha=0.1, kappa=1000, methods=None):
+def va_rows(train, cal, test, seed=0, *, alpha=0.1, kappa=1000, methods=None, points=False):
     """Steps 3-4 of :func:`run_va_config` on a network's outputs computed elsewhere (e.g. on a GPU).
 
     Parameters
@@ -481,11 +501,16 @@ def va_rows(train, cal, test, seed=0, *, alpha=0.1, kappa=1000, methods=None):
         ADMIT's smallest band count per class.
     methods : sequence of str or str, optional
         A subset of :data:`METHODS` (default: all).
+    points : bool, default False
+        Also return the per-point frame of :func:`va_points` (the same
+        pipeline, so it costs nothing more).
 
     Returns
     -------
-    pandas.DataFrame
+    rows : pandas.DataFrame
         The rows of :func:`run_va_config`.
+    points : pandas.DataFrame
+        Only with ``points=True``: the frame of :func:`va_points`.
 
     Examples
     --------
@@ -494,9 +519,9 @@ def va_rows(train, cal, test, seed=0, *, alpha=0.1, kappa=1000, methods=None):
     ...     y = rng.integers(2, size=n)
     ...     r = rng.normal(size=(n, 4)) + y[:, None]
     ...     return r, np.column_stack([-r[:, 0], r[:, 0]]), y
-    >>> rows = va_rows(part(60), part(200), part(30), kappa=20, methods=["ADMIT"])
-    >>> sorted(rows["method"].unique())
-    ['ADMIT', 'KNN', 'localizer', 'memory layer']
+    >>> rows, pts = va_rows(part(60), part(200), part(30), kappa=20, methods=["ADMIT"], points=True)
+    >>> sorted(rows["method"].unique()), pts["split"].value_counts()["test"]
+    (['ADMIT', 'KNN', 'localizer', 'memory layer'], np.int64(30))
     """
     parts = []
     for name, (r, logits, y) in (("train", train), ("cal", cal), ("test", test)):
@@ -515,8 +540,11 @@ def va_rows(train, cal, test, seed=0, *, alpha=0.1, kappa=1000, methods=None):
     alpha = check_alpha(alpha)
     kappa = check_int(kappa, "kappa", minimum=1)
     methods = method_list(methods, METHODS if parts[0][1].shape[1] == 2 else PROTEIN_METHODS)
+    if not isinstance(points, bool):
+        raise TypeError(f"points must be a bool, got {points!r}")
     p = _approximation(*parts, seed, parts[0][1].shape[1])
-    return _result_rows(p, alpha, kappa, seed, methods)
+    rows = _result_rows(p, alpha, kappa, seed, methods)
+    return (rows, _points_frame(p)) if points else rows
 
 
 def _result_rows(p, alpha, kappa, seed, methods, *, f05=False):
@@ -569,7 +597,11 @@ def va_points(dataset="sentiment", seed=0, *, n_calibration=16000, model_seed=0,
     """
     dataset, seed, n_calibration, network_key = _arguments(dataset, seed, n_calibration, model_seed, hidden, epochs,
                                                            max_features, features)
-    p = _pipeline(dataset, seed, n_calibration, network_key)
+    return _points_frame(_pipeline(dataset, seed, n_calibration, network_key))
+
+
+def _points_frame(p):
+    """The per-point frame of :func:`va_points` from a pipeline's splits (:func:`_approximation`)."""
     frames = []
     for name, s in p["split"].items():
         frame = pd.DataFrame({"label": s["y"], "network_pred": s["logits"].argmax(axis=1), "knn_pred": s["knn_pred"],
@@ -590,7 +622,11 @@ def va_points(dataset="sentiment", seed=0, *, n_calibration=16000, model_seed=0,
 
 @functools.lru_cache(maxsize=2)
 def _protein_network(model_seed, n_proteins, hidden, channels, epochs, batch_size, lr, device):
-    """CB513 split by protein, the CNN trained on ``D_tr``: its encoder and the outputs of ``D_tr`` and ``D_valid``."""
+    """CB513 split by protein, the CNN trained on ``D_tr``: its encoder and the outputs of ``D_tr`` and ``D_valid``.
+
+    Returns the network, the encoder, the per-residue outputs of ``D_tr``
+    and ``D_valid`` and each ``D_valid`` residue's protein (:func:`_sequence_ids`).
+    """
     sequences, labels = load_protein_ss("cb513")
     chosen = np.random.default_rng([model_seed, 3]).permutation(len(sequences))[:n_proteins]
     n_train = int(round(0.6 * chosen.size))
@@ -602,7 +638,7 @@ def _protein_network(model_seed, n_proteins, hidden, channels, epochs, batch_siz
             fit_protein_cnn(net, seqs, ys, epochs=epochs, batch_size=batch_size, lr=lr, seed=model_seed,
                             device=device)
         parts.append((*protein_cnn_outputs(net, seqs, device=device), np.concatenate(ys)))
-    return net, encode_proteins, parts[0], parts[1]
+    return net, encode_proteins, parts[0], parts[1], _sequence_ids(ys)
 
 
 @functools.lru_cache(maxsize=2)
@@ -610,8 +646,9 @@ def _grammar_network(model_seed, n_valid_sentences, n_sentences, min_count, embe
                      channels, epochs, batch_size, lr, class_weight, device):
     """FCE train split by sentence into ``D_valid`` and ``D_tr``, the word CNN trained on ``D_tr``.
 
-    Returns the network, the word encoder (the vocabulary of ``D_tr``) and
-    the per-token outputs of ``D_tr`` and ``D_valid``.
+    Returns the network, the word encoder (the vocabulary of ``D_tr``), the
+    per-token outputs of ``D_tr`` and ``D_valid`` and each ``D_valid`` token's
+    sentence (:func:`_sequence_ids`).
     """
     sentences, labels = load_fce("train")
     order = np.random.default_rng([model_seed, 3]).permutation(len(sentences))
@@ -626,7 +663,12 @@ def _grammar_network(model_seed, n_valid_sentences, n_sentences, min_count, embe
             fit_token_cnn(net, tokens, ys, epochs=epochs, batch_size=batch_size, lr=lr, seed=model_seed,
                           class_weight=None if class_weight is None else (1.0, class_weight), device=device)
         parts.append((*token_cnn_outputs(net, tokens, device=device), np.concatenate(ys)))
-    return net, vocab.encode, parts[0], parts[1]
+    return net, vocab.encode, parts[0], parts[1], _sequence_ids(ys)
+
+
+def _sequence_ids(labels):
+    """Each token's sequence number, for per-sequence label arrays ``labels``."""
+    return np.repeat(np.arange(len(labels)), [len(y) for y in labels])
 
 
 def _sequence_task(task):
@@ -640,24 +682,30 @@ def _sequence_task(task):
 def _sequence_data(task, n_test, network_key):
     """A per-token task's network outputs on ``D_tr``, ``D_valid`` and ``n_test`` test sequences; their neighbours.
 
+    Also each ``D_valid`` token's sequence, by which the calibration splits are drawn.
+
     ``network_key`` holds the network builder's arguments, ``model_seed``
     first and ``device`` last; the test sequences are drawn with ``model_seed``.
     """
     network, load_test, _ = _sequence_task(task)
-    net, encode, train, cal = network(*network_key)
+    net, encode, train, cal, cal_groups = network(*network_key)
     sequences, labels = load_test()
     chosen = np.sort(np.random.default_rng([network_key[0], 4]).permutation(len(sequences))[:n_test])
     r, logits = token_cnn_outputs(net, encode([sequences[j] for j in chosen]), device=network_key[-1])
     test = (r, logits, np.concatenate([labels[j] for j in chosen]))
-    return train, cal, test, _training_neighbours(train[0], cal[0], test[0])
+    return train, cal, test, _training_neighbours(train[0], cal[0], test[0]), cal_groups
 
 
 @functools.lru_cache(maxsize=4)
 def _sequence_pipeline(task, seed, n_test, localizer_points, network_key):
-    """Every per-point quantity of one per-token task (the network and neighbours are shared by every split)."""
-    train, cal, test, neighbours = _sequence_data(task, n_test, network_key)
+    """Every per-point quantity of one per-token task (the network and neighbours are shared by every split).
+
+    ``D_valid`` is split by sequence: a protein's residues or a sentence's
+    tokens fall in one of ``D_knn``, ``D_ca^mc`` and ``D_ca^vp``.
+    """
+    train, cal, test, neighbours, groups = _sequence_data(task, n_test, network_key)
     return _approximation(train, cal, test, seed, _sequence_task(task)[2], neighbours=neighbours,
-                          localizer_points=localizer_points)
+                          localizer_points=localizer_points, groups=groups)
 
 
 def _training_settings(model_seed, hidden, channels, epochs, batch_size, lr):
@@ -692,8 +740,9 @@ def run_protein_config(dataset="protein", seed=0, *, n_proteins=None, n_test_pro
        ``D_tr`` (once per ``model_seed`` and settings: every calibration split
        sees the same network, as in the paper). Its memory layer gives every
        residue an exemplar vector;
-    2. ``seed`` splits the residues of ``D_valid`` into ``D_knn`` (10 %),
-       ``D_ca^mc`` and ``D_ca^vp`` (45 % each), as :func:`run_va_config` does;
+    2. ``seed`` splits the proteins of ``D_valid`` into ``D_knn`` (10 %),
+       ``D_ca^mc`` and ``D_ca^vp`` (45 % each): a protein's residues stay
+       together, so no part holds neighbours of the same chain;
     3. the KNN approximation, ``q``, ``d``, the localizer and every method of
        :data:`PROTEIN_METHODS` (:data:`METHODS` less Venn-ABERS, which is
        binary) on the residues of ``n_test_proteins`` TS115 proteins.
@@ -821,8 +870,9 @@ def run_grammar_config(dataset="grammar", seed=0, *, n_sentences=None, n_valid_s
        lower-cased, seen at least ``min_count`` times) is trained on ``D_tr``,
        once per ``model_seed`` and settings. Its memory layer gives every
        token an exemplar vector;
-    2. ``seed`` splits the tokens of ``D_valid`` into ``D_knn`` (10 %),
-       ``D_ca^mc`` and ``D_ca^vp`` (45 % each), as :func:`run_va_config` does;
+    2. ``seed`` splits the sentences of ``D_valid`` into ``D_knn`` (10 %),
+       ``D_ca^mc`` and ``D_ca^vp`` (45 % each): a sentence's tokens stay
+       together;
     3. the KNN approximation, ``q``, ``d``, the localizer and every method of
        :data:`METHODS` on the tokens of ``n_test_sentences`` FCE test
        sentences.
