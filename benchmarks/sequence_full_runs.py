@@ -7,7 +7,9 @@ tasks of the notebooks' ``full`` profiles. Each task family's network and
 training neighbours are computed once, in this process with every core
 (:func:`~calibtut.experiments.venn_admit.run_protein_config` with the cheap
 ``KNN`` method fills the caches); then worker processes forked from it run
-the calibration splits, one core each, reading those caches. Each worker
+the calibration splits, one core each, reading those caches (GPUs are hidden
+from the script: torch refuses autograd in a process forked after its CUDA
+engine started, as it did on a GPU machine). Each worker
 appends its finished tasks to its own store, and the stores are merged into
 fresh ``.jsonl`` stores in ``--out`` (the published ones are not touched);
 copied over the published stores, they are read back by
@@ -33,13 +35,15 @@ import sys
 import time
 from pathlib import Path
 
-import torch
+os.environ["CUDA_VISIBLE_DEVICES"] = ""  # before torch: see the module docstring
+
+import torch  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from calibtut.experiments.venn_admit import run_grammar_config, run_protein_config
-from calibtut.run import sweep
-from calibtut.run.store import SweepStore
+from calibtut.experiments.venn_admit import run_grammar_config, run_protein_config  # noqa: E402
+from calibtut.run import sweep  # noqa: E402
+from calibtut.run.store import SweepStore  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 #: (store name, runner, published store) of the two families, in the order they are run.

@@ -26,14 +26,6 @@ NOT_YET = {
     "notebooks/regression_study/04_comparison_at_scale",
     "notebooks/regression_study/05_combining_and_where_to_fit",
     "notebooks/regression_study/06_paper_vs_ours",
-    "notebooks/venn_admit/01_selective_classification",
-    "notebooks/venn_admit/02_knn_approximation",
-    "notebooks/venn_admit/03_admit",
-    "notebooks/venn_admit/04_venn_admit",
-    "notebooks/venn_admit/05_experiments",
-    "notebooks/venn_admit/06_protein",
-    "notebooks/venn_admit/07_grammar",
-    "notebooks/venn_admit/08_paper_vs_ours",
 }
 
 GOALS = re.compile(r"^```\{admonition\} Learning goals\s*$", re.MULTILINE)

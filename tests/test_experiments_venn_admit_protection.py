@@ -19,6 +19,7 @@ from calibtut.experiments.venn_admit.protection import (
     protection_map,
     protection_runs,
     protection_summary,
+    representation_signals,
     sentiment_map_points,
     sentiment_signals,
     separation_signals,
@@ -241,3 +242,44 @@ def test_sentiment_map_points_pool_over_splits_by_hand():
     assert point["accuracy"] == pytest.approx((5 + 27) / 40)
     assert point["separation"] == pytest.approx(0.6) and point["qk_drop"] == pytest.approx(0.05)
     assert point["share"] == pytest.approx(0.2)
+
+
+def _signal_rows(dataset, seed, pred_acc, admitted):
+    """Rows of run_sentiment_signals for one split: ``admitted`` = {(by, class): (n, correct)}."""
+    rows = []
+    for (by, c), (n, correct) in admitted.items():
+        rows.append({"dataset": dataset, "seed": seed, "by": by, "class": c, "n": n,
+                     "accuracy": correct / n if n else np.nan, "share": n / 100})
+    frame = pd.DataFrame(rows)
+    return frame.assign(separation=0.6 + seed / 10, error_auroc=0.5, qk_share_cal=0.8, qk_share_test=0.5,
+                        qk_accuracy_cal_pred0=pred_acc[0], qk_accuracy_cal_pred1=pred_acc[1])
+
+
+def test_representation_signals_pools_splits_and_takes_the_weakest_admitting_category():
+    split0 = _signal_rows("sentiment_ood", 0, (0.95, 0.92), {("true", "0"): (10, 6), ("true", "1"): (10, 10),
+                                                               ("true", "all"): (20, 16),
+                                                               ("predicted", "0"): (8, 6),
+                                                               ("predicted", "1"): (12, 10)})
+    split1 = _signal_rows("sentiment_ood", 1, (0.89, 0.99), {("true", "0"): (0, 0), ("true", "1"): (30, 27),
+                                                               ("true", "all"): (30, 27),
+                                                               ("predicted", "0"): (0, 0),
+                                                               ("predicted", "1"): (30, 27)})
+    empty = _signal_rows("sentiment", 0, (0.5, 0.5), {("true", "0"): (0, 0), ("true", "all"): (0, 0)})
+    t = representation_signals({"A": pd.concat([split0, split1]), "B": empty}, alpha=0.1)
+    row = t.loc[("A", "SentimentOOD")]
+    assert row["separation"] == pytest.approx(0.65)
+    assert row["margin"] == pytest.approx(((0.92 + 0.89) / 2) - 0.9)  # mean over splits of the weaker category
+    assert row["share"] == pytest.approx((0.2 + 0.3) / 2)
+    # pooled over splits: counts add up, not the per-split accuracies
+    assert row["true 0"] == pytest.approx(6 / 10) and row["true 1"] == pytest.approx(37 / 40)
+    assert row["pred 0"] == pytest.approx(6 / 8) and row["pred 1"] == pytest.approx(37 / 42)
+    assert np.isnan(t.loc[("B", "Sentiment"), "true 0"]) and t.loc[("B", "Sentiment"), "share"] == 0
+
+
+def test_representation_signals_refuses_bad_input():
+    with pytest.raises(TypeError, match="signals must be a non-empty dict"):
+        representation_signals({})
+    with pytest.raises(ValueError, match="qk_accuracy_cal_pred0"):
+        representation_signals({"A": pd.DataFrame({"dataset": ["x"]})})
+    with pytest.raises(ValueError, match="alpha"):
+        representation_signals({"A": pd.DataFrame()}, alpha=1.5)

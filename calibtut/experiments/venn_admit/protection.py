@@ -65,6 +65,7 @@ __all__ = [
     "protection_map",
     "protection_runs",
     "protection_summary",
+    "representation_signals",
     "run_sentiment_signals",
     "sentiment_by_class",
     "sentiment_map_points",
@@ -553,6 +554,65 @@ def sentiment_by_class(rows):
     pooled = pooled.groupby(["dataset", "by", "class"])[["n", "correct"]].sum().astype(float)
     pooled["correct"] = pooled["correct"].round()
     return pooled.assign(accuracy=pooled["correct"] / pooled["n"].where(pooled["n"] > 0))
+
+
+def representation_signals(signals, alpha=0.1):
+    """What each representation's ``q`` and ``d`` see of the tweets, and what Venn-ADMIT admits, side by side.
+
+    Parameters
+    ----------
+    signals : dict of str to pandas.DataFrame
+        Per representation (its display name), rows of
+        :func:`run_sentiment_signals` with their ``dataset`` column (a sweep's
+        output, or the ``signals.csv`` of the GPU run).
+    alpha : float, default 0.1
+        Miscoverage level of the runs.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Indexed by ``representation`` and ``dataset``, means over calibration
+        splits: ``separation`` (AUROC of q/d telling test points from
+        calibration points), ``error_auroc`` (d against the KNN's errors
+        inside q = K), ``qk_share_cal``, ``qk_share_test``, ``margin`` (the
+        lowest calibration accuracy of the ``(q = K, predicted class)``
+        categories minus ``1 - alpha``: how far the categories that can admit
+        sit above the target), and, pooled over splits, Venn-ADMIT's admitted
+        ``share`` and accuracy by true class (``true 0``, ``true 1``) and by
+        predicted class (``pred 0``, ``pred 1``), NaN where nothing is admitted.
+
+    Examples
+    --------
+    >>> rows = pd.DataFrame({"dataset": "sentiment_ood", "by": ["true"] * 3 + ["predicted"] * 3,
+    ...                      "class": ["0", "1", "all"] * 2, "n": [10, 30, 40] * 2,
+    ...                      "accuracy": [0.6, 0.9, 0.825, 0.8, 0.833, 0.825], "share": [0.1, 0.3, 0.4] * 2,
+    ...                      "separation": 0.65, "error_auroc": 0.54, "qk_share_cal": 0.8, "qk_share_test": 0.5,
+    ...                      "qk_accuracy_cal_pred0": 0.91, "qk_accuracy_cal_pred1": 0.93})
+    >>> t = representation_signals({"TF-IDF": rows})
+    >>> t.loc[("TF-IDF", "SentimentOOD"), ["margin", "share", "true 0", "pred 1"]].round(3).tolist()
+    [0.01, 0.4, 0.6, 0.833]
+    """
+    alpha = check_alpha(alpha)
+    if not isinstance(signals, dict) or not signals:
+        raise TypeError(f"signals must be a non-empty dict of representation name to rows, got {type(signals)}")
+    names = {"sentiment": "Sentiment", "sentiment_ood": "SentimentOOD"}
+    out = []
+    for name, rows in signals.items():
+        check_rows(rows, ["dataset", "by", "class", "n", "accuracy", "share", "separation", "error_auroc",
+                          "qk_share_cal", "qk_share_test", "qk_accuracy_cal_pred0", "qk_accuracy_cal_pred1"],
+                   f"signals[{name!r}]")
+        pooled = sentiment_by_class(rows)
+        for dataset, frame in rows.groupby("dataset", sort=False):
+            means = frame[["separation", "error_auroc", "qk_share_cal", "qk_share_test"]].mean()
+            worst = frame[["qk_accuracy_cal_pred0", "qk_accuracy_cal_pred1"]].min(axis=1).mean()
+            row = {"representation": name, "dataset": names.get(dataset, dataset), **means.to_dict(),
+                   "margin": float(worst - (1 - alpha)),
+                   "share": float(frame.loc[(frame["by"] == "true") & (frame["class"] == "all"), "share"].mean())}
+            for by, label in (("true", "true"), ("predicted", "pred")):
+                for c in ("0", "1"):
+                    row[f"{label} {c}"] = pooled["accuracy"].get((dataset, by, c), np.nan)
+            out.append(row)
+    return pd.DataFrame(out).set_index(["representation", "dataset"])
 
 
 def protection_map(summary, signals, *, method="Venn-ADMIT"):

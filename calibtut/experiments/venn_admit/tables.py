@@ -39,6 +39,7 @@ __all__ = [
     "admission_summary",
     "category_coverage_table",
     "exemplar_gpu_runs",
+    "exemplar_gpu_signals",
     "pooled_singletons",
     "singleton_summary",
     "table2_model_approximation",
@@ -463,8 +464,8 @@ def exemplar_gpu_runs(*, root=None):
 
     ``benchmarks/gpu_venn_admit.py`` wrote it on one GPU (see the README in
     ``results/venn_admit/05_experiments/exemplar_gpu/``): MiniLM token states
-    under a width-1 convolutional memory layer, frozen (10 calibration seeds)
-    and fine-tuned jointly with the encoder (4 seeds).
+    under a width-1 convolutional memory layer, frozen and fine-tuned jointly
+    with the encoder, 10 calibration seeds each.
 
     Parameters
     ----------
@@ -492,13 +493,53 @@ def exemplar_gpu_runs(*, root=None):
     >>> {k: v["class"].tolist() for k, v in exemplar_gpu_runs(root=root).items()}
     {'exemplar (frozen)': ['0'], 'exemplar (fine-tuned)': ['all']}
     """
+    return _exemplar_gpu_file("runs.csv", root)
+
+
+def exemplar_gpu_signals(*, root=None):
+    """The separation signals and admissions of the published GPU run, one table per representation.
+
+    Written beside :func:`exemplar_gpu_runs` by ``benchmarks/gpu_venn_admit.py``
+    (``signals.csv``): per calibration split and test set, the rows of
+    :func:`~calibtut.experiments.venn_admit.run_sentiment_signals`.
+
+    Parameters
+    ----------
+    root : str or path-like, optional
+        Repository root; found by walking up from the working directory by default.
+
+    Returns
+    -------
+    dict of str to pandas.DataFrame
+        ``{"exemplar (frozen)": rows, "exemplar (fine-tuned)": rows}``, ready
+        for :func:`~calibtut.experiments.venn_admit.representation_signals`.
+
+    Raises
+    ------
+    FileNotFoundError
+        If the run is not published under ``root``.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> root = pathlib.Path(tempfile.mkdtemp())
+    >>> folder = root / "results/venn_admit/05_experiments/exemplar_gpu"; folder.mkdir(parents=True)
+    >>> _ = (folder / "signals.csv").write_text("features,class,n\\nexemplar,0,3\\nexemplar,all,3\\n")
+    >>> {k: len(v) for k, v in exemplar_gpu_signals(root=root).items()}
+    {'exemplar (frozen)': 2, 'exemplar (fine-tuned)': 0}
+    """
+    return _exemplar_gpu_file("signals.csv", root)
+
+
+def _exemplar_gpu_file(name, root):
+    """One CSV of the published GPU run, split by representation (class as text)."""
     root = find_root() if root is None else Path(root)
-    path = stored_path(root / "results" / "venn_admit" / "05_experiments" / "exemplar_gpu" / "runs.csv")
+    path = stored_path(root / "results" / "venn_admit" / "05_experiments" / "exemplar_gpu" / name)
     if not path.is_file():
         raise FileNotFoundError(f"{path} not found; produce it with `python benchmarks/gpu_venn_admit.py` on a GPU")
     rows = pd.read_csv(path, dtype={"class": str}, keep_default_na=False, na_values=[""])
-    return {name: rows[rows["features"] == features].reset_index(drop=True)
-            for name, features in _EXEMPLAR_FEATURES.items()}
+    return {label: rows[rows["features"] == features].reset_index(drop=True)
+            for label, features in _EXEMPLAR_FEATURES.items()}
 
 
 def table5_vs_paper(ours, *, full=None, datasets=DATASETS, live="ci"):
