@@ -870,3 +870,36 @@ def test_protein_and_grammar_calibration_parts_split_by_sequence(monkeypatch):
         owners = [set(groups[idx]) for idx in parts.values()]
         assert sum(map(len, owners)) == np.unique(groups).size  # no sequence in two parts
     assert np.unique(seen[0][0]).size == 12 and np.unique(seen[1][0]).size == 120  # 40 % of 30 proteins; 120
+
+
+def test_category_accuracy_hand_case_and_refusals():
+    from calibtut.experiments.venn_admit import category_accuracy
+
+    # 9 of 10 right in (q = K, predicted 1): lower bound 9/11 < 0.9; 19 of 19 in (q = K, 0): 19/20 >= 0.9
+    points = pd.DataFrame({"split": ["vp"] * 29 + ["mc"] * 5,
+                           "label": [0] * 19 + [1] * 9 + [0] + [1] * 5,
+                           "knn_pred": [0] * 19 + [1] * 10 + [0] * 5,
+                           "q": [25] * 29 + [1] * 5})
+    table = category_accuracy(points, 0.1)
+    assert list(table.index) == [("q = K", 0), ("q = K", 1)]  # the mc rows are not categories
+    assert table.loc[("q = K", 1), "accuracy"] == pytest.approx(0.9)
+    assert table.loc[("q = K", 1), "lower"] == pytest.approx(9 / 11) and not table.loc[("q = K", 1), "can_admit"]
+    assert table.loc[("q = K", 0), "can_admit"]
+    assert category_accuracy(points, 0.2).loc[("q = K", 1), "can_admit"]  # 9/11 >= 0.8
+    with pytest.raises(ValueError, match="no rows of split 'knn'"):
+        category_accuracy(points, split="knn")
+    with pytest.raises(ValueError, match="columns|knn_pred"):
+        category_accuracy(points.drop(columns="knn_pred"))
+    with pytest.raises(ValueError, match="alpha"):
+        category_accuracy(points, 0)
+
+
+def test_run_protein_config_returns_three_class_points_on_request():
+    small = {"n_proteins": 30, "n_test_proteins": 2, "hidden": 8, "channels": 8, "epochs": 1, "kappa": 10,
+             "localizer_points": 50}
+    rows, pts = run_protein_config(seed=0, methods=["KNN"], points=True, **small)
+    assert {"p0", "p1", "p2"} <= set(pts.columns)
+    assert np.allclose(pts[["p0", "p1", "p2"]].sum(axis=1), 1, atol=1e-5)
+    assert (pts["split"] == "test").sum() == rows["n_test"].iloc[0]
+    with pytest.raises(TypeError, match="points must be a bool"):
+        run_protein_config(seed=0, methods=["KNN"], points="yes", **small)

@@ -38,6 +38,7 @@ __all__ = [
     "accuracy_gap_sd",
     "admission_summary",
     "category_coverage_table",
+    "category_accuracy",
     "exemplar_gpu_runs",
     "exemplar_gpu_signals",
     "pooled_singletons",
@@ -540,6 +541,57 @@ def _exemplar_gpu_file(name, root):
     rows = pd.read_csv(path, dtype={"class": str}, keep_default_na=False, na_values=[""])
     return {label: rows[rows["features"] == features].reset_index(drop=True)
             for label, features in _EXEMPLAR_FEATURES.items()}
+
+
+def category_accuracy(points, alpha=0.1, *, cap=25, split="vp"):
+    """The calibration accuracy of the Venn categories that can admit: ``(q = K, predicted class)``.
+
+    A Venn category admits a test point only when its lower probability
+    ``correct / (n + 1)`` (at weight 1) reaches ``1 - alpha``; the band of
+    ``d`` narrows a category further, so these cells are an upper bound on
+    what can admit. Where the network leaves nothing to admit, this table
+    says why: the cells are below ``1 - alpha``, or too small.
+
+    Parameters
+    ----------
+    points : pandas.DataFrame
+        Per-point frame (:func:`~calibtut.experiments.venn_admit.va_points`,
+        or the ``points`` of :func:`~calibtut.experiments.venn_admit.run_protein_config`):
+        columns ``split``, ``label``, ``knn_pred`` and ``q``.
+    alpha : float, default 0.1
+        Miscoverage level in (0, 1).
+    cap : int, default 25
+        ``K``, the largest ``q``.
+    split : str, default "vp"
+        The calibration part whose points form the categories (``D_ca^vp``).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Indexed by ``q`` (``"q = K"``, ``"q < K"``) and ``predicted`` class:
+        ``n`` (calibration points), ``accuracy``, ``lower`` (``correct / (n +
+        1)``) and ``can_admit`` (``lower >= 1 - alpha``).
+
+    Examples
+    --------
+    >>> points = pd.DataFrame({"split": "vp", "label": [0] * 10 + [1] * 10,
+    ...                        "knn_pred": [0] * 10 + [1] * 9 + [0], "q": [25] * 18 + [3] * 2})
+    >>> category_accuracy(points).loc["q = K"].round(3).values.tolist()
+    [[10.0, 1.0, 0.909, True], [8.0, 1.0, 0.889, False]]
+    """
+    check_rows(points, ["split", "label", "knn_pred", "q"], "points")
+    alpha = check_alpha(alpha)
+    cap = check_int(cap, "cap", minimum=1)
+    chosen = points[points["split"] == split]
+    if chosen.empty:
+        raise ValueError(f"points has no rows of split {split!r}; splits: {sorted(points['split'].unique())}")
+    cells = chosen.assign(q=np.where(chosen["q"] >= cap, "q = K", "q < K"), predicted=chosen["knn_pred"],
+                          correct=chosen["knn_pred"] == chosen["label"])
+    table = cells.groupby(["q", "predicted"])["correct"].agg(n="size", correct="sum").astype(float)
+    table["accuracy"] = table["correct"] / table["n"]
+    table["lower"] = table["correct"] / (table["n"] + 1)
+    table["can_admit"] = table["lower"] >= 1 - alpha
+    return table[["n", "accuracy", "lower", "can_admit"]]
 
 
 def table5_vs_paper(ours, *, full=None, datasets=DATASETS, live="ci"):

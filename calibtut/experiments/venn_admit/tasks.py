@@ -601,11 +601,12 @@ def va_points(dataset="sentiment", seed=0, *, n_calibration=16000, model_seed=0,
 
 
 def _points_frame(p):
-    """The per-point frame of :func:`va_points` from a pipeline's splits (:func:`_approximation`)."""
+    """The per-point frame of :func:`va_points` from a pipeline's splits (one ``p<c>`` column per class)."""
     frames = []
     for name, s in p["split"].items():
+        probs = {f"p{c}": s["knn_probs"][:, c] for c in range(s["knn_probs"].shape[1])}
         frame = pd.DataFrame({"label": s["y"], "network_pred": s["logits"].argmax(axis=1), "knn_pred": s["knn_pred"],
-                              "p0": s["knn_probs"][:, 0], "p1": s["knn_probs"][:, 1], "q": s["q"], "d": s["d"]})
+                              **probs, "q": s["q"], "d": s["d"]})
         if name == "cal":
             labels = np.empty(len(frame), dtype=object)
             for part, idx in p["parts"].items():
@@ -728,7 +729,7 @@ def _calibration_settings(seed, alpha, kappa, methods, allowed, localizer_points
 
 def run_protein_config(dataset="protein", seed=0, *, n_proteins=None, n_test_proteins=None, alpha=0.1,
                        kappa=1000, methods=None, model_seed=0, hidden=256, channels=128, epochs=6, batch_size=16,
-                       lr=1e-3, localizer_points=None, device="cpu"):
+                       lr=1e-3, localizer_points=None, device="cpu", points=False):
     """The Protein task on one calibration split: CB513 for training and calibration, TS115 for testing.
 
     The paper's Table 4 protocol at small scale (its TAPE data, casp12 and
@@ -783,13 +784,18 @@ def run_protein_config(dataset="protein", seed=0, *, n_proteins=None, n_test_pro
         times ``|D_ca^vp|``.
     device : {"cpu", "cuda"}, default "cpu"
         Where the network is trained and evaluated (the KNN search stays on the CPU).
+    points : bool, default False
+        Also return the per-residue frame of :func:`va_points` (columns
+        ``p0``-``p2``), for :func:`~calibtut.experiments.venn_admit.category_accuracy`.
 
     Returns
     -------
-    pandas.DataFrame
+    rows : pandas.DataFrame
         The columns of :func:`run_va_config`; ``class`` is ``"0"`` (Helix),
         ``"1"`` (Strand), ``"2"`` (Other) or ``"all"``; ``n_test`` is the
         number of test residues.
+    points : pandas.DataFrame
+        Only with ``points=True``.
 
     Examples
     --------
@@ -807,9 +813,12 @@ def run_protein_config(dataset="protein", seed=0, *, n_proteins=None, n_test_pro
                                                                          PROTEIN_METHODS, localizer_points)
     model_seed, hidden, channels, epochs, batch_size, lr = _training_settings(model_seed, hidden, channels, epochs,
                                                                               batch_size, lr)
+    if not isinstance(points, bool):
+        raise TypeError(f"points must be a bool, got {points!r}")
     network_key = (model_seed, n_proteins, hidden, channels, epochs, batch_size, lr, str(resolve_device(device)))
     p = _sequence_pipeline("protein", seed, n_test_proteins, localizer_points, network_key)
-    return _result_rows(p, alpha, kappa, seed, methods)
+    rows = _result_rows(p, alpha, kappa, seed, methods)
+    return (rows, _points_frame(p)) if points else rows
 
 
 def protein_tasks(seeds=(0, 1, 2), **fixed):
