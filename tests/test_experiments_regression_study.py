@@ -444,7 +444,7 @@ def _claim_rows(effects, n_datasets=15, seed=0, std=None, nll=None):
 def test_claim_verdicts_follow_the_rows():
     posthoc_best = {m: -0.05 for m in rs.figure_methods("3") if "Rec-" in m or "CQR" in m}
     posthoc_best["MIX-NLL + Rec-EMP"] = -0.08
-    out = rs.claim_verdicts(_claim_rows(posthoc_best), n_sim=200).set_index("claim")
+    out = rs.claim_verdicts(_claim_rows(posthoc_best), n_sim=200, n_boot=10).set_index("claim")
     assert list(out.index) == [f"C{i}" for i in range(1, 18)]
     assert set(out["verdict"]) <= set(rs.VERDICTS)
     # post-hoc lower than regularization on 15 of 15 datasets: Wilcoxon p = 2/2^15, and at most
@@ -454,14 +454,16 @@ def test_claim_verdicts_follow_the_rows():
     assert out.loc["C16", "verdict"] == "not run" and out.loc["C13", "verdict"] == "not run"
     assert out.loc["C14", "verdict"] == "not run"
     # the reverse: regularization better, Rec-EMP never the best
-    reversed_ = rs.claim_verdicts(_claim_rows({m: -v for m, v in posthoc_best.items()}), n_sim=200)
+    reversed_ = rs.claim_verdicts(_claim_rows({m: -v for m, v in posthoc_best.items()}), n_sim=200, n_boot=10)
     reversed_ = reversed_.set_index("claim")
     assert reversed_.loc["C3", "verdict"] == "does not hold" and reversed_.loc["C15", "verdict"] == "does not hold"
-    # three datasets cannot show significance; eight can for one pair (p = 2/2^8), not after Holm
+    # three datasets cannot show significance; eight can for one pair (p = 2/2^8), not after Holm:
+    # the direction holds, with the test's power at 57 datasets
     few = rs.claim_verdicts(_claim_rows(posthoc_best, n_datasets=3), n_sim=200).set_index("claim")
     assert few.loc["C3", "verdict"] == "not testable at this size"
-    eight = rs.claim_verdicts(_claim_rows(posthoc_best, n_datasets=8), n_sim=200).set_index("claim")
-    assert eight.loc["C3", "verdict"] == "does not hold" and "Holm p = " in eight.loc["C3", "evidence"]
+    eight = rs.claim_verdicts(_claim_rows(posthoc_best, n_datasets=8), n_sim=200, n_boot=20).set_index("claim")
+    assert eight.loc["C3", "verdict"] == "direction holds, not significant"
+    assert "Holm p = " in eight.loc["C3", "evidence"] and "power at 57 datasets 1.00" in eight.loc["C3", "evidence"]
     with pytest.raises(ValueError, match="min_datasets"):
         rs.claim_verdicts(_claim_rows(posthoc_best), min_datasets=0)
 
@@ -472,7 +474,7 @@ def test_sharpness_claim_compares_like_with_like():
     maps = [m for m in rs.figure_methods("7") if "Rec-" in m]
     rows = _claim_rows({}, std={m: 1.05 for m in maps})
     rows.loc[rows["posthoc"] != "none", "test_std"] *= 0.8875
-    out = rs.claim_verdicts(rows, n_sim=100).set_index("claim")
+    out = rs.claim_verdicts(rows, n_sim=100, n_boot=10).set_index("claim")
     assert out.loc["C12", "verdict"] == "does not hold"
     assert "on std_quantile: 0/15" in out.loc["C12", "evidence"]
     assert "authors' STD: MIX-CRPS + Rec-EMP < MIX-CRPS + PCE-KDE on std: 15/15" in out.loc["C12", "evidence"]
@@ -481,23 +483,23 @@ def test_sharpness_claim_compares_like_with_like():
 def test_best_calibrated_claim_is_among_figure_14s_five_models():
     # Rec-EMP on MIX-CRPS is better still, but it is not one of Figure 14's five models
     rows = _claim_rows({"MIX-NLL + Rec-EMP": -0.05, "MIX-CRPS + Rec-EMP": -0.08})
-    out = rs.claim_verdicts(rows, n_sim=100).set_index("claim")
+    out = rs.claim_verdicts(rows, n_sim=100, n_boot=10).set_index("claim")
     assert out.loc["C15", "verdict"] == "holds" and "on 15/15 datasets" in out.loc["C15", "evidence"]
     rows = _claim_rows({"MIX-NLL + Rec-EMP": -0.05, "MIX-NLL + PCE-KDE": -0.08})
-    assert rs.claim_verdicts(rows, n_sim=100).set_index("claim").loc["C15", "verdict"] == "does not hold"
+    assert rs.claim_verdicts(rows, n_sim=100, n_boot=10).set_index("claim").loc["C15", "verdict"] == "does not hold"
 
 
 def test_small_effects_scale_with_runs_and_a_decrease_is_not_harm():
     # Rec-KDE lowers the NLL a lot: "without a large increase" holds, "little effect" would not
     kde = {"MIX-NLL + Rec-KDE": 0.5, "MIX-CRPS + Rec-KDE": 0.5}
     rows = _claim_rows({m: -0.05 for m in kde}, nll=kde)
-    checks = rs.claims._Checks(rs.study_results(rows), 0.05, 6, "sqr-affine")
+    checks = rs.claims._Checks(rs.study_results(rows), 0.05, 6, "sqr-affine", 50, 0)
     assert checks.small_effect("MIX-NLL + Rec-KDE", "MIX-NLL", "nll", increase_only=True)[0] == "holds"
     assert checks.small_effect("MIX-NLL + Rec-KDE", "MIX-NLL", "nll")[0] == "does not hold"
     # two runs: the authors' d of a textbook 0.8 / sqrt(5) effect is 0.8 sqrt(2/5)
     assert rs.claims._large_d(2) == pytest.approx(0.8 * math.sqrt(2 / 5))
     assert rs.claims._large_d(5) == pytest.approx(0.8)
-    verdict, text = checks.small_effect("MIX-NLL + Rec-KDE", "MIX-NLL", "wis")  # both constant: d is NaN
+    verdict, text = checks.small_effect("MIX-NLL + Rec-KDE", "MIX-NLL", "wis")[:2]  # both constant: d is NaN
     assert verdict in ("holds", "not run")
 
 
@@ -509,11 +511,11 @@ def test_a_significant_difference_needs_the_claimed_direction():
     worse = rows["dataset"].isin(["d0", "d1", "d2", "d3", "d4", "d5"])
     rows.loc[sqr & ~worse, "test_pce"] -= 0.002
     rows.loc[sqr & worse, "test_pce"] += 0.05
-    checks = rs.claims._Checks(rs.study_results(rows), 0.05, 6, "sqr-affine")
-    share, n, p = checks.compare("SQR-CRPS (affine) + Trunc", "SQR-CRPS (affine)", "pce")
-    assert share > 0.5 and p > 0.5
-    verdict, _ = checks.lower("SQR-CRPS (affine) + Trunc", "SQR-CRPS (affine)", "pce", significant=True)
-    assert verdict == "does not hold"
+    checks = rs.claims._Checks(rs.study_results(rows), 0.05, 6, "sqr-affine", 50, 0)
+    lower, higher, ties, p = checks.compare("SQR-CRPS (affine) + Trunc", "SQR-CRPS (affine)", "pce")
+    assert lower > higher and ties == 0 and p > 0.5
+    part = checks.lower("SQR-CRPS (affine) + Trunc", "SQR-CRPS (affine)", "pce", significant=True)
+    assert part.verdict == "direction holds, not significant" and part.power < 0.05
 
 
 def test_figure_effects_use_the_figure_baseline_and_methods():
@@ -532,6 +534,104 @@ def test_figure_effects_use_the_figure_baseline_and_methods():
     assert row["share_negative"] == 1.0 and row["datasets"] == 3
     with pytest.raises(TypeError, match="effects"):
         rs.median_effects([fig7])
+
+
+def _tie_rows(n_tied, n_lower, n_higher, seed=1):
+    """Claim rows where MIX-CRPS + QR ties MIX-CRPS (lambda = 0 selected) on ``n_tied`` datasets.
+
+    On the others QR is selected at lambda = 1 and is 0.01 lower (``n_lower``) or higher in PCE.
+    """
+    rows = _claim_rows({}, n_datasets=n_tied + n_lower + n_higher, seed=seed)
+    qr = rows["method"] == "MIX-CRPS + QR"
+    index = rows["dataset"].str[1:].astype(int)
+    rows.loc[qr & (index < n_tied), "val_wis"] = 2.0  # above 1.1 x the vanilla's: lambda = 0 is kept
+    rows.loc[qr & (index >= n_tied), "test_pce"] = (
+        rows.loc[qr & (index >= n_tied), "test_pce"] + np.where(index[qr & (index >= n_tied)] < n_tied + n_lower,
+                                                                -0.01, 0.01))
+    return rows
+
+
+def test_ties_are_left_out_of_the_direction_and_reported():
+    # the issue's C9: lower on 11 of 23, but 9 are ties (lambda = 0), so 11 of 14 where they differ
+    rows = _tie_rows(9, 11, 3)
+    selected = rs.selected_lambdas(rows).query("base == 'mix-crps' and regularizer == 'qr'")
+    assert (selected["lam"] == 0.0).sum() == 9
+    out = rs.claim_verdicts(rows, n_sim=100, n_boot=10, parts=True)
+    c9 = out[out["claim"] == "C9"].iloc[0]
+    assert c9["verdict"] == "holds" and c9["rule"] == "direction"
+    assert (c9["agree"], c9["differ"], c9["ties"]) == (11, 14, 9)
+    assert "11/14 datasets where they differ (9 tied)" in c9["evidence"]
+    # the same counts without ties: 11 of 23 is no majority
+    out = rs.claim_verdicts(_tie_rows(0, 11, 12), n_sim=100, n_boot=10, parts=True)
+    assert out[out["claim"] == "C9"].iloc[0]["verdict"] == "does not hold"
+
+
+def test_tend_to_pools_the_directions_of_the_pairs():
+    # pair 1 worse on 12 of 15, pair 2 on 6 of 15: no conjunction of majorities, but 18 of 30
+    # (pair, dataset) pooled, which is what "tend to" asks
+    rows = _claim_rows({}, n_datasets=15)
+    for method, worse in (("MIX-NLL + Rec-LIN", 12), ("MIX-NLL + Rec-KDE", 6)):
+        mask = rows["method"] == method
+        index = rows.loc[mask, "dataset"].str[1:].astype(int)
+        rows.loc[mask, "test_wis"] = np.where(index < worse, 1.1, 0.9)
+    checks = rs.claims._Checks(rs.study_results(rows), 0.05, 6, "sqr-affine", 50, 0)
+    pairs = [("MIX-NLL", "MIX-NLL + Rec-LIN"), ("MIX-NLL", "MIX-NLL + Rec-KDE")]
+    part = checks.tend(pairs, "wis", "vanilla < map")
+    assert part.verdict == "holds" and (part.agree, part.differ, part.ties) == (18, 30, 0)
+    assert [checks.lower(a, b, "wis").verdict for a, b in pairs] == ["holds", "does not hold"]
+    assert checks.tend(pairs[1:], "wis", "vanilla < map").verdict == "does not hold"
+    few = rs.claims._Checks(rs.study_results(rows), 0.05, 16, "sqr-affine", 50, 0)
+    assert few.tend(pairs, "wis", "vanilla < map").verdict == "not testable at this size"
+
+
+def test_significance_power_is_seeded_and_grows_with_the_effect():
+    rows = _claim_rows({}, n_datasets=12)
+    nll = rows["method"] == "MIX-NLL + QR"
+    index = rows["dataset"].str[1:].astype(int)
+    # QR lower on 8 of 12 datasets by 0.01, higher on 4 by 0.004: pair p about 0.08, no significance
+    rows.loc[nll, "test_pce"] += np.where(index[nll] < 8, -0.01, 0.004)
+    checks = rs.claims._Checks(rs.study_results(rows), 0.05, 6, "sqr-affine", 100, 3)
+    part = checks.lower("MIX-NLL + QR", "MIX-NLL", "pce", significant=True, figure="6")
+    assert part.verdict == "direction holds, not significant" and (part.agree, part.differ) == (8, 12)
+    assert 0.3 < part.power <= 1.0 and "(100 bootstrap draws, seed 3)" in part.evidence
+    again = rs.claims._Checks(rs.study_results(rows), 0.05, 6, "sqr-affine", 100, 3)
+    assert again.lower("MIX-NLL + QR", "MIX-NLL", "pce", significant=True, figure="6").power == part.power
+    # the pair's own one-sided test (no Holm over Figure 6's 21 pairs) finds it
+    pair = checks.lower("MIX-NLL + QR", "MIX-NLL", "pce", significant=True)
+    assert pair.verdict == "holds" and "one-sided Wilcoxon p" in pair.evidence and math.isnan(pair.power)
+
+
+def test_at_ci_sizes_nothing_is_declared_not_to_hold():
+    posthoc_best = {m: -0.05 for m in rs.figure_methods("3") if "Rec-" in m or "CQR" in m}
+    for effects in (posthoc_best, {m: -v for m, v in posthoc_best.items()}):
+        out = rs.claim_verdicts(_claim_rows(effects, n_datasets=2), n_sim=100, parts=True)
+        assert "does not hold" not in set(out["verdict"]), out[out["verdict"] == "does not hold"]
+        claims = rs.claims.claims_from_parts(out)
+        assert set(claims["verdict"]) <= {"not testable at this size", "not run"}
+        assert claims.set_index("claim").loc["C1", "verdict"] == "not testable at this size"
+
+
+def test_claim_is_the_weakest_of_its_judged_parts():
+    rows = _claim_rows({m: 0.0 for m in rs.figure_methods("3")}, n_datasets=8)
+    cqr = rows["method"] == "SQR-CRPS (affine) + CQR"
+    rows.loc[cqr, "test_pce"] -= 0.05
+    rows.loc[cqr, "test_std"] = rows.loc[cqr, "test_std_quantile"] = 3.0  # much less sharp
+    parts = rs.claim_verdicts(rows, n_sim=100, n_boot=10, parts=True)
+    c17 = parts[parts["claim"] == "C17"]
+    # the sharpness of CQR is reported, not judged: the paper itself finds CQR less sharp (C12)
+    assert set(c17.loc[c17["rule"] == "reported", "verdict"]) == {"not judged"}
+    claims = rs.claims.claims_from_parts(parts).set_index("claim")
+    assert "sharpness, not judged" in claims.loc["C17", "evidence"]
+    assert claims.loc["C17", "verdict"] in ("holds", "does not hold")
+    assert claims.equals(rs.claim_verdicts(rows, n_sim=100, n_boot=10).set_index("claim"))
+    table = pd.DataFrame({"claim": "C3", "verdict": ["holds", "direction holds, not significant", "not run"],
+                          "evidence": ["a", "b", "c"], "datasets": 8})
+    assert rs.claims.claims_from_parts(table)["verdict"].item() == "not run"
+    table.loc[2, "verdict"] = "does not hold"
+    assert rs.claims.claims_from_parts(table)["verdict"].item() == "does not hold"
+    assert rs.claims.claims_from_parts(table.iloc[:2])["verdict"].item() == "direction holds, not significant"
+    with pytest.raises(TypeError, match="parts"):
+        rs.claim_verdicts(rows, parts="yes")
 
 
 def test_claims_table_puts_verdicts_side_by_side():
@@ -740,7 +840,7 @@ def test_ablation_verdict_reads_each_sentence_on_its_metrics():
     as_paper = {("n_components", 1): worse, ("n_components", 5): {},
                 ("n_levels", 4): worse, ("n_levels", 16): {m: 0.5 for m in worse},
                 ("n_hidden", 2): {"wis": -0.1, "nll": -0.1}, ("n_hidden", 20): worse}
-    verdict, evidence = rs.claims._ablation_verdict(_ablation_rows(as_paper))
+    verdict, evidence = rs.claims._ablation_verdict(_ablation_rows(as_paper))[:2]
     assert verdict == "holds", evidence
     assert "best: 2 layers on wis, 2 layers on nll" in evidence and "n_components = 3" in evidence
     # each sentence can fail on its own
@@ -749,16 +849,16 @@ def test_ablation_verdict_reads_each_sentence_on_its_metrics():
                         (("n_components", 5), {"nll": 2.0}),  # five components differ more than one
                         (("n_levels", 16), {**worse, "pce": -0.5}),  # 16 levels better calibrated than 64
                         (("n_hidden", 20), {"nll": -0.5})):  # 20 layers best on NLL
-        verdict, evidence = rs.claims._ablation_verdict(_ablation_rows({**as_paper, key: effect}))
+        verdict, evidence = rs.claims._ablation_verdict(_ablation_rows({**as_paper, key: effect}))[:2]
         assert verdict == "does not hold", (key, evidence)
         sentence = rs.claims._ABLATION_SENTENCES[key[0]]
         assert f"{sentence} (does not hold)" in evidence and evidence.count("(holds)") == 2, evidence
     # no n_levels ablation, or no single-component model: that part cannot be checked
     no_levels = {k: v for k, v in as_paper.items() if k[0] != "n_levels"}
-    verdict, evidence = rs.claims._ablation_verdict(_ablation_rows(no_levels).drop(columns="n_levels"))
+    verdict, evidence = rs.claims._ablation_verdict(_ablation_rows(no_levels).drop(columns="n_levels"))[:2]
     assert verdict == "not run" and "no n_levels ablation" in evidence
     no_single = {k: v for k, v in as_paper.items() if k != ("n_components", 1)}
-    verdict, evidence = rs.claims._ablation_verdict(_ablation_rows(no_single))
+    verdict, evidence = rs.claims._ablation_verdict(_ablation_rows(no_single))[:2]
     assert verdict == "not run" and "no single-component model" in evidence
     d = rs.ablation_effects(_ablation_rows(as_paper), "n_components", "nll", form="textbook")
     assert (d["n_components = 1"] > 20).all() and (d["n_components = 5"].abs() < 5).all()
@@ -864,10 +964,10 @@ def test_sqr_forms_run_both_networks():
 def test_claim_verdicts_take_a_precomputed_pce_test(tmp_path):
     rows = _claim_rows({})
     table = rs.calibration_test_table(rows, n_sim=300, seed=1)
-    given = rs.claim_verdicts(rows, test_table=table, n_sim=300, seed=1)
-    assert given.equals(rs.claim_verdicts(rows, n_sim=300, seed=1))
+    given = rs.claim_verdicts(rows, test_table=table, n_sim=300, seed=1, n_boot=10)
+    assert given.equals(rs.claim_verdicts(rows, n_sim=300, seed=1, n_boot=10))
     # C1 reads the given table: all rejected there, the verdict's evidence says so
-    forced = rs.claim_verdicts(rows, test_table=table.assign(reject_paper=True), n_sim=300)
+    forced = rs.claim_verdicts(rows, test_table=table.assign(reject_paper=True), n_sim=300, n_boot=10)
     assert f"for {len(table)} of {len(table)} datasets" in forced.set_index("claim").loc["C1", "evidence"]
     with pytest.raises(ValueError, match="test_table must test the datasets"):
         rs.claim_verdicts(rows, test_table=table.iloc[1:])

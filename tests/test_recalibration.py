@@ -185,10 +185,14 @@ def test_lin_hand_case():
     # knots (0, 0), (0.2, 1/3), (0.6, 2/3), (1, 1)
     np.testing.assert_allclose(rec.transform([0.1, 0.4, 0.8, 1.0]), [1 / 6, 0.5, 5 / 6, 1.0])
     np.testing.assert_allclose(rec.inverse_transform([1 / 6, 0.5, 5 / 6]), [0.1, 0.4, 0.8])
-    # tied PITs: knots (0, 0), (0.2, 1/4), (0.2, 2/4), (0.6, 3/4), (1, 1): a right-continuous jump
+    # tied PITs: the knots (0.2, 1/4) and (0.2, 2/4) merge into (0.2, 3/8), as the authors'
+    # LinearSpline merges them: knots (0, 0), (0.2, 3/8), (0.6, 3/4), (1, 1), a continuous map
     tied = QuantileRecalibrator("lin").fit([0.2, 0.6, 0.2])
-    np.testing.assert_allclose(tied.transform([0.1, 0.2, 0.4, 1.0]), [0.125, 0.5, 0.625, 1.0])
-    np.testing.assert_allclose(tied.inverse_transform([0.125, 0.3, 0.5, 0.625]), [0.1, 0.2, 0.2, 0.4])
+    np.testing.assert_allclose(tied.transform([0.1, 0.2, 0.4, 1.0]), [3 / 16, 3 / 8, 9 / 16, 1.0])
+    np.testing.assert_allclose(tied.inverse_transform([3 / 16, 3 / 8, 9 / 16, 7 / 8]), [0.1, 0.2, 0.4, 0.8])
+    # ties at 0 and 1 join the fixed end knots: no mass at -inf or +inf
+    ends = QuantileRecalibrator("lin").fit([0.0, 0.0, 0.5, 1.0])  # knots (0, 0), (0.5, 3/5), (1, 1)
+    np.testing.assert_allclose(ends.transform([0.0, 0.25, 0.75, 1.0]), [0.0, 0.3, 0.8, 1.0])
 
 
 def test_emp_inverse_is_an_order_statistic():

@@ -45,9 +45,36 @@ def test_kde_density_matches_scipy_logistic_pdfs():
 
 
 def test_lin_density_by_hand():
-    rec = QuantileRecalibrator("lin").fit([0.2, 0.6, 0.6])  # tie at 0.6: a jump, slopes around it
-    # knots (0,0) (.2,1/4) (.6,2/4) (.6,3/4) (1,1)
-    np.testing.assert_allclose(map_density(rec, [0.1, 0.3, 0.6, 0.8, 1.0]), [1.25, 0.625, 0.625, 0.625, 0.625])
+    rec = QuantileRecalibrator("lin").fit([0.2, 0.6, 0.6])  # tie at 0.6: one knot at the mean rank
+    # knots (0,0) (.2,1/4) (.6,5/8) (1,1): slopes 1.25, 0.9375, 0.9375, integral 0.25 + 0.375 + 0.375
+    np.testing.assert_allclose(map_density(rec, [0.1, 0.3, 0.6, 0.8, 1.0]), [1.25, 0.9375, 0.9375, 0.9375, 0.9375])
+
+
+@pytest.mark.parametrize("pit", [
+    [0.2, 0.2, 0.6],  # the case: the jumping map's slopes integrated to 0.75
+    [0.0, 0.0, 0.3, 0.3, 0.3, 1.0, 1.0],  # ties at both ends and inside
+    np.round(np.random.default_rng(9).beta(2, 5, 400), 2),  # a discrete target: many ties
+])
+def test_lin_density_integrates_to_one_with_tied_pits(pit):
+    rec = QuantileRecalibrator("lin").fit(pit)
+    total, _ = integrate.quad(lambda u: map_density(rec, np.array([u]))[0], 0, 1,
+                              points=np.unique(pit), limit=1000)
+    assert total == pytest.approx(1.0, abs=1e-9)
+    # the map is continuous: no jump at a tied PIT
+    ties = np.unique(pit)[(np.unique(pit) > 0) & (np.unique(pit) < 1)]
+    np.testing.assert_allclose(rec.transform(ties - 1e-12), rec.transform(ties), atol=1e-9)
+
+
+def test_lin_recalibrated_density_integrates_to_one_over_y_with_ties():
+    # a Gaussian model of rounded data (wine ratings): tied calibration PITs
+    rng = np.random.default_rng(10)
+    rec = QuantileRecalibrator("lin").fit(stats.norm.cdf(np.round(rng.normal(scale=1.5, size=500))))
+    assert np.unique(rec.pit_).size < 20
+    f = lambda v: np.exp(-recalibrated_nll(rec, stats.norm.cdf([v]), stats.norm.logpdf([v])))  # noqa: E731
+    knots = stats.norm.ppf(rec._lin_knots[0][1:-1])
+    total = sum(integrate.quad(f, a, b, limit=200)[0]
+                for a, b in zip(np.concatenate([[-np.inf], knots]), np.concatenate([knots, [np.inf]])))
+    assert total == pytest.approx(1.0, abs=1e-7)
 
 
 @pytest.mark.parametrize("method", ["emp", "dcp"])
@@ -94,10 +121,10 @@ def test_errors():
 
 
 def test_lin_density_at_one_with_a_calibration_pit_of_one():
-    # knots (0,0) (.5,1/3) (1,2/3) (1,1): the zero-width segment at 1 is skipped, the
-    # density at 1 is the left slope (1/3)/(1/2), finite and without a warning
+    # the PIT of 1 joins the end knot: knots (0,0) (.5,1/3) (1,1), and the density at 1 is
+    # the left slope (2/3)/(1/2), finite and without a warning
     rec = QuantileRecalibrator("lin").fit([0.5, 1.0])
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         slopes = map_density(rec, [0.25, 1.0])
-    np.testing.assert_allclose(slopes, [2 / 3, 2 / 3])
+    np.testing.assert_allclose(slopes, [2 / 3, 4 / 3])

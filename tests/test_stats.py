@@ -16,6 +16,7 @@ from calibtut.stats import (
     critical_difference_diagram,
     friedman_wilcoxon,
     holm,
+    paired_wilcoxon,
     pce_study_test,
     select_lambda,
 )
@@ -38,6 +39,18 @@ def test_holm_matches_the_authors_step_down():
     for _ in range(20):
         p = rng.uniform(0, 0.05, size=12) ** 1.5
         assert holm(p, 0.01)[0].tolist() == _step_down(p, 0.01).tolist()
+
+
+def test_holm_matches_statsmodels():
+    rng = np.random.default_rng(10)
+    for size in (1, 2, 7, 120):
+        p = np.round(rng.uniform(0, 1, size=size) ** 3, 3)  # ties, and values whose k p exceed 1
+        p[: size // 3] = 1.0
+        for alpha in (0.01, 0.05):
+            reject, adjusted, _, _ = multipletests(p, alpha=alpha, method="holm")
+            ours = holm(p, alpha)
+            np.testing.assert_allclose(ours[1], adjusted, rtol=1e-12)
+            assert ours[0].tolist() == reject.tolist()
 
 
 def test_pce_study_test_pvalues_and_holm():
@@ -96,6 +109,17 @@ def test_select_lambda_rule():
     assert select_lambda(lams, score, pce) == 0.05  # 1.1 <= 1.1 x 1.0 at 0.05; 1.11 (at 0.2) is not
     assert select_lambda(lams, score, pce, tolerance=0.5) == 1.0
     assert select_lambda(lams, score, pce[::-1]) == 0.0  # lambda = 0 has the lowest PCE
+    # a negative score (an NLL): "at most 10 % worse" is an increase of at most 0.1 |s0|
+    neg = -score
+    neg[1] = [-1.05, -1.05]  # better than lambda = 0: admissible (the ratio rule, <= 1.1 x -1, refused it)
+    neg[2] = [-0.9, -0.9]  # exactly 10 % worse: admissible
+    neg[3:] = -0.89  # 11 % worse
+    assert select_lambda(lams, neg, pce) == 0.05
+    neg[2] = [-0.89, -0.89]
+    assert select_lambda(lams, neg, pce) == 0.01
+    assert select_lambda(lams, neg, pce, tolerance=0.0) == 0.01
+    # a zero reference admits only scores <= 0
+    assert select_lambda([0, 1, 5], [0.0, 0.0, 1e-9], [0.1, 0.05, 0.01]) == 1.0
     with pytest.raises(ValueError, match="contain 0"):
         select_lambda([0.1, 1], [1, 1], [1, 1])
     with pytest.raises(ValueError, match=">= 0"):
@@ -162,3 +186,60 @@ def test_friedman_wilcoxon_identical_methods_are_not_different():
         warnings.simplefilter("error")
         res = friedman_wilcoxon(table)
     assert res.pvalues.loc["a", "a copy"] == 1.0 and res.pvalues.loc["a", "b"] < 0.05
+
+
+def test_paired_wilcoxon_reads_equal_infinities_as_a_tie():
+    # Rec-EMP's NLL is +inf on every dataset; another map's is +inf on a few of them
+    rng = np.random.default_rng(7)
+    a = rng.normal(size=14)
+    b = a + 0.4 + 0.3 * rng.normal(size=14)
+    a[:3] = b[:3] = np.inf
+    finite_a, finite_b = a.copy(), b.copy()
+    finite_a[:3] = finite_b[:3] = 50.0  # the same table with the ties at a finite value
+    want = stats.wilcoxon(finite_a, finite_b, zero_method="pratt").pvalue
+    assert paired_wilcoxon(a, b) == pytest.approx(want, rel=1e-12)
+    # the symptom: scipy drops the tied datasets (inf - inf = nan) and gets another p-value
+    with np.errstate(invalid="ignore"):
+        dropped = stats.wilcoxon(a, b, zero_method="pratt", nan_policy="omit").pvalue
+    assert dropped == pytest.approx(stats.wilcoxon(a[3:], b[3:], zero_method="pratt").pvalue)
+    assert abs(dropped - want) > 1e-3
+    # an infinite value against a finite one is the largest difference, in its direction
+    c = b.copy()
+    c[:3] = 1.0
+    assert paired_wilcoxon(a, c, "greater") == pytest.approx(
+        stats.wilcoxon(np.where(np.isinf(a), 1e6, a), c, zero_method="pratt", alternative="greater").pvalue)
+    # NaN drops the pair; no nonzero difference is no evidence of a difference
+    assert paired_wilcoxon(np.append(a, np.nan), np.append(b, 0.0)) == pytest.approx(want, rel=1e-12)
+    assert paired_wilcoxon(a, a) == 1.0
+    with pytest.raises(ValueError, match="same length"):
+        paired_wilcoxon(a, b[:-1])
+    with pytest.raises(ValueError, match="alternative"):
+        paired_wilcoxon(a, b, "lower")
+
+
+def test_friedman_wilcoxon_treats_infinities_alike_in_both_tests():
+    rng = np.random.default_rng(8)
+    base = rng.normal(size=16)
+    table = pd.DataFrame({"vanilla": base, "lin": base + 0.3 + 0.3 * rng.normal(size=16),
+                          "kde": base + 0.1 + 0.3 * rng.normal(size=16), "emp": np.inf})
+    table.loc[:3, "lin"] = np.inf  # the tied rows: lin and emp both +inf
+    table.loc[:1, "kde"] = np.inf  # and kde, lin and emp on the first two
+    res = friedman_wilcoxon(table)
+    finite = table.replace(np.inf, 1e3)  # a monotone relabelling: the same ranks and the same ties
+    assert res.friedman_pvalue == pytest.approx(stats.friedmanchisquare(*finite.T.to_numpy()).pvalue)
+    assert res.ranks["emp"] > res.ranks["lin"]
+    pairs = list(itertools.combinations(table.columns, 2))
+    with np.errstate(invalid="ignore"):  # inf - inf: the tie, written as a zero difference
+        diffs = [np.where(table[x] == table[y], 0.0, table[x] - table[y]) for x, y in pairs]
+    raw = [stats.wilcoxon(d, zero_method="pratt").pvalue for d in diffs]
+    adjusted = dict(zip(pairs, multipletests(raw, method="holm")[1]))
+    for (x, y), p in adjusted.items():
+        assert res.pvalues.loc[x, y] == pytest.approx(p, rel=1e-10), (x, y)
+    # scikit-posthocs (scipy inside) drops the two tied datasets of (kde, lin)
+    import scikit_posthocs as sp
+
+    long = table.melt(var_name="method", value_name="value", ignore_index=False).reset_index(names="dataset")
+    with np.errstate(invalid="ignore"):
+        theirs = sp.posthoc_wilcoxon(long, val_col="value", group_col="method", zero_method="pratt",
+                                     p_adjust="holm", sort=False)
+    assert abs(theirs.loc["kde", "lin"] - res.pvalues.loc["kde", "lin"]) > 1e-3

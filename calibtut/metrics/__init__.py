@@ -37,7 +37,13 @@ from calibtut.metrics.classification import (
     reliability_data,
     top_label_ece,
 )
-from calibtut.metrics.hypothesis_tests import CalibrationTestResult, ece_test, pce_null_distribution, pce_test
+from calibtut.metrics.hypothesis_tests import (
+    CalibrationTestResult,
+    batch_pce,
+    ece_test,
+    pce_null_distribution,
+    pce_test,
+)
 from calibtut.metrics.interval_scores import quantile_std, weighted_interval_score
 from calibtut.metrics.pit import pit_gaussian, pit_mixture, pit_quantile
 from calibtut.metrics.regression import (
@@ -78,6 +84,7 @@ __all__ = [
     "nll_mixture",
     "overconfidence_error",
     "pce",
+    "batch_pce",
     "pce_null_distribution",
     "pce_test",
     "pinball_loss",

@@ -8,7 +8,9 @@ its density is :math:`f'(y) = \varphi'(F(y))\, f(y)` and its negative log-likeli
     -\log f'(y) = -\log f(y) - \log \varphi'(F(y)).
 
 * LIN: :math:`\varphi'` is the slope of the linear segment holding the PIT
-  (positive everywhere: the knots rise by :math:`1/(N+1)` over positive gaps).
+  (positive everywhere: tied PITs share one knot, so every segment rises
+  over a positive gap, and the slopes integrate to
+  :math:`\varphi(1) - \varphi(0) = 1`).
 * KDE: the derivative of the reflected, renormalised logistic mixture,
   :math:`\tau \sum_i \sum_r s_{ir}(1 - s_{ir}) / (N\,c)` with the three
   reflected kernels :math:`r` and the normaliser :math:`c = \varphi_{raw}(1) - \varphi_{raw}(0)`.
@@ -61,10 +63,8 @@ def map_density(recalibrator, pit):
     if rec._method in ("emp", "dcp"):
         return np.zeros(u.size)
     if rec._method == "lin":
-        xs, ys = rec._lin_knots
-        # the last segment of positive width: a calibration PIT of exactly 1 repeats the knot at 1
-        last = np.flatnonzero(np.diff(xs) > 0)[-1]
-        j = np.minimum(np.searchsorted(xs, u, side="right") - 1, last)
+        xs, ys = rec._lin_knots  # strictly increasing: tied PITs share one knot
+        j = np.minimum(np.searchsorted(xs, u, side="right") - 1, xs.size - 2)
         return (ys[j + 1] - ys[j]) / (xs[j + 1] - xs[j])
     z = rec.pit_[None, :]
     v = u[:, None]

@@ -9,7 +9,12 @@ section 5.1, are available through ``QuantileRecalibrator(method=...)``:
     Empirical CDF of the PITs, eq. (6): ``phi(u) = #{Z_i <= u} / N``.
 ``"lin"``
     Linear interpolation through ``(0, 0), (Z_(1), 1/(N+1)), ...,
-    (Z_(N), N/(N+1)), (1, 1)``.
+    (Z_(N), N/(N+1)), (1, 1)``. Tied PITs (discrete targets, duplicated
+    rows) give several knots at one ``x``; as the authors' ``LinearSpline``
+    does, they are merged into one knot at the mean of their ``y``, so the
+    map stays continuous and its density (the slopes) integrates to 1. Ties
+    at 0 or 1 merge into the end knots ``(0, 0)`` and ``(1, 1)``, which stay
+    fixed so that the recalibrated CDF has no mass at infinity.
 ``"kde"``
     Smoothed empirical CDF, eq. (7): logistic kernels of scale ``1 / tau``
     (``tau = 100`` in the paper), reflected at 0 and 1 and renormalised so
@@ -172,6 +177,22 @@ def mixture_quantile_function(weights, means, stds):
     return quantile
 
 
+def _merged_knots(pit):
+    """Knots of the LIN map for sorted PITs: one knot per distinct PIT, at the mean rank fraction of its ties.
+
+    The knots ``(0, 0), (Z_(i), i / (N + 1)), (1, 1)`` with equal ``x``
+    merged into one at the mean of their ``y``; a group at 0 or 1 joins the
+    fixed end knot. Both coordinates are then strictly increasing.
+    """
+    n = pit.size
+    xs = np.concatenate([[0.0], pit, [1.0]])
+    ys = np.concatenate([[0.0], np.arange(1, n + 1) / (n + 1), [1.0]])
+    ux, first, counts = np.unique(xs, return_index=True, return_counts=True)
+    uy = np.add.reduceat(ys, first) / counts
+    uy[0], uy[-1] = 0.0, 1.0
+    return ux, uy
+
+
 class QuantileRecalibrator:
     """Quantile recalibration map fitted on calibration PIT values.
 
@@ -242,10 +263,7 @@ class QuantileRecalibrator:
             self._kde_offset = self._kde_raw(np.array([0.0]))[0]
             self._kde_total = self._kde_raw(np.array([1.0]))[0] - self._kde_offset
         if self._method == "lin":
-            n = self.pit_.size
-            xs = np.concatenate([[0.0], self.pit_, [1.0]])
-            ys = np.concatenate([[0.0], np.arange(1, n + 1) / (n + 1), [1.0]])
-            self._lin_knots = (xs, ys)
+            self._lin_knots = _merged_knots(self.pit_)
         return self
 
     def _kde_raw(self, u):
@@ -259,18 +277,6 @@ class QuantileRecalibrator:
             terms = special.expit(tau * (v - z)) + special.expit(tau * (v + z)) + special.expit(tau * (v + z - 2))
             out[start : start + step] = terms.mean(axis=1)
         return out
-
-    def _lin_map(self, u):
-        """Piecewise-linear map; tied knots make a jump (right-continuous)."""
-        xs, ys = self._lin_knots
-        # last knot <= u: with ties, the last of the group, so xs[j + 1] > xs[j]
-        j = np.searchsorted(xs, u, side="right") - 1
-        at_end = j >= xs.size - 1
-        j = np.minimum(j, xs.size - 2)
-        x0, x1 = xs[j], xs[j + 1]
-        with np.errstate(invalid="ignore", divide="ignore"):
-            value = ys[j] + (ys[j + 1] - ys[j]) * (u - x0) / (x1 - x0)
-        return np.where(at_end, 1.0, value)
 
     def transform(self, pit):
         """Apply the calibration map: recalibrated PIT ``phi(pit)``.
@@ -294,7 +300,7 @@ class QuantileRecalibrator:
         if self._method == "dcp":
             return np.searchsorted(self.pit_, u, side="right") / (self.pit_.size + 1)
         if self._method == "lin":
-            return self._lin_map(u)
+            return np.interp(u, *self._lin_knots)
         phi = (self._kde_raw(u) - self._kde_offset) / self._kde_total
         return np.clip(phi, 0.0, 1.0)
 

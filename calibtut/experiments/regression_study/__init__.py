@@ -42,6 +42,7 @@ from calibtut.experiments.regression_study.ablations import (
 from calibtut.experiments.regression_study.claims import (
     VERDICTS,
     claim_verdicts,
+    claims_from_parts,
     claims_table,
     full_calibration_test,
     published_calibration_test,
@@ -161,6 +162,7 @@ __all__ = [
     # claims
     "VERDICTS",
     "claim_verdicts",
+    "claims_from_parts",
     "claims_table",
     "full_calibration_test",
     "published_calibration_test",

@@ -1,19 +1,47 @@
 """Paper 002, chapter 6: the paper's seventeen claims, each checked on our rows.
 
 :func:`claim_verdicts` reads every directional claim of the paper (the list in
-``paper_table("regression_study", "claims")``) as a test on the study's rows
-(and, for Appendix C, on the ablation rows) and gives one verdict from
-:data:`VERDICTS` with its evidence; :func:`claims_table` puts the verdicts at
-``ci`` and on the full run beside the paper's statements.
+``paper_table("regression_study", "claims")``) as a set of parts, each a test
+on the study's rows (and, for Appendix C, on the ablation rows) with a rule
+that follows the paper's wording, and gives each part and each claim one
+verdict from :data:`VERDICTS` with its evidence; :func:`claims_table` puts
+the verdicts at ``ci`` and on the full run beside the paper's statements.
+
+The rules, by the words of the claim:
+
+* a plain direction ("lower", "less sharp", "improves"): a majority of the
+  datasets where the two methods differ. Ties, datasets where the run means
+  are equal (a regularized method whose selected lambda is 0 *is* the vanilla
+  model; two infinite NLLs), are left out of the count and reported beside it;
+* "significantly": the direction, then the paper's test, read off the
+  critical-difference diagram of the claim's figure (Friedman, then the
+  pair's Wilcoxon p-value with Holm over every pair of the figure), or the
+  pair's one-sided Wilcoxon test where no figure draws the comparison. A part
+  whose direction holds but whose test does not reach ``alpha`` is "direction
+  holds, not significant", with the power of the same test at the paper's 57
+  datasets, estimated by drawing 57 datasets with replacement from ours
+  (seeded);
+* "tend to": the direction pooled over the claim's pairs (every pair and
+  dataset where the two differ), with the median Cohen's d beside it;
+* "little effect", "without much harm", "without a large increase": the
+  median Cohen's d (authors' form) against the paper's large effect;
+* "without a significant difference", "not significantly worse": the test
+  must not separate the two in the excluded direction.
+
+With fewer than ``min_datasets`` datasets a part is "not testable at this
+size" (never "does not hold"): a majority of two datasets says nothing, and
+no Wilcoxon p-value can reach 0.05. A claim is the weakest of its parts, in
+the order "does not hold", "not run", "not testable at this size",
+"direction holds, not significant", "holds".
 """
 
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
-from scipy.stats import wilcoxon as sps_wilcoxon
 
 from calibtut._validation import check_int, check_real
 from calibtut.experiments.regression_study._common import check_rows
@@ -29,19 +57,29 @@ from calibtut.experiments.regression_study.tables import (
 from calibtut.experiments.regression_study.tasks import STUDY_RUNS, method_label
 from calibtut.papers import paper_table
 from calibtut.run import load_result
-from calibtut.stats import friedman_wilcoxon
+from calibtut.stats import friedman_wilcoxon, paired_wilcoxon
 
 __all__ = [
+    "VERDICTS",
     "claim_verdicts",
+    "claims_from_parts",
     "claims_table",
     "full_calibration_test",
     "published_calibration_test",
-    "VERDICTS",
 ]
 
 
-#: Verdicts of :func:`claim_verdicts`.
-VERDICTS = ("holds", "does not hold", "not testable at this size", "not run")
+#: Verdicts of :func:`claim_verdicts`, strongest first.
+VERDICTS = ("holds", "direction holds, not significant", "does not hold", "not testable at this size", "not run")
+
+#: Datasets of the paper's study: the size at which the power of a test is estimated.
+_PAPER_DATASETS = 57
+
+_DIRECTION_ONLY = "direction holds, not significant"
+# a part reported beside a claim's verdict without deciding it (the authors' STD in C12)
+_NOT_JUDGED = "not judged"
+# a claim takes the first of these among its parts' verdicts
+_WEAKEST_FIRST = ("does not hold", "not run", "not testable at this size", _DIRECTION_ONLY, "holds")
 
 
 def _large_d(n_runs, threshold=0.8):
@@ -54,20 +92,37 @@ def _large_d(n_runs, threshold=0.8):
     return threshold * math.sqrt(n_runs / 5)
 
 
+class _Part(NamedTuple):
+    """One part of a claim: its verdict, evidence and rule, and the numbers behind them."""
+
+    verdict: str
+    evidence: str
+    rule: str
+    agree: float = math.nan  # datasets (or pairs x datasets) in the claimed direction
+    differ: float = math.nan  # datasets where the two differ (ties left out)
+    ties: float = math.nan
+    pvalue: float = math.nan
+    power: float = math.nan
+
+
+def _missing(methods):
+    return _Part("not run", f"no rows of {', '.join(methods)}", "not run")
+
+
+def _directions(a, b):
+    """``(a < b, a > b, ties)`` counts of two aligned run-mean Series; NaN pairs dropped, equal values tied."""
+    pair = pd.concat([a, b], axis=1, keys=["a", "b"]).dropna()
+    x, y = pair["a"].to_numpy(), pair["b"].to_numpy()
+    return int(np.sum(x < y)), int(np.sum(x > y)), int(np.sum(x == y))
+
+
 class _Checks:
-    """Directional and significance checks on run means per dataset (lower is better).
+    """Directional and significance checks on run means per dataset (lower is better); see the module docstring."""
 
-    A direction is a majority of datasets. "Significantly" is read off the
-    critical-difference diagram of the claim's figure, as the paper does:
-    Friedman's test over the figure's methods, then the pair's Holm-adjusted
-    Wilcoxon p-value (:func:`calibtut.stats.friedman_wilcoxon`). A comparison
-    that no figure holds (a difference of gains, a combination against its
-    map) uses the one-sided Wilcoxon test of the pair in the claimed direction.
-    """
-
-    def __init__(self, results, alpha, min_datasets, sqr):
+    def __init__(self, results, alpha, min_datasets, sqr, n_boot, seed):
         self.results, self.alpha, self.min_datasets, self.sqr = results, alpha, min_datasets, sqr
-        self.tables, self.diagrams = {}, {}
+        self.n_boot, self.seed = n_boot, seed
+        self.tables, self.diagrams, self.draws = {}, {}, {}
 
     def means(self, metric):
         if metric not in self.tables:
@@ -78,20 +133,24 @@ class _Checks:
         have = set(self.results["method"])
         return [m for m in methods if m not in have]
 
+    def need(self, *methods):
+        missing = self.missing(*methods)
+        return _missing(missing) if missing else None
+
+    def series(self, a, metric):
+        return self.means(metric)[a] if isinstance(a, str) else a
+
     def compare(self, a, b, metric, alternative="less"):
-        """``(share of datasets where a < b, n, Wilcoxon p of a - b)`` of run means; a, b labels or Series."""
-        table = self.means(metric)
-        left = table[a] if isinstance(a, str) else a
-        right = table[b] if isinstance(b, str) else b
+        """``(a lower, a higher, ties, Wilcoxon p of a - b)`` over datasets; a, b labels or Series.
+
+        Equal run means (infinite ones included) are ties, as in
+        :func:`calibtut.stats.paired_wilcoxon`, which gives the p-value.
+        """
+        left, right = self.series(a, metric), self.series(b, metric)
+        lower, higher, ties = _directions(left, right)
         pair = pd.concat([left, right], axis=1, keys=["a", "b"]).dropna()
-        pair = pair[np.isfinite(pair).all(axis=1)]
-        diff = (pair["a"] - pair["b"]).to_numpy()
-        n = len(diff)
-        if n == 0:
-            return math.nan, 0, math.nan
-        p = math.nan if np.all(diff == 0) else float(
-            sps_wilcoxon(diff, zero_method="pratt", alternative=alternative).pvalue)
-        return float(np.mean(diff < 0)), n, p
+        p = paired_wilcoxon(pair["a"], pair["b"], alternative) if len(pair) else math.nan
+        return lower, higher, ties, p
 
     def _diagram(self, figure, metric):
         key = (figure, metric)
@@ -104,85 +163,203 @@ class _Checks:
                 self.diagrams[key] = None
         return self.diagrams[key]
 
-    def significant(self, a, b, metric, figure, pair_p, sides="one-sided"):
-        """``(significant, text)``: a and b apart in the figure's CD diagram, else by the pair's own p-value."""
+    def _in_diagram(self, a, b, metric, figure):
         diagram = None if figure is None or not isinstance(a, str) else self._diagram(figure, metric)
         if diagram is None or a not in diagram.pvalues.index or b not in diagram.pvalues.index:
+            return None
+        return diagram
+
+    def significant(self, a, b, metric, figure, pair_p, sides="one-sided"):
+        """``(significant, text)``: a and b apart in the figure's CD diagram, else by the pair's own p-value."""
+        diagram = self._in_diagram(a, b, metric, figure)
+        if diagram is None:
             return bool(pair_p < self.alpha), f"{sides} Wilcoxon p = {pair_p:.3g}"
         p = float(diagram.pvalues.loc[a, b])
         text = f"Figure {figure} CD: Friedman p = {diagram.friedman_pvalue:.3g}, Holm p = {p:.3g}"
         return bool(diagram.significant and p < self.alpha), text
 
+    def _figure_draws(self, figure, metric):
+        """Bootstrap CD diagrams of a figure at the paper's number of datasets: ``[(rows drawn, result)]``."""
+        key = (figure, metric)
+        if key not in self.draws:
+            diagram = self._diagram(figure, metric)
+            table = self.means(metric)[list(diagram.pvalues.index)].dropna()
+            rng = np.random.default_rng(self.seed)
+            draws = []
+            for _ in range(self.n_boot):
+                rows = rng.integers(0, len(table), _PAPER_DATASETS)
+                draws.append((table.iloc[rows], friedman_wilcoxon(table.iloc[rows], self.alpha)))
+            self.draws[key] = draws
+        return self.draws[key]
+
+    def power(self, a, b, metric, figure):
+        """Share of 57-dataset bootstrap draws where ``a < b`` holds in direction and is significant."""
+        if self._in_diagram(a, b, metric, figure) is not None:
+            hits = 0
+            for table, result in self._figure_draws(figure, metric):
+                lower, higher, _ = _directions(table[a], table[b])
+                hits += lower > higher and result.significant and result.pvalues.loc[a, b] < self.alpha
+            return hits / self.n_boot
+        pair = pd.concat([self.series(a, metric), self.series(b, metric)], axis=1, keys=["a", "b"]).dropna()
+        rng = np.random.default_rng(self.seed)
+        hits = 0
+        for _ in range(self.n_boot):
+            draw = pair.iloc[rng.integers(0, len(pair), _PAPER_DATASETS)]
+            lower, higher, _ = _directions(draw["a"], draw["b"])
+            hits += lower > higher and paired_wilcoxon(draw["a"], draw["b"], "less") < self.alpha
+        return hits / self.n_boot
+
+    def too_few(self, n):
+        return n < self.min_datasets
+
     def lower(self, a, b, metric, significant=False, name=None, figure=None):
-        share, n, p = self.compare(a, b, metric)
-        text = f"{name or f'{a} < {b}'} on {metric}: {share * n:.0f}/{n} datasets"
-        if n == 0:
-            return "not run", text
-        if share <= 0.5:
-            return "does not hold", text
+        """``a`` below ``b`` on most datasets where they differ; with ``significant``, also by the paper's test."""
+        lower, higher, ties, p = self.compare(a, b, metric)
+        differ = lower + higher
+        text = f"{name or f'{a} < {b}'} on {metric}: {lower}/{differ} datasets where they differ ({ties} tied)"
+        numbers = {"agree": lower, "differ": differ, "ties": ties, "pvalue": p}
+        rule = "significantly" if significant else "direction"
+        if differ + ties == 0:
+            return _Part("not run", text, rule, **numbers)
+        if self.too_few(differ + ties):
+            return _Part("not testable at this size", text, rule, **numbers)
+        if lower <= higher:
+            return _Part("does not hold", text, rule, **numbers)
         if not significant:
-            return "holds", text
-        if n < self.min_datasets:
-            return "not testable at this size", text
+            return _Part("holds", text, rule, **numbers)
         sig, detail = self.significant(a, b, metric, figure, p)
-        return ("holds" if sig else "does not hold"), f"{text}, {detail}"
+        if sig:
+            return _Part("holds", f"{text}, {detail}", rule, **numbers)
+        power = self.power(a, b, metric, figure)
+        return _Part(_DIRECTION_ONLY, f"{text}, {detail}; power at {_PAPER_DATASETS} datasets {power:.2f} "
+                                      f"({self.n_boot} bootstrap draws, seed {self.seed})", rule,
+                     **numbers, power=power)
+
+    def tend(self, pairs, metric, name):
+        """"Tend to": ``a < b`` pooled over ``pairs`` and the datasets where they differ, median d beside it."""
+        lower = higher = ties = 0
+        effects = []
+        for a, b in pairs:
+            lo, hi, ti = _directions(self.series(a, metric), self.series(b, metric))
+            lower, higher, ties = lower + lo, higher + hi, ties + ti
+            d = cohens_d_table(self.results[self.results["method"].isin([a, b])], metric, b)[a]
+            effects.append(d.replace([np.inf, -np.inf], np.nan))
+        median = float(pd.concat(effects).median()) if effects else math.nan
+        differ = lower + higher
+        text = (f"{name} on {metric}: {lower}/{differ} (pair, dataset) where they differ, pooled over "
+                f"{len(pairs)} pairs ({ties} tied); median Cohen's d {median:.2f}")
+        numbers = {"agree": lower, "differ": differ, "ties": ties}
+        n_datasets = (differ + ties) / max(len(pairs), 1)
+        if differ + ties == 0:
+            return _Part("not run", text, "tend to", **numbers)
+        if self.too_few(n_datasets):
+            return _Part("not testable at this size", text, "tend to", **numbers)
+        return _Part("holds" if lower > higher else "does not hold", text, "tend to", **numbers)
 
     def not_worse(self, a, b, metric, figure=None):
-        share, n, p = self.compare(b, a, metric)
-        text = f"{a} not significantly above {b} on {metric}: lower on {(1 - share) * n:.0f}/{n}"
-        if n < self.min_datasets:
-            return "not testable at this size", text
+        lower, higher, ties, p = self.compare(b, a, metric)
+        text = (f"{a} not significantly above {b} on {metric}: lower on {higher}/{lower + higher} datasets where "
+                f"they differ ({ties} tied)")
+        numbers = {"agree": higher, "differ": lower + higher, "ties": ties, "pvalue": p}
+        if self.too_few(lower + higher + ties):
+            return _Part("not testable at this size", text, "not significantly worse", **numbers)
         sig, detail = self.significant(b, a, metric, figure, p)
-        worse = share > 0.5 and sig
-        return ("does not hold" if worse else "holds"), f"{text}, {detail}"
+        worse = lower > higher and sig
+        return _Part("does not hold" if worse else "holds", f"{text}, {detail}", "not significantly worse", **numbers)
 
     def same(self, a, b, metric, figure=None):
-        share, n, p = self.compare(a, b, metric, alternative="two-sided")
-        text = f"{a} vs {b} on {metric}: lower on {share * n:.0f}/{n}"
-        if n < self.min_datasets:
-            return "not testable at this size", text
+        lower, higher, ties, p = self.compare(a, b, metric, alternative="two-sided")
+        text = f"{a} vs {b} on {metric}: lower on {lower}/{lower + higher} datasets where they differ ({ties} tied)"
+        numbers = {"agree": lower, "differ": lower + higher, "ties": ties, "pvalue": p}
+        if self.too_few(lower + higher + ties):
+            return _Part("not testable at this size", text, "no significant difference", **numbers)
         apart, detail = self.significant(a, b, metric, figure, p, sides="two-sided")
-        return ("does not hold" if apart else "holds"), f"{text}, {detail}"
+        return _Part("does not hold" if apart else "holds", f"{text}, {detail}", "no significant difference",
+                     **numbers)
 
     def small_effect(self, a, b, metric, increase_only=False):
         """Median authors' d of a against b below the paper's "large" (scaled to the runs), or only its increase."""
         d = cohens_d_table(self.results[self.results["method"].isin([a, b])], metric, b)[a]
-        median = float(d.replace([np.inf, -np.inf], np.nan).median())
+        d = d.replace([np.inf, -np.inf], np.nan)
+        median = float(d.median())
         large = _large_d(self.results["run"].nunique())
         kind = "an increase below" if increase_only else "|d| below"
+        rule = "no large increase" if increase_only else "little effect"
         text = f"median Cohen's d of {a} against {b} on {metric}: {median:.2f} ({kind} {large:.2f} is small)"
         if math.isnan(median):
-            return "not run", text
+            return _Part("not run", text, rule)
+        if self.too_few(int(d.notna().sum())):
+            return _Part("not testable at this size", text, rule)
         small = median < large if increase_only else abs(median) < large
-        return ("holds" if small else "does not hold"), text
+        return _Part("holds" if small else "does not hold", text, rule)
 
 
-def _combine(checks, notes=()):
-    verdicts = [v for v, _ in checks]
-    evidence = "; ".join([t for _, t in checks] + list(notes))
-    for verdict in ("does not hold", "not run", "not testable at this size"):
-        if verdict in verdicts:
-            return verdict, evidence
-    return "holds", evidence
+def _combine(parts):
+    """A claim's verdict and evidence: the weakest of its judged parts' verdicts."""
+    verdicts = {p.verdict for p in parts}
+    judged = [p.evidence for p in parts if p.verdict != _NOT_JUDGED]
+    reported = [p.evidence for p in parts if p.verdict == _NOT_JUDGED]
+    return next(v for v in _WEAKEST_FIRST if v in verdicts or v == "holds"), "; ".join(judged + reported)
+
+
+def claims_from_parts(parts):
+    """One verdict per claim from :func:`claim_verdicts`'s per-part table: the weakest of its judged parts.
+
+    Parameters
+    ----------
+    parts : pandas.DataFrame
+        ``claim_verdicts(..., parts=True)``.
+
+    Returns
+    -------
+    pandas.DataFrame
+        As ``claim_verdicts(..., parts=False)``: ``claim``, ``statement``,
+        ``verdict``, ``evidence``, ``datasets``; "does not hold" before "not
+        run", "not testable at this size", "direction holds, not
+        significant" and "holds"; parts "not judged" (reported beside a
+        claim) only add their evidence.
+
+    Examples
+    --------
+    >>> parts = pd.DataFrame({"claim": ["C1", "C2", "C2"], "verdict": ["holds", "holds", VERDICTS[1]],
+    ...                       "evidence": ["a", "b", "c"], "datasets": 23})
+    >>> claims_from_parts(parts)[["claim", "verdict"]].values.tolist()
+    [['C1', 'holds'], ['C2', 'direction holds, not significant']]
+    """
+    check_rows(parts, ["claim", "verdict", "evidence", "datasets"])
+    statements = paper_table("regression_study", "claims").set_index("claim")["statement"]
+    out = []
+    for claim, group in parts.groupby("claim", sort=False):
+        verdict, evidence = _combine([_Part(v, e, "") for v, e in zip(group["verdict"], group["evidence"])])
+        out.append({"claim": claim, "statement": statements.get(claim, ""), "verdict": verdict,
+                    "evidence": evidence, "datasets": group["datasets"].iloc[0]})
+    return pd.DataFrame(out)
 
 
 def claim_verdicts(rows, *, ablations=None, test_table=None, sqr="sqr-affine", alpha=0.05, min_datasets=6,
-                   n_sim=10_000, seed=0):
-    """Each of paper 002's 17 directional claims checked on our rows, with a verdict and its evidence.
+                   n_sim=10_000, seed=0, n_boot=200, parts=False):
+    """Each of paper 002's 17 directional claims checked on our rows, part by part, with a verdict and its evidence.
 
     Methods are compared on their run means per dataset (lower is better),
     regularized methods at the lambda of the paper's rule
     (:func:`~calibtut.experiments.regression_study.study_results`,
-    :func:`~calibtut.experiments.regression_study.combined_results`).
-    A direction needs a majority of datasets. "Significantly" is read, as in the paper, off the
-    critical-difference diagram of the claim's figure: Friedman's test over
-    the figure's methods, then the pair's Wilcoxon signed-rank p-value
-    (``zero_method="pratt"``) with Holm's correction over every pair of the
-    figure, at ``alpha``; a comparison that no figure holds uses the pair's
-    one-sided Wilcoxon test. "Small" and "large" effects compare the median
-    authors' Cohen's d with 0.8 at five runs, scaled to the number of runs
-    (the authors' d grows with the square root of it). A claim holds when
-    every part of it does.
+    :func:`~calibtut.experiments.regression_study.combined_results`). Each
+    claim is split into the parts its sentence joins, and each part is read
+    by the rule its words call for (see
+    :mod:`~calibtut.experiments.regression_study.claims`): a plain
+    direction is a majority of the datasets where the two methods differ,
+    ties reported beside it; "significantly" adds the paper's test, read off
+    the critical-difference diagram of the claim's figure (Friedman's test
+    over the figure's methods, then the pair's Wilcoxon signed-rank p-value,
+    ``zero_method="pratt"``, with Holm's correction over every pair of the
+    figure, at ``alpha``), or the pair's one-sided Wilcoxon test where no
+    figure holds the comparison; a direction that holds without
+    significance is "direction holds, not significant", with the test's
+    bootstrap power at the paper's 57 datasets; "tend to" pools the
+    directions of the claim's pairs; "small" and "large" effects compare the
+    median authors' Cohen's d with 0.8 at five runs, scaled to the number
+    of runs (the authors' d grows with the square root of it). A claim is
+    the weakest of its parts.
 
     Parameters
     ----------
@@ -209,19 +386,31 @@ def claim_verdicts(rows, *, ablations=None, test_table=None, sqr="sqr-affine", a
     alpha : float, default 0.05
         Level of the Wilcoxon tests, in (0, 1).
     min_datasets : int, default 6
-        Fewest datasets on which a significance claim is tested (with fewer,
-        no two-sided Wilcoxon p-value can fall below 0.05, let alone a
-        Holm-adjusted one), >= 1.
+        Fewest datasets on which a part is judged (with fewer, no two-sided
+        Wilcoxon p-value can fall below 0.05, let alone a Holm-adjusted one,
+        and a majority says little); a part on fewer is "not testable at
+        this size", >= 1.
     n_sim : int, default 10000
         Null draws of the per-dataset PCE test (claim C1), >= 1.
     seed : int, default 0
-        Seed of the PCE test, >= 0.
+        Seed of the PCE test and of the bootstrap draws of the power, >= 0.
+    n_boot : int, default 200
+        Bootstrap draws of the paper's 57 datasets for the power of
+        a test whose direction holds without significance, >= 1.
+    parts : bool, default False
+        Return one row per part instead of one per claim
+        (:func:`claims_from_parts` turns it into the claims' table).
 
     Returns
     -------
     pandas.DataFrame
         One row per claim of ``paper_table("regression_study", "claims")``:
         ``claim``, ``statement``, ``verdict`` (one of :data:`VERDICTS`),
+        ``evidence``, ``datasets``. With ``parts=True``, one row per part:
+        ``claim``, ``part`` (its number within the claim), ``rule``,
+        ``verdict``, ``agree`` and ``differ`` (datasets, or pairs x datasets
+        for "tend to", in the claimed direction and where the two differ),
+        ``ties``, ``pvalue`` (the pair's own Wilcoxon p-value), ``power``,
         ``evidence``, ``datasets``.
 
     Examples
@@ -231,25 +420,38 @@ def claim_verdicts(rows, *, ablations=None, test_table=None, sqr="sqr-affine", a
     ...     "train_fraction": 0.8, "n_test": 100, "val_wis": 1.0, "val_pce": 0.1,
     ...     **{f"test_{m}": 0.1 for m in ("pce", "wis", "nll", "std")}})
     >>> claim_verdicts(rows, n_sim=100)["verdict"].value_counts().to_dict()
-    {'not run': 16, 'holds': 1}
+    {'not run': 16, 'not testable at this size': 1}
     """
     alpha = check_real(alpha, "alpha", low=0, high=1, low_open=True, high_open=True)
     min_datasets = check_int(min_datasets, "min_datasets", minimum=1)
     n_sim, seed = check_int(n_sim, "n_sim", minimum=1), check_int(seed, "seed", minimum=0)
+    n_boot = check_int(n_boot, "n_boot", minimum=1)
     if sqr not in ("sqr", "sqr-affine"):
         raise ValueError(f"sqr must be 'sqr' or 'sqr-affine', got {sqr!r}")
+    if not isinstance(parts, bool):
+        raise TypeError(f"parts must be True or False, got {parts!r}")
     check_rows(rows, ["dataset", "run", "base", "method", "regularizer", "posthoc", "train_fraction", "map_split"])
     results = study_results(rows)
-    checks = _Checks(results, alpha, min_datasets, sqr)
-    nll, crps, sq = (method_label(b) for b in ("mix-nll", "mix-crps", sqr))
-    lab = method_label
-    verdicts = {}
+    checks = _Checks(results, alpha, min_datasets, sqr, n_boot, seed)
+    found = {"C1": [_pce_test_part(rows, test_table, n_sim, seed, min_datasets)]}
+    found.update(_study_parts(checks, sqr))
+    found["C13"] = _combination_parts(rows, alpha, min_datasets, sqr, n_boot, seed)
+    found["C14"] = _where_to_fit_parts(checks, sqr)
+    found["C15"] = _best_calibrated_parts(checks, sqr)
+    found["C16"] = [_ablation_verdict(ablations)]
+    found["C12"] += _authors_std_notes(checks)
+    found["C17"] += _harm_notes(checks, sqr)
+    claims = paper_table("regression_study", "claims")
+    long = pd.DataFrame([{"claim": c, "part": i + 1, **p._asdict()} for c in claims["claim"]
+                         for i, p in enumerate(found[c])])
+    long["datasets"] = rows["dataset"].nunique()
+    long = long[["claim", "part", "rule", "verdict", "agree", "differ", "ties", "pvalue", "power", "evidence",
+                 "datasets"]]
+    return long if parts else claims_from_parts(long)
 
-    def need(*methods):
-        missing = checks.missing(*methods)
-        return ("not run", f"no rows of {', '.join(missing)}") if missing else None
 
-    # C1: the per-dataset PCE test
+def _pce_test_part(rows, test_table, n_sim, seed, min_datasets):
+    """C1: the per-dataset PCE test against the paper's count of rejections, in both of its readings."""
     if test_table is None:
         table = calibration_test_table(rows, n_sim=n_sim, seed=seed)
     else:
@@ -262,9 +464,18 @@ def claim_verdicts(rows, *, ablations=None, test_table=None, sqr="sqr-affine", a
     k, n = int(table["reject_paper"].sum()), len(table)
     readings = rejection_counts(table)  # the printed reading first, then "not rejected for 11"
     verdict = ["holds" if r.ours_share >= r.paper_share else "does not hold" for r in readings.itertuples()]
-    verdicts["C1"] = (verdict[0], f"rejected at 0.01 with Holm for {k} of {n} datasets; " + "; ".join(
-        f"reading '{r.reading}' of 57: {v}" for r, v in zip(readings.itertuples(), verdict)))
-    verdicts["C2"] = need(nll, sq) or checks.lower(nll, sq, "pce")
+    text = f"rejected at 0.01 with Holm for {k} of {n} datasets; " + "; ".join(
+        f"reading '{r.reading}' of 57: {v}" for r, v in zip(readings.itertuples(), verdict))
+    if n < min_datasets:
+        return _Part("not testable at this size", text, "share rejected", agree=k, differ=n)
+    return _Part(verdict[0], text, "share rejected", agree=k, differ=n)
+
+
+def _study_parts(checks, sqr):
+    """Parts of the claims on the main study's rows: C2-C12 and C17."""
+    lab, need = method_label, checks.need
+    nll, crps, sq = (lab(b) for b in ("mix-nll", "mix-crps", sqr))
+    found = {"C2": [need(nll, sq) or checks.lower(nll, sq, "pce")]}
     parts = []
     for base, posthocs, regs in (("mix-nll", ("emp", "lin", "kde"), ("pce-kde", "qr")),
                                  ("mix-crps", ("emp", "lin", "kde"), ("pce-kde", "qr")),
@@ -274,7 +485,7 @@ def claim_verdicts(rows, *, ablations=None, test_table=None, sqr="sqr-affine", a
                 parts.append(need(lab(base, posthoc=p), lab(base, r))
                              or checks.lower(lab(base, posthoc=p), lab(base, r), "pce", significant=True,
                                              figure="3"))
-    verdicts["C3"] = _combine(parts)
+    found["C3"] = parts
     c4 = need(lab("mix-crps", "pce-kde"), lab("mix-crps", "qr"), lab("mix-nll", "pce-kde"), lab("mix-nll", "qr"))
     if c4 is None:
         pce_means = checks.means("pce")
@@ -282,11 +493,11 @@ def claim_verdicts(rows, *, ablations=None, test_table=None, sqr="sqr-affine", a
         gain_nll = pce_means[lab("mix-nll", "pce-kde")] - pce_means[lab("mix-nll", "qr")]
         c4 = checks.lower(gain_crps, gain_nll, "pce", significant=True,
                           name="PCE(PCE-KDE) - PCE(QR), MIX-CRPS against MIX-NLL,")
-    verdicts["C4"] = c4
+    found["C4"] = [c4]
     kde_sq, trunc_sq = lab(sqr, "pce-kde"), lab(sqr, "trunc")
-    verdicts["C5"] = need(sq, kde_sq, trunc_sq) or _combine(
-        [checks.lower(kde_sq, sq, "pce"), checks.lower(trunc_sq, sq, "pce"),
-         checks.same(kde_sq, trunc_sq, "pce", figure="3")])
+    found["C5"] = [need(sq, kde_sq, trunc_sq)] if need(sq, kde_sq, trunc_sq) else [
+        checks.lower(kde_sq, sq, "pce"), checks.lower(trunc_sq, sq, "pce"),
+        checks.same(kde_sq, trunc_sq, "pce", figure="3")]
     parts = []
     for base in ("mix-nll", "mix-crps"):
         for p in ("emp", "lin", "kde"):
@@ -294,9 +505,9 @@ def claim_verdicts(rows, *, ablations=None, test_table=None, sqr="sqr-affine", a
                 parts.append(need(lab(base, posthoc=p), lab(base, r))
                              or checks.lower(lab(base, r), lab(base, posthoc=p), "wis"))
     for r in ("pce-kde", "trunc"):
-        parts.append(need(lab(sqr, posthoc="cqr"), lab(sqr, r)) or checks.lower(lab(sqr, posthoc="cqr"), lab(sqr, r),
-                                                                                "wis"))
-    verdicts["C6"] = _combine(parts)
+        parts.append(need(lab(sqr, posthoc="cqr"), lab(sqr, r))
+                     or checks.lower(lab(sqr, posthoc="cqr"), lab(sqr, r), "wis"))
+    found["C6"] = parts
     parts = []
     for base in ("mix-nll", "mix-crps"):
         emp, lin, kde = (lab(base, posthoc=p) for p in ("emp", "lin", "kde"))
@@ -305,111 +516,159 @@ def claim_verdicts(rows, *, ablations=None, test_table=None, sqr="sqr-affine", a
         if missing:
             parts.append(missing)
             continue
-        emp_nll = results.loc[results["method"] == emp, "test_nll"]
-        parts.append(("holds" if np.isposinf(emp_nll).all() else "does not hold",
-                      f"{emp} NLL infinite in {int(np.isposinf(emp_nll).sum())} of {len(emp_nll)} runs "
-                      f"(by construction: the map's CDF is a step function, with no density)"))
+        emp_nll = checks.results.loc[checks.results["method"] == emp, "test_nll"]
+        infinite = int(np.isposinf(emp_nll).sum())
+        parts.append(_Part("holds" if infinite == len(emp_nll) else "does not hold",
+                           f"{emp} NLL infinite in {infinite} of {len(emp_nll)} runs (by construction: the map's "
+                           f"CDF is a step function, with no density)", "by construction", agree=infinite,
+                           differ=len(emp_nll)))
         parts += [checks.lower(vanilla, lin, "nll", significant=True, figure="5"),
                   checks.lower(kde, vanilla, "pce"), checks.small_effect(kde, vanilla, "nll", increase_only=True)]
-    verdicts["C7"] = _combine(parts)
+    found["C7"] = parts
     parts = []
     for r in ("pce-kde", "pce-sort", "qr"):
         reg = lab("mix-nll", r)
         missing = need(reg, nll)
         parts += [missing] if missing else [checks.lower(reg, nll, "pce", significant=True, figure="6")] + [
             checks.not_worse(reg, nll, m, figure="6") for m in ("wis", "nll", "std")]
-    verdicts["C8"] = _combine(parts)
+    found["C8"] = parts
     qr_crps = lab("mix-crps", "qr")
-    verdicts["C9"] = need(qr_crps, crps) or _combine(
-        [checks.lower(qr_crps, crps, "pce"), checks.small_effect(qr_crps, crps, "wis"),
-         checks.small_effect(qr_crps, crps, "nll")])
+    found["C9"] = [need(qr_crps, crps)] if need(qr_crps, crps) else [
+        checks.lower(qr_crps, crps, "pce"), checks.small_effect(qr_crps, crps, "wis"),
+        checks.small_effect(qr_crps, crps, "nll")]
     cqr_sq = lab(sqr, posthoc="cqr")
-    verdicts["C10"] = need(cqr_sq, kde_sq, trunc_sq) or _combine(
-        [checks.lower(cqr_sq, other, m, significant=True, figure="8") for other in (kde_sq, trunc_sq)
-         for m in ("pce", "wis")])
+    found["C10"] = [need(cqr_sq, kde_sq, trunc_sq)] if need(cqr_sq, kde_sq, trunc_sq) else [
+        checks.lower(cqr_sq, other, m, significant=True, figure="8") for other in (kde_sq, trunc_sq)
+        for m in ("pce", "wis")]
     kde_crps = lab("mix-crps", posthoc="kde")
-    verdicts["C11"] = need(kde_crps, lab("mix-crps", posthoc="emp"), lab("mix-crps", posthoc="lin")) or _combine(
-        [checks.lower(lab("mix-crps", posthoc=p), kde_crps, "wis", significant=True, figure="7")
-         for p in ("emp", "lin")])
+    others = (lab("mix-crps", posthoc="emp"), lab("mix-crps", posthoc="lin"))
+    found["C11"] = [need(kde_crps, *others)] if need(kde_crps, *others) else [
+        checks.lower(p, kde_crps, "wis", significant=True, figure="7") for p in others]
     # A map's STD is that of its 19 quantiles, an unmapped mixture's the exact one (the authors'
     # code); 19 quantiles of a Gaussian spread 0.89 sigma, so the comparison uses the quantile STD
-    # of every model, and the authors' STD is only reported.
-    parts, notes = [], []
+    # of every model, and the authors' STD is only reported (_authors_std_notes).
+    parts = []
     for r in ("pce-kde", "pce-sort"):
         for p in ("emp", "lin", "kde"):
             a, b = lab("mix-crps", posthoc=p), lab("mix-crps", r)
-            missing = need(a, b)
-            parts.append(missing or checks.lower(a, b, "std_quantile"))
-            if not missing:
-                notes.append("authors' STD: " + checks.lower(a, b, "std")[1])
+            parts.append(need(a, b) or checks.lower(a, b, "std_quantile"))
     parts += [need(sq, cqr_sq) or checks.lower(sq, cqr_sq, "std"),
               need(trunc_sq, sq) or checks.lower(trunc_sq, sq, "std")]
-    verdicts["C12"] = _combine(parts, notes)
-    combined = combined_results(rows)
-    combos = [m for m in figure_methods("9", sqr)[1::2]]
-    if not set(combos) & set(combined["method"]):
-        verdicts["C13"] = ("not run", "no regularization + post-hoc rows (run_study_task(..., combine=True))")
-    else:
-        combo_checks = _Checks(combined, alpha, min_datasets, sqr)
-        parts, skipped = [], []
-        for alone, combo in zip(figure_methods("9", sqr)[::2], combos):
-            missing = combo_checks.missing(alone, combo)
-            if missing:
-                skipped.append(combo)
-                continue
-            better, text = combo_checks.lower(combo, alone, "pce", significant=True)
-            # "does not improve the PCE": the negation of a significant improvement
-            parts.append(({"holds": "does not hold", "does not hold": "holds"}.get(better, better), "not: " + text))
-            parts += [combo_checks.lower(alone, combo, m) for m in ("wis", "nll", "std")
-                      if not (m == "nll" and combo.startswith("SQR"))]
-        verdicts["C13"] = _combine(parts, [f"not trained: {', '.join(skipped)}"] if skipped else [])
-    trained = [lab("mix-nll", posthoc=p, map_split="train") for p in ("lin", "kde")]
-    if checks.missing(*trained):
-        verdicts["C14"] = ("not run", "no maps fitted on the training split (run_study_task(..., map_on_train=True))")
-    else:
-        parts = []
-        for p in ("lin", "kde"):
-            cal, train = lab("mix-nll", posthoc=p), lab("mix-nll", posthoc=p, map_split="train")
-            parts += [checks.lower(cal, train, "pce", significant=True, figure="10"),
-                      checks.lower(train, cal, "wis"), checks.lower(train, cal, "nll"),
-                      checks.lower(train, cal, "std", significant=True, figure="10")]
-        cal, train = lab(sqr, posthoc="cqr"), lab(sqr, posthoc="cqr", map_split="train")
-        if not checks.missing(sq):  # the SQR half, when the SQR base was trained
-            missing = need(cal, train)
-            parts += [missing] if missing else [
-                checks.lower(cal, train, "pce"), checks.lower(train, cal, "wis"),
-                checks.lower(train, cal, "std", significant=True, figure="10")]
-        verdicts["C14"] = _combine(parts)
-    # Figure 14's five models: is MIX-NLL + Rec-EMP the lowest PCE on most datasets?
-    emp_nll = lab("mix-nll", posthoc="emp")
-    five = [nll, lab("mix-nll", "pce-kde"), emp_nll, crps, sq]
-    missing = need(*five)
-    if missing:
-        verdicts["C15"] = missing
-    else:
-        table = checks.means("pce")[five].dropna()
-        wins = table.idxmin(axis=1).value_counts()
-        won = int(wins.get(emp_nll, 0))
-        verdicts["C15"] = ("holds" if won > len(table) / 2 else "does not hold",
-                           f"lowest PCE among Figure 14's five models on {won}/{len(table)} datasets; "
-                           + ", ".join(f"{m}: {c}" for m, c in wins.items()))
-    verdicts["C16"] = _ablation_verdict(ablations)
+    found["C12"] = parts
+    # C17: "improve the PCE without much harm to the rest of the distribution": the PCE in
+    # direction, the harm on the proper scores (CRPS, and the NLL of the mixtures); the
+    # sharpness is not harm here: the paper itself finds CQR less sharp (C12)
     parts = []
     for method, vanilla in ((lab("mix-nll", "pce-kde"), nll), (qr_crps, crps), (cqr_sq, sq)):
         missing = need(method, vanilla)
         if missing:
             parts.append(missing)
             continue
-        metrics = ("wis", "std") if method.startswith("SQR") else ("wis", "nll", "std")
+        metrics = ("wis",) if method.startswith("SQR") else ("wis", "nll")
         parts += [checks.lower(method, vanilla, "pce")] + [
             checks.small_effect(method, vanilla, m, increase_only=True) for m in metrics]
-    verdicts["C17"] = _combine(parts)
-    claims = paper_table("regression_study", "claims")
-    out = claims[["claim", "statement"]].copy()
-    out["verdict"] = [verdicts[c][0] for c in out["claim"]]
-    out["evidence"] = [verdicts[c][1] for c in out["claim"]]
-    out["datasets"] = rows["dataset"].nunique()
-    return out
+    found["C17"] = parts
+    return found
+
+
+def _authors_std_notes(checks):
+    """C12 in the authors' STD (closed form for unmapped mixtures, 19 quantiles for maps), reported only."""
+    notes = []
+    for r in ("pce-kde", "pce-sort"):
+        for p in ("emp", "lin", "kde"):
+            a, b = method_label("mix-crps", posthoc=p), method_label("mix-crps", r)
+            if not checks.missing(a, b):
+                part = checks.lower(a, b, "std")
+                notes.append(part._replace(verdict=_NOT_JUDGED, evidence="authors' STD: " + part.evidence,
+                                           rule="reported"))
+    return notes
+
+
+def _harm_notes(checks, sqr):
+    """C17's STD, reported beside the verdict (sharpness is not harm in the claim; see C12)."""
+    notes = []
+    for method, vanilla in ((method_label("mix-nll", "pce-kde"), method_label("mix-nll")),
+                            (method_label("mix-crps", "qr"), method_label("mix-crps")),
+                            (method_label(sqr, posthoc="cqr"), method_label(sqr))):
+        if not checks.missing(method, vanilla):
+            part = checks.small_effect(method, vanilla, "std", increase_only=True)
+            notes.append(part._replace(verdict=_NOT_JUDGED, evidence="sharpness, not judged: " + part.evidence,
+                                       rule="reported"))
+    return notes
+
+
+def _combination_parts(rows, alpha, min_datasets, sqr, n_boot, seed):
+    """C13 (Appendix B.2): no combination significantly improves the PCE; they tend to worsen CRPS, NLL, STD."""
+    combined = combined_results(rows)
+    methods = figure_methods("9", sqr)
+    if not set(methods[1::2]) & set(combined["method"]):
+        return [_Part("not run", "no regularization + post-hoc rows (run_study_task(..., combine=True))", "not run")]
+    checks = _Checks(combined, alpha, min_datasets, sqr, n_boot, seed)
+    pairs = [(alone, combo) for alone, combo in zip(methods[::2], methods[1::2]) if not checks.missing(alone, combo)]
+    skipped = [combo for alone, combo in zip(methods[::2], methods[1::2]) if checks.missing(alone, combo)]
+    parts = []
+    for alone, combo in pairs:
+        # "no regularization method significantly improves probabilistic calibration"
+        lower, higher, ties, p = checks.compare(combo, alone, "pce")
+        sig, detail = checks.significant(combo, alone, "pce", "9", p)
+        text = (f"{combo} not significantly below {alone} on pce: lower on {lower}/{lower + higher} datasets where "
+                f"they differ ({ties} tied), {detail}")
+        numbers = {"agree": higher, "differ": lower + higher, "ties": ties, "pvalue": p}
+        if checks.too_few(lower + higher + ties):
+            parts.append(_Part("not testable at this size", text, "no significant improvement", **numbers))
+        else:
+            improves = lower > higher and sig
+            parts.append(_Part("does not hold" if improves else "holds", text, "no significant improvement",
+                               **numbers))
+    # "they tend to negatively affect CRPS, NLL, and STD metrics"
+    for metric in ("wis", "nll", "std"):
+        scored = [(a, c) for a, c in pairs if not (metric == "nll" and c.startswith("SQR"))]
+        parts.append(checks.tend(scored, metric, "the post-hoc map alone < with regularization"))
+    if skipped:
+        parts.append(_Part(_NOT_JUDGED, f"not trained: {', '.join(skipped)}", "reported"))
+    return parts
+
+
+def _where_to_fit_parts(checks, sqr):
+    """C14 (Appendix B.3): maps fitted on the calibration split against maps fitted on the training split."""
+    lab = method_label
+    trained = [lab("mix-nll", posthoc=p, map_split="train") for p in ("lin", "kde")]
+    if checks.missing(*trained):
+        return [_Part("not run", "no maps fitted on the training split (run_study_task(..., map_on_train=True))",
+                      "not run")]
+    pairs = [(lab("mix-nll", posthoc=p), lab("mix-nll", posthoc=p, map_split="train")) for p in ("lin", "kde")]
+    cqr = (lab(sqr, posthoc="cqr"), lab(sqr, posthoc="cqr", map_split="train"))
+    with_sqr = not checks.missing(lab(sqr), *cqr)
+    # "MIX-NLL + Rec-LIN and MIX-NLL + Rec-KDE achieve significantly better calibration" on the
+    # calibration split; "SQR-CRPS + CQR tends to improve calibration"
+    parts = [checks.lower(cal, train, "pce", significant=True, figure="10") for cal, train in pairs]
+    if with_sqr:
+        parts.append(checks.lower(*cqr, "pce"))
+    # "tend to achieve better CRPS and NLL scores, although not significantly"; "significantly sharper"
+    both = [*pairs, cqr] if with_sqr else pairs
+    parts.append(checks.tend([(train, cal) for cal, train in both], "wis", "training split < calibration split"))
+    parts.append(checks.tend([(train, cal) for cal, train in pairs], "nll", "training split < calibration split"))
+    parts += [checks.lower(train, cal, "std", significant=True, figure="10") for cal, train in both]
+    return parts
+
+
+def _best_calibrated_parts(checks, sqr):
+    """C15: is MIX-NLL + Rec-EMP the lowest PCE of Figure 14's five models on most datasets?"""
+    lab = method_label
+    emp_nll = lab("mix-nll", posthoc="emp")
+    five = [lab("mix-nll"), lab("mix-nll", "pce-kde"), emp_nll, lab("mix-crps"), lab(sqr)]
+    missing = checks.need(*five)
+    if missing:
+        return [missing]
+    table = checks.means("pce")[five].dropna()
+    wins = table.idxmin(axis=1).value_counts()
+    won = int(wins.get(emp_nll, 0))
+    text = (f"lowest PCE among Figure 14's five models on {won}/{len(table)} datasets; "
+            + ", ".join(f"{m}: {c}" for m, c in wins.items()))
+    if checks.too_few(len(table)):
+        return [_Part("not testable at this size", text, "most cases", agree=won, differ=len(table))]
+    return [_Part("holds" if won > len(table) / 2 else "does not hold", text, "most cases", agree=won,
+                  differ=len(table))]
 
 
 def full_calibration_test(full, *, recompute=False, seed=0, root=None):
@@ -567,7 +826,8 @@ def _ablation_verdict(ablations):
     is 2, 3 or 5 layers.
     """
     if ablations is None:
-        return "not run", "the appendix ablations (mixture size, quantiles per step, depth) are not trained"
+        return _Part("not run", "the appendix ablations (mixture size, quantiles per step, depth) are not trained",
+                     "not run")
     parts = []
     n_runs = ablations["run"].nunique() if "run" in ablations.columns else STUDY_RUNS
     large = _large_d(n_runs)
@@ -575,14 +835,15 @@ def _ablation_verdict(ablations):
         default = ABLATIONS[factor][0]
         medians = _ablation_medians(ablations, factor)
         if len(medians) < len(metrics):
-            parts.append(("not run", f"no {factor} ablation on {', '.join(m for m in metrics if m not in medians)}"))
+            parts.append(_Part("not run", f"no {factor} ablation on {', '.join(m for m in metrics if m not in medians)}",
+                               "not run"))
             continue
         shown = "; ".join(f"{metric} " + ", ".join(f"{v}: {m:.2f}" for v, m in sorted(values.items()))
                           for metric, values in medians.items())
         text = f"median d against {factor} = {default} over {n_runs} runs ({shown})"
         if factor == "n_components":
             if any(1 not in values for values in medians.values()):
-                parts.append(("not run", f"{text}; no single-component model"))
+                parts.append(_Part("not run", f"{text}; no single-component model", "not run"))
                 continue
             ok = all(values[1] > large and all(abs(m) < values[1] for v, m in values.items() if v > default)
                      for values in medians.values())
@@ -594,5 +855,5 @@ def _ablation_verdict(ablations):
             ok = all(b in (2, 3, 5) for b in best.values())
             text += "; best: " + ", ".join(f"{b} layers on {metric}" for metric, b in best.items())
         verdict = "holds" if ok else "does not hold"
-        parts.append((verdict, f"{_ABLATION_SENTENCES[factor]} ({verdict}): {text}"))
-    return _combine(parts)
+        parts.append(_Part(verdict, f"{_ABLATION_SENTENCES[factor]} ({verdict}): {text}", "median effect size"))
+    return _Part(*_combine(parts), "median effect size")
