@@ -344,6 +344,7 @@ VALID_FOR = {
         "upper": np.array([0.0, 1.0, np.inf]),
         "probability": np.array([0.2, 0.5, 0.3]),
     },
+    "calibtut.plots.column_subplots": {"n_panels": 2},
     "calibtut.plots.plot_calibration_maps": {"maps": {"identity": lambda u: u}},
     "calibtut.plots.plot_predictive_band": {"x": np.arange(N, dtype=float)},
     "calibtut.plots.plot_quantile_paths": {"quantiles": _STEPS},
@@ -525,6 +526,12 @@ VALID_FOR = {
             [10], index=__import__("pandas").MultiIndex.from_tuples([("ADMIT", "0")], names=["method", "class"])),
         "methods": ["ADMIT"], "classes": {"0": "class 0"}},
     "accuracy_gap_sd": {"pooled": lambda: __import__("pandas").DataFrame({"n": [10], "accuracy": [0.8]})},
+    "category_accuracy": {"points": lambda: __import__("pandas").DataFrame(
+        {"split": "vp", "label": np.arange(40) % 2, "knn_pred": np.arange(40) % 2, "q": 25})},
+    "representation_signals": {"signals": lambda: {"A": __import__("pandas").DataFrame(
+        {"dataset": "sentiment", "by": "true", "class": ["0", "1", "all"], "n": 5, "accuracy": 0.9, "share": 0.1,
+         "separation": 0.5, "error_auroc": 0.5, "qk_share_cal": 0.8, "qk_share_test": 0.8,
+         "qk_accuracy_cal_pred0": 0.9, "qk_accuracy_cal_pred1": 0.9})}},
     # chapter 9 (calibtut.experiments.venn_admit.protection): small tables of the shapes its functions return
     "protection_summary": {"admissions": lambda: __import__("pandas").DataFrame(
         {"run": 0, "shift": "exchangeable", "strength": 0.0, "method": "m", "by": "true", "class": [0, 1],

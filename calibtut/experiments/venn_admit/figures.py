@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
 from calibtut._validation import check_alpha
 from calibtut.experiments.venn_admit._common import check_rows
+from calibtut.plots import MIN_FONT_PT, column_subplots
 
 __all__ = ["plot_admitted_accuracy"]
 
@@ -63,7 +63,7 @@ def plot_admitted_accuracy(table, admitted, methods, classes, *, alpha=0.1, live
     if not methods or not classes:
         raise ValueError(f"methods and classes must not be empty, got {methods} and {classes}")
     cells = table[(table["metric"] == "accuracy") & table["method"].isin(methods)]
-    fig, axes = plt.subplots(1, 2, figsize=(10, 4), sharey=True)
+    fig, axes = column_subplots(2, panel_height=3.6, sharey=True)
     width = 0.75 / len(classes)
     x = np.arange(len(methods))
     for ax, column, title in ((axes[0], "paper", titles[0]), (axes[1], ours, titles[1])):
@@ -75,11 +75,11 @@ def plot_admitted_accuracy(table, admitted, methods, classes, *, alpha=0.1, live
                 continue
             for j, method in enumerate(methods):
                 ax.text(x[j] + offset, np.nan_to_num(values.iloc[j]) + 0.01, int(admitted.loc[(method, c)]),
-                        rotation=90, fontsize=7, ha="center", va="bottom")
+                        rotation=90, fontsize=MIN_FONT_PT, ha="center", va="bottom")
         ax.axhline(1 - alpha, color="k", ls="--", lw=1)
         ax.set(xticks=x, title=title, ylim=(0, 1.25))
         ax.set_xticklabels(methods, rotation=30, ha="right")
     axes[0].set_ylabel(f"accuracy among admitted {unit}")
-    axes[0].legend(title="true class", loc="upper center", ncol=len(classes))
-    fig.tight_layout()
+    axes[0].legend(title="true class", loc="upper center", ncol=len(classes), fontsize=MIN_FONT_PT,
+                   title_fontsize=MIN_FONT_PT)
     return fig
