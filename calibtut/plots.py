@@ -13,6 +13,13 @@ reader can tell miscalibration from sampling noise:
 
 Band artists carry ``gid="calibration-band"`` so that tests and notebooks can
 find them.
+
+Figures are drawn for the book's text column: :func:`column_subplots` lays out
+``n`` panels in a grid at most :data:`COLUMN_WIDTH_IN` inches wide (wrapping
+rows instead of shrinking panels), so that the smallest text of a figure,
+:data:`MIN_FONT_PT` points (matplotlib's ``"small"``), stays at least 9 pixels
+high on the page (``tests/browser/test_pages.py`` measures this on every
+figure of the built book).
 """
 
 from __future__ import annotations
@@ -28,6 +35,7 @@ from calibtut._validation import (
     check_int,
     check_levels,
     check_probabilities,
+    check_real,
     check_same_length,
 )
 from calibtut.conformal.coverage import coverage_count_distribution
@@ -44,12 +52,20 @@ __all__ = [
     "plot_calibration_maps",
     "coverage_histogram",
     "plot_quantile_paths",
+    "column_subplots",
 ]
 
 BAND_GID = "calibration-band"
 _BAND_COLOR = "0.8"
 _DIAGONAL_STYLE = {"color": "0.35", "linestyle": "--", "linewidth": 1.0}
 _FIGSIZE = (4.2, 4.2)
+
+#: Width of the book's text column, in inches at matplotlib's 100 dpi (about 700
+#: CSS pixels in a 1280-pixel window): a wider figure is shrunk, with its text.
+COLUMN_WIDTH_IN = 7.0
+#: The smallest text the house style draws: matplotlib's ``"small"`` (legends) at
+#: its 10-point base size.
+MIN_FONT_PT = 8.3
 
 
 def _get_ax(ax, figsize=_FIGSIZE):
@@ -571,6 +587,55 @@ def plot_quantile_paths(quantiles, labels=None, true_quantiles=None, levels=None
     if legend:
         ax.legend(fontsize="small", frameon=False, ncol=2, loc="upper right")
     return ax
+
+
+def column_subplots(n_panels, *, ncols=None, panel_height=2.8, width=COLUMN_WIDTH_IN, **kwargs):
+    """A figure of ``n_panels`` axes that fits the book's text column.
+
+    The panels are laid out in rows of ``ncols`` (by default all of them up to
+    three, two for four panels, three beyond) on a figure ``width`` inches
+    wide, so that a figure with many panels grows downwards instead of being
+    shrunk to the column with its text. Unused cells of the grid are removed.
+
+    Parameters
+    ----------
+    n_panels : int
+        Number of axes.
+    ncols : int, optional
+        Panels per row.
+    panel_height : float, default 2.8
+        Height of one row of panels, in inches.
+    width : float, default COLUMN_WIDTH_IN
+        Figure width, in inches.
+    **kwargs
+        Passed to :func:`matplotlib.pyplot.subplots` (``sharex``, ``sharey``,
+        ``subplot_kw`` ...).
+
+    Returns
+    -------
+    fig : matplotlib.figure.Figure
+    axes : numpy.ndarray of shape (n_panels,)
+        The axes, row by row.
+
+    Examples
+    --------
+    >>> fig, axes = column_subplots(4)
+    >>> axes.shape, fig.get_size_inches().tolist()
+    ((4,), [7.0, 5.6])
+    """
+    n_panels = check_int(n_panels, "n_panels", minimum=1)
+    if ncols is None:
+        ncols = n_panels if n_panels <= 3 else 2 if n_panels == 4 else 3
+    ncols = min(check_int(ncols, "ncols", minimum=1), n_panels)
+    panel_height = check_real(panel_height, "panel_height", low=0.0, low_open=True)
+    width = check_real(width, "width", low=0.0, low_open=True)
+    nrows = -(-n_panels // ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(width, panel_height * nrows), layout="constrained",
+                             squeeze=False, **kwargs)
+    axes = axes.ravel()
+    for ax in axes[n_panels:]:
+        ax.remove()
+    return fig, axes[:n_panels]
 
 
 def _check_indices(indices, size, name):

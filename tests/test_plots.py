@@ -226,3 +226,83 @@ def test_plot_quantile_paths_errors():
         plots.plot_quantile_paths(q, show=[2])
     with pytest.raises(TypeError, match="show_true"):
         plots.plot_quantile_paths(q, show_true=[0.5])
+
+
+# --- figures for the text column: legible text once shrunk to it ----------------------------
+
+COLUMN_PX = 700  # the book's text column at a 1280-pixel window (tests/browser/test_pages.py)
+MIN_TEXT_PX = 9.0
+
+
+def _smallest_text_px(fig, column_px=COLUMN_PX):
+    """Height in page pixels of the figure's smallest text once its PNG is shrunk to the column."""
+    fig.canvas.draw()
+    natural_px = fig.get_tightbbox(fig.canvas.get_renderer()).width * fig.dpi  # bbox_inches="tight"
+    scale = min(1.0, column_px / natural_px)
+    sizes = [t.get_fontsize() for t in fig.findobj(matplotlib.text.Text) if t.get_visible() and t.get_text()]
+    return min(sizes) / 72 * fig.dpi * scale, min(sizes)
+
+
+def _column_figure(n):
+    fig, axes = plots.column_subplots(n)
+    for i, ax in enumerate(axes):
+        ax.plot([0, 1], [0, 1], label=f"line {i}")
+        ax.set(xlabel="quantile level", ylabel="observed frequency", title=f"panel {i}")
+        ax.legend(fontsize="small")
+    return fig
+
+
+_RNG = np.random.default_rng(8)
+_CONF = _RNG.uniform(0.4, 1.0, 300)
+_X = np.linspace(0, 1, 40)
+_Q = np.sort(_RNG.normal(size=(40, 3)), axis=1)
+HELPER_FIGURES = {
+    "reliability_diagram": lambda: plots.reliability_diagram(_CONF, _RNG.random(300) < _CONF).figure,
+    "pit_histogram": lambda: plots.pit_histogram(_RNG.random(300)).figure,
+    "pit_reliability_diagram": lambda: plots.pit_reliability_diagram(_RNG.random(300)).figure,
+    "quantile_reliability_diagram": lambda: plots.quantile_reliability_diagram(
+        _RNG.normal(size=300), np.tile([-1.28, 0.0, 1.28], (300, 1)), [0.1, 0.5, 0.9]).figure,
+    "plot_predictive_band": lambda: plots.plot_predictive_band(_X, _X - 1, _X + 1, center=_X, y=_X + 0.5).figure,
+    "plot_calibration_maps": lambda: plots.plot_calibration_maps({"identity": lambda u: u}).figure,
+    "coverage_histogram": lambda: plots.coverage_histogram(
+        _RNG.binomial(100, 0.9, 50) / 100, n_cal=99, alpha=0.1, n_test=100).figure,
+    "plot_quantile_paths": lambda: plots.plot_quantile_paths(_Q, labels=_Q[:, 1], levels=[0.25, 0.5, 0.75]).figure,
+    **{f"column_subplots({n})": (lambda n=n: _column_figure(n)) for n in range(1, 7)},
+}
+
+
+@pytest.mark.parametrize("name", list(HELPER_FIGURES))
+def test_helper_figures_are_legible_in_the_column(name):
+    px, smallest_pt = _smallest_text_px(HELPER_FIGURES[name]())
+    assert smallest_pt >= plots.MIN_FONT_PT - 0.05  # the browser check assumes no smaller text
+    assert px >= MIN_TEXT_PX, f"{name}: smallest text {px:.1f}px at a {COLUMN_PX}px column"
+
+
+def test_a_wide_row_of_panels_is_illegible_and_column_subplots_wraps_it():
+    fig, _ = plt.subplots(1, 4, figsize=(15, 3.6))  # the old chapters' layout
+    for ax in fig.axes:
+        ax.plot([0, 1], [0, 1], label="line")
+        ax.legend(fontsize="small")
+    px, _ = _smallest_text_px(fig)
+    assert px < MIN_TEXT_PX  # its legends are under 7 pixels high in the column
+    fig, axes = plots.column_subplots(4, sharey=True)
+    assert axes.shape == (4,)
+    np.testing.assert_allclose(fig.get_size_inches(), (plots.COLUMN_WIDTH_IN, 5.6))
+    assert axes[1].get_shared_y_axes().joined(axes[0], axes[1])
+    fig, axes = plots.column_subplots(5, panel_height=2.0)
+    assert len(fig.axes) == 5
+    np.testing.assert_allclose(fig.get_size_inches(), (plots.COLUMN_WIDTH_IN, 4.0))
+    assert [ax.get_subplotspec().colspan.start for ax in axes] == [0, 1, 2, 0, 1]
+    fig, axes = plots.column_subplots(3, ncols=1)
+    np.testing.assert_allclose(fig.get_size_inches(), (plots.COLUMN_WIDTH_IN, 8.4))
+
+
+def test_column_subplots_argument_checks():
+    with pytest.raises(ValueError, match="n_panels"):
+        plots.column_subplots(0)
+    with pytest.raises(TypeError, match="ncols"):
+        plots.column_subplots(2, ncols=1.5)
+    with pytest.raises(ValueError, match="panel_height"):
+        plots.column_subplots(2, panel_height=0.0)
+    with pytest.raises(ValueError, match="width"):
+        plots.column_subplots(2, width=-7.0)

@@ -5,10 +5,30 @@ every image loaded, every internal link points at an existing file and anchor,
 no output cell shows a traceback, widgets rendered, nothing was fetched from
 the network (every request leaving ``file://`` is blocked and reported), and
 nothing scrolls sideways: no code cell and no output table is wider than its
-column in the 1280-pixel-wide window (a page that fails this leaves a
-screenshot, scrolled to the first offender, in
+column in the 1280-pixel-wide window, and no element of the page reaches past
+the text column unless it sits in a box that scrolls (a page that fails this
+leaves a screenshot, scrolled to the first offender, in
 ``_build/screenshots/overflow/``). Screenshots of the landing page and of a
 notebook page go to ``_build/screenshots/``.
+
+What a reader sees, checked as text and pixels:
+
+* no MyST source left unparsed: no directive fence (```` ```{name} ```` or
+  ``:::{name}``) and no ``{role}`` in the text (a fence whose title holds a
+  backtick is not a fence for CommonMark, and everything after it turns into
+  literal text and code blocks), no ``$...$`` or ``\\begin{`` outside typeset
+  math;
+* no output flood: an output a reader sees without opening anything holds at
+  most :data:`MAX_OUTPUT_LINES` lines of text or table rows, shows no
+  truncated pandas frame ("88 rows × 5 columns") and no stray object repr
+  (``<matplotlib.legend.Legend at 0x...>``, ``[Text(0.5, 1.0, 'title')]``);
+  longer outputs go into a collapsed dropdown (the ``hide-output`` tag) or
+  become a compact table;
+* figure text at least :data:`MIN_TEXT_PX` pixels high: a figure shrunk to
+  the column loses its text size in proportion, and its smallest text, the
+  house style's :data:`calibtut.plots.MIN_FONT_PT` points at the PNG's
+  recorded dpi, times the rendered width over the natural width, must stay
+  legible.
 
 Run by ``python3 tasks.py test`` after the book build, as
 ``pytest tests/browser --book-html _build/html``. Uses Debian's
@@ -18,11 +38,14 @@ Run by ``python3 tasks.py test`` after the book build, as
 from __future__ import annotations
 
 import re
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 import pytest
+from PIL import Image
+
+from calibtut.plots import MIN_FONT_PT
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -36,6 +59,15 @@ CHROMIUM_ARGS = [
 SKIP_DIRS = {"_static", "_sources", "_images", "_downloads", "_panels_static"}
 RAW_MATH = re.compile(r"\\\(|\\\)|\\\[|\\\]|\$\$")
 TRACEBACK = "Traceback (most recent call last)"
+#: A MyST directive fence, a role, or LaTeX source left as text by the parser.
+DIRECTIVE_FENCE = re.compile(r"(?:`{3,}|:{3,})\s*\{[a-z][\w:-]*\}")
+DIRECTIVE_FENCE_LINE = re.compile(r"^\s*(?:`{3,}|:{3,})\s*\{[a-z][\w:-]*\}", re.MULTILINE)
+ROLE = re.compile(r"\{[a-z]+(?::[a-z-]+)*\}(?=[`\w~<])")
+RAW_TEX = re.compile(r"\\begin\{|(?<![\w$])\$[^$\s][^$\n]*\$(?![\w$])")
+#: Longest output (text lines or table rows) a reader sees without opening a dropdown.
+MAX_OUTPUT_LINES = 40
+#: Smallest figure text, in CSS pixels, once the figure is shrunk to its column.
+MIN_TEXT_PX = 9.0
 
 #: Text of the page outside code, scripts and typeset math.
 VISIBLE_TEXT_JS = """() => {
@@ -44,6 +76,44 @@ VISIBLE_TEXT_JS = """() => {
       .forEach(e => e.remove());
   return body.innerText;
 }"""
+
+#: Prose of the page (notebook cells left out) with its literal blocks and typeset math
+#: removed and its inline code replaced by a marker, and its literal blocks that have no
+#: language on their own.
+PROSE_JS = """() => {
+  const body = (document.querySelector('article.bd-article') || document.body).cloneNode(true);
+  body.querySelectorAll('div.cell, script, style, textarea, mjx-container, .MathJax, .headerlink')
+      .forEach(e => e.remove());
+  // blocks without a language: what a broken fence leaves
+  const blocks = [...body.querySelectorAll('div.highlight-default pre')].map(e => e.textContent);
+  body.querySelectorAll('pre, .highlight').forEach(e => e.remove());
+  body.querySelectorAll('code').forEach(e => e.replaceWith('`code`'));  // a role's target
+  return {text: body.textContent, blocks: blocks};
+}"""
+
+#: Outputs a reader sees without opening anything (each with its longest text or table),
+#: and every output's text for stray reprs and truncated frames.
+OUTPUTS_SEEN_JS = """() => {
+  const out = [];
+  document.querySelectorAll('div.cell div.cell_output').forEach(o => {
+    const cell = o.closest('div.cell');
+    const input = cell.querySelector('div.cell_input pre');
+    const where = (input ? input.textContent.trim().split('\\n').slice(-1)[0] : '').slice(0, 60);
+    let lines = 0;
+    o.querySelectorAll('pre').forEach(p => { lines = Math.max(lines, p.textContent.trimEnd().split('\\n').length); });
+    o.querySelectorAll('table').forEach(t => { lines = Math.max(lines, t.querySelectorAll('tr').length); });
+    out.push({where: where, seen: o.checkVisibility(), lines: lines, text: o.innerText || o.textContent});
+  });
+  return out;
+}"""
+
+#: Every figure in an output: where its PNG is, its natural and rendered widths.
+FIGURES_JS = """() => [...document.querySelectorAll('div.cell_output img')].map(img => {
+  const cell = img.closest('div.cell');
+  const input = cell && cell.querySelector('div.cell_input pre');
+  return {src: img.src, natural: img.naturalWidth, rendered: img.getBoundingClientRect().width,
+          where: (input ? input.textContent.trim().split('\\n')[0] : img.alt || '').slice(0, 60)};
+})"""
 
 IMAGES_JS = """async () => {
   const imgs = [...document.images];
@@ -93,6 +163,24 @@ OVERFLOW_JS = """() => {
     const excess = Math.round(table.getBoundingClientRect().width - column.clientWidth);
     if (excess > 1) bad.push({el: table, what: `output table ${excess}px wider than its column: ${label(table)}`});
   });
+  const column = document.querySelector('article.bd-article');
+  if (column) {
+    const edge = column.getBoundingClientRect().right + 1;
+    const scrolls = el => ['auto', 'scroll', 'hidden', 'clip'].includes(getComputedStyle(el).overflowX);
+    const past = new Set();
+    column.querySelectorAll('*').forEach(el => {
+      const r = el.getBoundingClientRect();
+      if (r.width === 0 || r.right <= edge) return;
+      for (let a = el.parentElement; a && a !== column; a = a.parentElement) {
+        if (past.has(a) || (scrolls(a) && a.getBoundingClientRect().right <= edge)) return;
+      }
+      past.add(el);
+      bad.push({el: el, what: `<${el.tagName.toLowerCase()} class="${el.className}"> reaches ${Math.round(r.right - edge)}px past the text column: ${label(el)}`});
+    });
+  }
+  const page = document.scrollingElement;
+  if (page.scrollWidth > page.clientWidth + 1)
+    bad.push({el: document.body, what: `the page is ${page.scrollWidth - page.clientWidth}px wider than the window`});
   if (bad.length) bad[0].el.scrollIntoView({block: 'center'});
   return bad.map(b => b.what);
 }"""
@@ -153,7 +241,7 @@ def context(browser):
     context.close()
 
 
-@lru_cache(maxsize=None)
+@cache
 def anchors(path: Path) -> frozenset[str]:
     """The ids and names defined in an HTML file."""
     text = path.read_text(encoding="utf8", errors="replace")
@@ -181,7 +269,7 @@ def broken_links(hrefs: list[str], html: Path) -> list[str]:
     return problems
 
 
-REDIRECT = re.compile(r"""<meta\s+http-equiv=["']Refresh["']\s+content=["']\d+;\s*url=([^"']+)["']""", re.I)
+REDIRECT = re.compile(r"""<meta\s+http-equiv=["']Refresh["']\s+content=["']\d+;\s*url=([^"']+)["']""", re.IGNORECASE)
 
 
 def check_page(page_obj, page_path: Path, html: Path) -> list[str]:
@@ -211,7 +299,70 @@ def check_page(page_obj, page_path: Path, html: Path) -> list[str]:
         problems.append(f"widgets not rendered: {widgets[0]} views, {widgets[1]} rendered")
     problems += [f"JavaScript error: {e}" for e in errors]
     problems += [f"local resource failed to load: {u}" for u in failed]
-    problems += overflow(page_obj, page_path, html)
+    problems += unparsed_markup(page_obj.evaluate(PROSE_JS))
+    problems += output_floods(page_obj.evaluate(OUTPUTS_SEEN_JS))
+    problems += overflow(page_obj, page_path, html)  # opens the hide-input dropdowns
+    problems += small_figure_text(page_obj.evaluate(FIGURES_JS))
+    return problems
+
+
+def unparsed_markup(prose: dict) -> list[str]:
+    """MyST or LaTeX source that reached the reader as text."""
+    fences = DIRECTIVE_FENCE.findall(prose["text"])
+    for block in prose["blocks"]:  # a literal block may quote a fence inside a line (a doctest)
+        fences += DIRECTIVE_FENCE_LINE.findall(block)
+    problems = [f"directive fence left as text: {fence.strip()!r}" for fence in fences]
+    problems += [f"role left as text: {role!r}" for role in ROLE.findall(prose["text"])]
+    problems += [f"LaTeX source left as text: {tex[:60]!r}" for tex in RAW_TEX.findall(prose["text"])]
+    return sorted(set(problems))
+
+
+#: The repr of an object a cell returned by accident (``ax.legend()``, ``ax.set(...)``).
+OBJECT_REPR = re.compile(r"<[\w.]+ (?:object )?at 0x[0-9a-fA-F]+>|\bText\([-\d.e]+, [-\d.e]+, '")
+TRUNCATED_FRAME = re.compile(r"\b\d+ rows × \d+ columns\b")
+
+
+def output_floods(outputs: list[dict]) -> list[str]:
+    """Outputs too long to read in place, truncated frames and stray object reprs."""
+    problems = []
+    for out in outputs:
+        where = f"(cell ending {out['where']!r})"
+        if out["seen"] and out["lines"] > MAX_OUTPUT_LINES:
+            problems.append(f"output of {out['lines']} lines or rows shown open, over {MAX_OUTPUT_LINES} "
+                            f"{where}: collapse it (hide-output) or shorten it")
+        for found in sorted(set(TRUNCATED_FRAME.findall(out["text"]))):
+            problems.append(f"truncated table in an output ({found}) {where}")
+        for found in sorted(set(OBJECT_REPR.findall(out["text"]))):
+            problems.append(f"object repr printed in an output: {found} {where}")
+    return problems
+
+
+def png_dpi(src: str) -> float | None:
+    """The dpi a PNG records (matplotlib writes its figure dpi), or None."""
+    parts = urlsplit(src)
+    path = Path(unquote(parts.path))
+    if parts.scheme != "file" or path.suffix.lower() != ".png" or not path.is_file():
+        return None
+    with Image.open(path) as image:
+        dpi = image.info.get("dpi")
+    return float(dpi[0]) if dpi else None
+
+
+def small_figure_text(figures: list[dict]) -> list[str]:
+    """Figures whose smallest text falls under :data:`MIN_TEXT_PX` pixels as rendered."""
+    problems = []
+    for fig in figures:
+        dpi = png_dpi(fig["src"])
+        if dpi is None or not fig["natural"] or not fig["rendered"]:
+            continue
+        scale = fig["rendered"] / fig["natural"]
+        px = MIN_FONT_PT / 72 * dpi * scale
+        if px < MIN_TEXT_PX:
+            inches = fig["natural"] / dpi
+            problems.append(
+                f"figure text {px:.1f}px high, under {MIN_TEXT_PX:g}px: a {inches:.1f}-inch-wide figure "
+                f"shrunk to {scale:.0%} ({fig['where']!r})"
+            )
     return problems
 
 
@@ -268,3 +419,36 @@ def test_screenshots(context, html_dir):
         page.close()
     for name in ("landing.png", "notebook.png"):
         assert (out / name).stat().st_size > 10_000, f"{name} looks empty"
+
+
+def test_reader_checks_catch_the_defects_they_target(tmp_path):
+    """Each text and pixel check fails on a defect of the kind issue 31 found."""
+    broken = "Theorem 1 of {cite:t}`code`, for\n```{prf:theorem} Theorem 1\nwith $\\psi$ the digamma"
+    assert len(unparsed_markup({"text": broken, "blocks": ["\n```{prf:proof}\nLet $e$"]})) == 4
+    doctest = '>>> _ = p.write_text("# Title\\n\\n```{code-cell} ipython3\\nx = 1\\n```\\n")'
+    assert unparsed_markup({"text": "labels in {0, 1}, see {x} below", "blocks": [doctest]}) == []
+    outputs = [
+        {"where": "table", "seen": True, "lines": MAX_OUTPUT_LINES + 1, "text": ""},
+        {"where": "collapsed", "seen": False, "lines": 200, "text": "88 rows × 5 columns"},
+        {"where": "legend", "seen": True, "lines": 1, "text": "<matplotlib.legend.Legend at 0x7fe928bb6610>"},
+        {"where": "set", "seen": True, "lines": 1, "text": "[Text(0.5, 0, 'angle'), Text(0, 0.5, 'ECE')]"},
+        {"where": "fine", "seen": True, "lines": MAX_OUTPUT_LINES, "text": "0.25"},
+    ]
+    found = output_floods(outputs)
+    assert len(found) == 5 and not [p for p in found if "'fine'" in p]
+    assert [p for p in found if "'collapsed'" in p] == [
+        "truncated table in an output (88 rows × 5 columns) (cell ending 'collapsed')"]
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figures = []
+    for width in (15, 7):
+        fig = plt.figure(figsize=(width, 3))
+        fig.savefig(tmp_path / f"{width}.png")
+        plt.close(fig)
+        figures.append({"src": (tmp_path / f"{width}.png").as_uri(), "natural": width * 100, "rendered": 690,
+                        "where": f"{width} inches"})
+    assert png_dpi(figures[0]["src"]) == pytest.approx(100, abs=0.01)
+    assert [p.split("(")[-1] for p in small_figure_text(figures)] == ["'15 inches')"]
