@@ -25,6 +25,7 @@ from calibtut.experiments.regression_study.tasks import (
     complete_runs,
     study_tasks,
 )
+from calibtut.plots import column_subplots
 from calibtut.stats import letter_value_plot
 
 __all__ = [
@@ -307,12 +308,10 @@ def plot_ablation_figures(rows, title=""):
     >>> plot_ablation_figures(rows).axes[2].get_title()
     'Figure 17: NLL'
     """
-    import matplotlib.pyplot as plt
-
     check_rows(rows, ["dataset", "run", "base"])
     metrics = ("pce", "wis", "nll", "std")
-    fig, axes = plt.subplots(len(ABLATIONS), len(metrics), figsize=(16, 9), constrained_layout=True, squeeze=False)
-    for row, (factor, (default, _, figure)) in zip(axes, ABLATIONS.items()):
+    fig, axes = column_subplots(len(ABLATIONS) * len(metrics), ncols=2, panel_height=2.8)
+    for row, (factor, (default, _, figure)) in zip(axes.reshape(len(ABLATIONS), len(metrics)), ABLATIONS.items()):
         for ax, metric in zip(row, metrics):
             name = "CRPS (19-level WIS)" if metric == "wis" else metric.upper()
             ax.set_title(f"Figure {figure}{title}: {name}")

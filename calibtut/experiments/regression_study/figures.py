@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 
+import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
@@ -24,6 +25,7 @@ from calibtut.experiments.regression_study._common import check_rows
 from calibtut.experiments.regression_study.tables import cohens_d_table, run_mean_table
 from calibtut.experiments.regression_study.tasks import BASE_LABELS, REGULARIZER_LABELS, method_label
 from calibtut.metrics import consistency_band
+from calibtut.plots import COLUMN_WIDTH_IN, column_subplots
 from calibtut.stats import critical_difference_diagram, friedman_wilcoxon, letter_value_plot, select_lambda
 
 __all__ = [
@@ -325,10 +327,8 @@ def plot_calibration_test(table, label="MIX-NLL"):
     >>> [float(bar.get_height()) for bar in plot_calibration_test(t).axes[0].patches]
     [0.1, 0.05, 0.04, 0.03]
     """
-    import matplotlib.pyplot as plt
-
     check_rows(table, ["dataset", "pce", "pce_se", "calibrated_pce"])
-    fig, ax = plt.subplots(figsize=(max(4, 0.5 * len(table) + 2), 3))
+    fig, ax = plt.subplots(figsize=(COLUMN_WIDTH_IN, 3.6), layout="constrained")
     x = np.arange(len(table))
     ax.bar(x - 0.2, table["pce"], 0.4, yerr=table["pce_se"], label=label)
     ax.bar(x + 0.2, table["calibrated_pce"], 0.4, color="tab:orange", label="calibrated model")
@@ -359,15 +359,13 @@ def plot_reliability(curves, datasets):
     >>> [len(ax.lines) for ax in plot_reliability(c, ["a"]).axes]  # the diagonal and two runs
     [3]
     """
-    import matplotlib.pyplot as plt
-
     check_rows(curves, ["dataset", "run", "level", "frequency", "n_test"])
     datasets = list(datasets)
     missing = sorted(set(datasets) - set(curves["dataset"]))
     if not datasets or missing:
         raise ValueError(f"datasets must be a non-empty list of datasets of curves; missing: {missing}")
-    fig, axes = plt.subplots(1, len(datasets), figsize=(2.6 * len(datasets), 2.8), sharey=True, squeeze=False)
-    for ax, name in zip(axes[0], datasets):
+    fig, axes = column_subplots(len(datasets), sharey=True)
+    for ax, name in zip(axes, datasets):
         sub = curves[curves["dataset"] == name]
         levels = np.sort(sub["level"].unique())
         n = int(sub["n_test"].min())
@@ -378,8 +376,7 @@ def plot_reliability(curves, datasets):
             ax.plot(line["level"], line["frequency"], marker=".", lw=1)
         ax.set_title(f"{name} (n = {n})", fontsize=9)
         ax.set_xlabel("level")
-    axes[0, 0].set_ylabel("observed frequency")
-    fig.tight_layout()
+    axes[0].set_ylabel("observed frequency")
     return fig
 
 
@@ -410,9 +407,7 @@ def plot_main_figures(results, title=""):
     >>> [ax.get_title() for ax in plot_main_figures(r, " (demo)").axes]
     ['Figure 3 (demo): PCE', 'Figure 4 (demo): CRPS (19-level WIS)', 'Figure 5 (demo): NLL']
     """
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, len(MAIN_FIGURES), figsize=(15, 5.5), constrained_layout=True)
+    fig, axes = column_subplots(len(MAIN_FIGURES), ncols=1, panel_height=3.8)
     for ax, (figure, metric) in zip(axes, MAIN_FIGURES):
         effects = figure_effects(results, figure, metric).replace(np.inf, np.nan).dropna(axis=1, how="all")
         name = "CRPS (19-level WIS)" if metric == "wis" else metric.upper()
@@ -448,12 +443,10 @@ def plot_cd_diagrams(comparisons, title=""):
     >>> plot_cd_diagrams({}) is None
     True
     """
-    import matplotlib.pyplot as plt
-
     drawn = {m: r for m, r in comparisons.items() if r.significant}
     if not drawn:
         return None
-    fig, axes = plt.subplots(len(drawn), 1, figsize=(10, 2.6 * len(drawn)), squeeze=False,
+    fig, axes = plt.subplots(len(drawn), 1, figsize=(COLUMN_WIDTH_IN, 2.6 * len(drawn)), squeeze=False,
                              constrained_layout=True)
     for ax, (metric, result) in zip(axes[:, 0], drawn.items()):
         critical_difference_diagram(result, ax=ax)
