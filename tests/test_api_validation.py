@@ -345,6 +345,7 @@ VALID_FOR = {
         "probability": np.array([0.2, 0.5, 0.3]),
     },
     "calibtut.plots.column_subplots": {"n_panels": 2},
+    "calibtut.experiments.regression_study.per_batch_reading": {"sizes": [100], "n_sim": 20},
     "calibtut.plots.plot_calibration_maps": {"maps": {"identity": lambda u: u}},
     "calibtut.plots.plot_predictive_band": {"x": np.arange(N, dtype=float)},
     "calibtut.plots.plot_quantile_paths": {"quantiles": _STEPS},
