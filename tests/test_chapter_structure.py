@@ -20,12 +20,6 @@ MIN_EXERCISES = 3
 # Chapters not yet brought to this standard (issue 30). Listed chapters are
 # xfail-strict: once one complies, its test fails until it is removed here.
 NOT_YET = {
-    "notebooks/regression_study/01_are_models_calibrated",
-    "notebooks/regression_study/02_post_hoc_recalibration",
-    "notebooks/regression_study/03_regularization",
-    "notebooks/regression_study/04_comparison_at_scale",
-    "notebooks/regression_study/05_combining_and_where_to_fit",
-    "notebooks/regression_study/06_paper_vs_ours",
 }
 
 GOALS = re.compile(r"^```\{admonition\} Learning goals\s*$", re.MULTILINE)
