@@ -17,11 +17,6 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 MIN_EXERCISES = 3
 
-# Chapters not yet brought to this standard (issue 30). Listed chapters are
-# xfail-strict: once one complies, its test fails until it is removed here.
-NOT_YET = {
-}
-
 GOALS = re.compile(r"^```\{admonition\} Learning goals\s*$", re.MULTILINE)
 SUMMARY = re.compile(r"^## What we learned\s*$", re.MULTILINE)
 EXERCISE = re.compile(r"^```\{exercise\}[^\n]*\n(?::[a-z-]+:[^\n]*\n)*?:label: (\S+)", re.MULTILINE)
@@ -59,18 +54,9 @@ CHAPTERS = toc_chapters()
 
 def test_toc_lists_chapters():
     assert CHAPTERS, "_toc.yml lists no chapter under notebooks/"
-    assert NOT_YET <= set(CHAPTERS), sorted(NOT_YET - set(CHAPTERS))
 
 
-@pytest.mark.parametrize(
-    "chapter",
-    [
-        pytest.param(c, marks=pytest.mark.xfail(strict=True, reason="issue 30: not done yet"))
-        if c in NOT_YET
-        else c
-        for c in CHAPTERS
-    ],
-)
+@pytest.mark.parametrize("chapter", CHAPTERS)
 def test_chapter_structure(chapter):
     text = (ROOT / f"{chapter}.md").read_text(encoding="utf8")
     assert not problems(text), f"{chapter}.md: {problems(text)}"
