@@ -46,6 +46,7 @@ from calibtut.experiments.regression_study.claims import (
     claims_table,
     full_calibration_test,
     published_calibration_test,
+    published_claim_parts,
 )
 from calibtut.experiments.regression_study.costs import study_cost, trainings_per_task
 from calibtut.experiments.regression_study.figures import (
@@ -168,6 +169,7 @@ __all__ = [
     "claims_table",
     "full_calibration_test",
     "published_calibration_test",
+    "published_claim_parts",
     # sqr_forms
     "SQR_FORMS",
     "SQR_FORM_DATASETS",

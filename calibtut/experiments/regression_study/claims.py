@@ -66,6 +66,7 @@ __all__ = [
     "claims_table",
     "full_calibration_test",
     "published_calibration_test",
+    "published_claim_parts",
 ]
 
 
@@ -741,12 +742,46 @@ def published_calibration_test(*, seed=0, root=None):
     >>> published_calibration_test(root=tempfile.mkdtemp()) is None
     True
     """
+    return _published("full_calibration_test", seed, root)
+
+
+def published_claim_parts(*, seed=0, root=None):
+    """The full run's per-part verdicts as chapter 6's ``full`` profile published them, if drawn with ``seed``.
+
+    :func:`claim_verdicts` with ``parts=True`` on the full run costs tens of
+    CPU-seconds (the bootstrap power of every part that falls short of its
+    test); the ``full`` profile computes and publishes it, and the ``ci``
+    profile reads it back.
+
+    Parameters
+    ----------
+    seed : int, default 0
+        Seed the published table must have been drawn with (the bootstrap's), >= 0.
+    root : str or path-like, optional
+        Repository root; found from the working directory by default.
+
+    Returns
+    -------
+    pandas.DataFrame or None
+        For :func:`claims_from_parts`; None when nothing is published with ``seed``.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> published_claim_parts(root=tempfile.mkdtemp()) is None
+    True
+    """
+    return _published("claim_parts", seed, root)
+
+
+def _published(table, seed, root):
+    """A table chapter 6 published, if its run used ``seed``; else None."""
     seed = check_int(seed, "seed", minimum=0)
     try:
-        table, provenance = load_result("regression_study", "06_paper_vs_ours", "full_calibration_test", root=root)
+        rows, provenance = load_result("regression_study", "06_paper_vs_ours", table, root=root)
     except FileNotFoundError:
         return None
-    return table if provenance.get("parameters", {}).get("seed") == seed else None
+    return rows if provenance.get("parameters", {}).get("seed") == seed else None
 
 
 def claims_table(ci, full=None, label="full"):
