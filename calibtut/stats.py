@@ -430,7 +430,7 @@ def critical_difference_diagram(result, ax=None, **kwargs):
     return sp.critical_difference_diagram(result.ranks, result.pvalues, ax=ax, alpha=result.alpha, **kwargs)
 
 
-def letter_value_plot(effects, ax=None, *, linthresh=1.0, **kwargs):
+def letter_value_plot(effects, ax=None, *, linthresh=1.0, families=None, **kwargs):
     """Letter-value plots of effect sizes per method, sorted by median (paper 002, Figs. 3-10).
 
     Parameters
@@ -441,6 +441,9 @@ def letter_value_plot(effects, ax=None, *, linthresh=1.0, **kwargs):
     ax : matplotlib.axes.Axes, optional
     linthresh : float, default 1.0
         Linear range of the symmetric-log x-axis, > 0.
+    families : mapping of str to str, optional
+        Each method's family (e.g. "post-hoc", "regularizer", "base"): the
+        boxes are coloured by family, as in the paper's figures, with a legend.
     **kwargs
         Passed to ``seaborn.boxenplot``.
 
@@ -458,6 +461,9 @@ def letter_value_plot(effects, ax=None, *, linthresh=1.0, **kwargs):
     >>> d = pd.DataFrame({"A": rng.normal(-2, 1, 57), "B": rng.normal(0, 1, 57)})
     >>> [t.get_text() for t in letter_value_plot(d).get_yticklabels()]
     ['A', 'B']
+    >>> ax = letter_value_plot(d, families={"A": "post-hoc", "B": "base"})
+    >>> [t.get_text() for t in ax.get_legend().get_texts()]
+    ['post-hoc', 'base']
     """
     import matplotlib.pyplot as plt
     import seaborn as sns
@@ -470,7 +476,18 @@ def letter_value_plot(effects, ax=None, *, linthresh=1.0, **kwargs):
     long = table.melt(var_name="method", value_name="effect").dropna()
     if ax is None:
         _, ax = plt.subplots(figsize=(6, 0.4 * len(order) + 1))
-    sns.boxenplot(data=long, x="effect", y="method", order=order, ax=ax, **kwargs)
+    if families is None:
+        sns.boxenplot(data=long, x="effect", y="method", order=order, ax=ax, **kwargs)
+    else:
+        families = dict(families)
+        missing = [m for m in order if m not in families]
+        if missing:
+            raise ValueError(f"families has no family for the methods {missing}")
+        long["family"] = long["method"].map(families)
+        hue_order = list(dict.fromkeys(families[m] for m in order))
+        sns.boxenplot(data=long, x="effect", y="method", order=order, hue="family", hue_order=hue_order,
+                      dodge=False, ax=ax, **kwargs)
+        ax.legend(title=None, fontsize="small", loc="best")
     ax.set_xscale("symlog", linthresh=linthresh)
     ax.axvline(0.0, color="0.5", lw=0.8, zorder=0)
     ax.set_xlabel("Cohen's d")

@@ -1007,3 +1007,38 @@ def test_published_calibration_test_needs_the_same_seed(tmp_path):
     assert rs.published_calibration_test(seed=0, root=tmp_path) is None
     with pytest.raises(ValueError, match="seed"):
         rs.published_calibration_test(seed=-1, root=tmp_path)
+
+
+def test_method_family_reads_the_label_and_refuses_others():
+    from calibtut.experiments.regression_study import method_family
+
+    assert method_family("SQR-CRPS (affine) + CQR") == "post-hoc"
+    assert method_family("MIX-CRPS + Rec-LIN (train)") == "post-hoc"
+    assert method_family("SQR-CRPS + Trunc") == "regularizer"
+    assert method_family("SQR-CRPS (affine)") == "base"
+    with pytest.raises(ValueError, match="not a method label"):
+        method_family("MIX-NLL + Dropout")
+    with pytest.raises(TypeError, match="label must be a str"):
+        method_family(3)
+
+
+def test_letter_value_plot_colours_by_family_and_names_missing_methods():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from calibtut.stats import letter_value_plot
+
+    rng = np.random.default_rng(0)
+    d = pd.DataFrame({"A": rng.normal(-2, 1, 20), "B": rng.normal(0, 1, 20), "C": rng.normal(1, 1, 20)})
+    palette = {"x": "tab:blue", "y": "tab:orange"}
+    ax = letter_value_plot(d, families={"A": "x", "B": "y", "C": "x"}, palette=palette, saturation=1)
+    from matplotlib.colors import to_rgb
+
+    legend = ax.get_legend()
+    shown = {t.get_text(): np.round(to_rgb(h.get_facecolor()), 2)
+             for t, h in zip(legend.get_texts(), legend.legend_handles)}
+    assert list(shown) == ["x", "y"]  # in the order of the medians
+    for family, colour in palette.items():  # each family in its palette colour
+        assert np.allclose(shown[family], np.round(to_rgb(colour), 2), atol=0.02), (family, shown)
+    with pytest.raises(ValueError, match=r"no family for the methods \['C'\]"):
+        letter_value_plot(d, families={"A": "x", "B": "y"})

@@ -23,12 +23,19 @@ import pandas as pd
 from calibtut._validation import check_real
 from calibtut.experiments.regression_study._common import check_rows
 from calibtut.experiments.regression_study.tables import cohens_d_table, run_mean_table
-from calibtut.experiments.regression_study.tasks import BASE_LABELS, REGULARIZER_LABELS, method_label
+from calibtut.experiments.regression_study.tasks import (
+    BASE_LABELS,
+    POSTHOC_LABELS,
+    REGULARIZER_LABELS,
+    method_label,
+)
 from calibtut.metrics import consistency_band
 from calibtut.plots import COLUMN_WIDTH_IN, column_subplots
 from calibtut.stats import critical_difference_diagram, friedman_wilcoxon, letter_value_plot, select_lambda
 
 __all__ = [
+    "FAMILY_COLOURS",
+    "method_family",
     "combination_effects",
     "combined_results",
     "figure_comparisons",
@@ -380,6 +387,39 @@ def plot_reliability(curves, datasets):
     return fig
 
 
+#: The colour of each method family in the letter-value figures (the same in every panel).
+FAMILY_COLOURS = {"base": "0.6", "regularizer": "tab:orange", "post-hoc": "tab:blue"}
+
+
+def method_family(label):
+    """The family of a figure label: "base", "regularizer" or "post-hoc" (a map, with or without a penalty).
+
+    Parameters
+    ----------
+    label : str
+        A label of :func:`~calibtut.experiments.regression_study.method_label`.
+
+    Returns
+    -------
+    str
+
+    Examples
+    --------
+    >>> [method_family(m) for m in ("MIX-NLL", "MIX-NLL + QR", "MIX-NLL + Rec-KDE", "MIX-NLL + QR + Rec-KDE")]
+    ['base', 'regularizer', 'post-hoc', 'post-hoc']
+    """
+    if not isinstance(label, str):
+        raise TypeError(f"label must be a str, got {type(label).__name__}")
+    parts = [p.strip() for p in label.replace(" (train)", "").split("+")]
+    if parts[-1] in POSTHOC_LABELS.values():
+        return "post-hoc"
+    if len(parts) > 1 and parts[-1] in REGULARIZER_LABELS.values():
+        return "regularizer"
+    if len(parts) == 1 and parts[0] in BASE_LABELS.values():
+        return "base"
+    raise ValueError(f"label {label!r} is not a method label of the study")
+
+
 def plot_main_figures(results, title=""):
     """Figures 3-5: letter-value plots of every method's Cohen's d against MIX-NLL.
 
@@ -416,7 +456,8 @@ def plot_main_figures(results, title=""):
             ax.text(0.5, 0.5, "no finite d", ha="center", va="center", transform=ax.transAxes)
             ax.set_axis_off()
         else:
-            letter_value_plot(effects, ax=ax)
+            letter_value_plot(effects, ax=ax, families={m: method_family(m) for m in effects.columns},
+                              palette=FAMILY_COLOURS)
     return fig
 
 
