@@ -15,6 +15,7 @@ from calibtut.experiments.venn_admit import (
     PROTEIN_METHODS,
     accuracy_gap_sd,
     exemplar_gpu_runs,
+    exemplar_gpu_signals,
     grammar_tasks,
     plot_admitted_accuracy,
     pooled_singletons,
@@ -352,10 +353,15 @@ def test_exemplar_gpu_runs_splits_the_published_rows_by_representation(tmp_path)
                     reason="the GPU run is not published")
 def test_published_exemplar_gpu_run_has_both_representations_and_every_seed():
     runs = exemplar_gpu_runs(root=Path(__file__).parents[1])
-    for name, seeds in (("exemplar (frozen)", 10), ("exemplar (fine-tuned)", 4)):
+    for name, seeds in (("exemplar (frozen)", 10), ("exemplar (fine-tuned)", 10)):
         rows = runs[name]
         assert rows.groupby("dataset")["seed"].nunique().to_dict() == {"sentiment": seeds, "sentiment_ood": seeds}
         assert set(rows.loc[rows["table"] == "singletons", "class"]) == {"0", "1", "all"}
+    # the signals of the same tasks: one split per seed, admissions by true and by predicted class
+    signals = exemplar_gpu_signals(root=Path(__file__).parents[1])
+    for name, rows in signals.items():
+        assert rows.groupby("dataset")["seed"].nunique().to_dict() == {"sentiment": 10, "sentiment_ood": 10}
+        assert set(rows["by"]) == {"true", "predicted"} and rows["separation"].between(0, 1).all()
 
 
 def test_samples_of_a_pool_are_looked_up_not_encoded(tmp_path):
