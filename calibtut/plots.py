@@ -15,9 +15,9 @@ Band artists carry ``gid="calibration-band"`` so that tests and notebooks can
 find them.
 
 Figures are drawn for the book's text column: :func:`column_subplots` lays out
-``n`` panels in a grid at most :data:`COLUMN_WIDTH_IN` inches wide (wrapping
+``n`` panels in a grid at most ``COLUMN_WIDTH_IN`` inches wide (wrapping
 rows instead of shrinking panels), so that the smallest text of a figure,
-:data:`MIN_FONT_PT` points (matplotlib's ``"small"``), stays at least 9 pixels
+``MIN_FONT_PT`` points (matplotlib's ``"small"``), stays at least 9 pixels
 high on the page (``tests/browser/test_pages.py`` measures this on every
 figure of the built book).
 """
