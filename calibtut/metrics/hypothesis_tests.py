@@ -83,6 +83,18 @@ def _check_batch_size(batch_size):
     return None if batch_size is None else check_int(batch_size, "batch_size", minimum=1)
 
 
+def _runs(pit):
+    """The checked PIT arrays of one run (an array) or several (a list or tuple of arrays)."""
+    if isinstance(pit, (list, tuple)) and len(pit) > 0 and np.ndim(pit[0]) == 1:
+        return [check_pit(r) for r in pit]
+    return [check_pit(pit)]
+
+
+def _mean_pce(runs, p, levels, batch_size):
+    """The PCE of each run (per batch when ``batch_size``, then averaged), averaged over runs."""
+    return float(np.mean([np.mean([pce(r[b], p, levels) for b in _batches(r.size, batch_size)]) for r in runs]))
+
+
 def batch_pce(pit, batch_size=512, p=1):
     """PCE averaged over consecutive batches of PIT values, as paper 002's code reports every metric.
 
@@ -115,11 +127,7 @@ def batch_pce(pit, batch_size=512, p=1):
     (0.0039, 0.0253)
     """
     batch_size = check_int(batch_size, "batch_size", minimum=1)
-    if isinstance(pit, (list, tuple)) and len(pit) > 0 and np.ndim(pit[0]) == 1:
-        runs = [check_pit(r) for r in pit]
-    else:
-        runs = [check_pit(pit)]
-    return float(np.mean([np.mean([pce(r[b], p) for b in _batches(r.size, batch_size)]) for r in runs]))
+    return _mean_pce(_runs(pit), p, None, batch_size)
 
 
 def pce_null_distribution(n, n_sim=10_000, p=1, levels=None, seed=None, batch_size=None):
@@ -205,13 +213,9 @@ def pce_test(pit, n_sim=10_000, p=1, levels=None, seed=None, batch_size=None):
     >>> round(res.pvalue, 4)
     0.002
     """
-    if isinstance(pit, (list, tuple)) and len(pit) > 0 and np.ndim(pit[0]) == 1:
-        runs = [check_pit(r) for r in pit]
-    else:
-        runs = [check_pit(pit)]
+    runs = _runs(pit)
     batch_size = _check_batch_size(batch_size)
-    statistic = float(np.mean([np.mean([pce(r[b], p, levels) for b in _batches(r.size, batch_size)])
-                               for r in runs]))
+    statistic = _mean_pce(runs, p, levels, batch_size)
     null = pce_null_distribution([r.size for r in runs], n_sim, p, levels, seed, batch_size)
     pvalue = (1 + np.sum(null >= statistic)) / (1 + null.size)
     return CalibrationTestResult(statistic, float(pvalue), null)
