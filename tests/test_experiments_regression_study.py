@@ -998,6 +998,26 @@ def test_full_calibration_test_reads_the_published_table_only_for_the_full_run(t
         rs.full_calibration_test(full, recompute="yes")
 
 
+def test_full_claim_parts_reads_the_published_parts_only_for_the_full_run(tmp_path):
+    rows = _claim_rows({}, n_datasets=3)
+    table = rs.calibration_test_table(rows, n_sim=300, seed=0)
+    full = rs.FullStudy(rows, "full", "")
+    computed = rs.full_claim_parts(full, test_table=table, root=tmp_path)
+    assert computed.equals(rs.claim_verdicts(rows, test_table=table, seed=0, parts=True))
+    published = tmp_path / "results" / "regression_study" / "06_paper_vs_ours"
+    published.mkdir(parents=True)
+    computed.assign(verdict="holds").to_csv(published / "claim_parts.csv", index=False)
+    (published / "provenance.json").write_text('{"finished": "2026-11-27", "parameters": {"seed": 0}}')
+    assert (rs.full_claim_parts(full, test_table=table, root=tmp_path)["verdict"] == "holds").all()
+    # another seed, a recompute or an interim run: computed
+    for kwargs, study in (({"seed": 1}, full), ({"recompute": True}, full), ({}, rs.FullStudy(rows, "interim", ""))):
+        assert not (rs.full_claim_parts(study, test_table=table, root=tmp_path, **kwargs)["verdict"] == "holds").all()
+    with pytest.raises(TypeError, match="full must be"):
+        rs.full_claim_parts(rows)
+    with pytest.raises(TypeError, match="recompute"):
+        rs.full_claim_parts(full, recompute=1)
+
+
 def test_published_calibration_test_needs_the_same_seed(tmp_path):
     published = tmp_path / "results" / "regression_study" / "06_paper_vs_ours"
     published.mkdir(parents=True)

@@ -45,8 +45,8 @@ from calibtut.experiments.regression_study.claims import (
     claims_from_parts,
     claims_table,
     full_calibration_test,
+    full_claim_parts,
     published_calibration_test,
-    published_claim_parts,
 )
 from calibtut.experiments.regression_study.costs import study_cost, trainings_per_task
 from calibtut.experiments.regression_study.figures import (
@@ -170,8 +170,8 @@ __all__ = [
     "claims_from_parts",
     "claims_table",
     "full_calibration_test",
+    "full_claim_parts",
     "published_calibration_test",
-    "published_claim_parts",
     # sqr_forms
     "SQR_FORMS",
     "SQR_FORM_DATASETS",

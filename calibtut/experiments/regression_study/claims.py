@@ -65,8 +65,8 @@ __all__ = [
     "claims_from_parts",
     "claims_table",
     "full_calibration_test",
+    "full_claim_parts",
     "published_calibration_test",
-    "published_claim_parts",
 ]
 
 
@@ -722,6 +722,55 @@ def full_calibration_test(full, *, recompute=False, seed=0, root=None):
     return calibration_test_table(full.rows, "mix-nll", seed=seed)
 
 
+def full_claim_parts(full, *, ablations=None, test_table=None, recompute=False, seed=0, root=None):
+    """The per-part verdicts of the full run (:func:`claim_verdicts` with ``parts=True``).
+
+    They cost tens of CPU-seconds (the bootstrap power of every part that
+    falls short of its test). Chapter 6 publishes them with its full profile
+    (table ``claim_parts``), and reads them back at ``ci``, as
+    :func:`full_calibration_test` does for claim C1's test.
+
+    Parameters
+    ----------
+    full : FullStudy
+        As :func:`~calibtut.experiments.regression_study.full_study` returns it (with rows).
+    ablations, test_table : pandas.DataFrame, optional
+        As for :func:`claim_verdicts`.
+    recompute : bool, default False
+        Compute the verdicts even when they are published.
+    seed : int, default 0
+        Seed of the bootstrap, >= 0.
+    root : str or path-like, optional
+        Repository root; found from the working directory by default.
+
+    Returns
+    -------
+    pandas.DataFrame
+        For :func:`claims_from_parts`. Only the published full run (label
+        ``"full"``) reads the published table, and only when it was drawn with
+        ``seed``; an interim run's, or another seed's, is computed.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from calibtut.experiments.regression_study import FullStudy
+    >>> full_claim_parts(FullStudy(None, "full", ""), root=tempfile.mkdtemp())
+    Traceback (most recent call last):
+    ...
+    TypeError: full must be a FullStudy with rows, got FullStudy(rows=None, label='full', note='')
+    """
+    if not hasattr(full, "rows") or not hasattr(full, "label") or not isinstance(full.rows, pd.DataFrame):
+        raise TypeError(f"full must be a FullStudy with rows, got {full!r}")
+    if not isinstance(recompute, bool):
+        raise TypeError(f"recompute must be True or False, got {recompute!r}")
+    seed = check_int(seed, "seed", minimum=0)
+    if full.label == "full" and not recompute:
+        parts = _published("claim_parts", seed, root)
+        if parts is not None:
+            return parts
+    return claim_verdicts(full.rows, ablations=ablations, test_table=test_table, seed=seed, parts=True)
+
+
 def published_calibration_test(*, seed=0, root=None):
     """The full run's PCE test as chapter 6 published it, if drawn with ``seed``; else None.
 
@@ -743,35 +792,6 @@ def published_calibration_test(*, seed=0, root=None):
     True
     """
     return _published("full_calibration_test", seed, root)
-
-
-def published_claim_parts(*, seed=0, root=None):
-    """The full run's per-part verdicts as chapter 6's ``full`` profile published them, if drawn with ``seed``.
-
-    :func:`claim_verdicts` with ``parts=True`` on the full run costs tens of
-    CPU-seconds (the bootstrap power of every part that falls short of its
-    test); the ``full`` profile computes and publishes it, and the ``ci``
-    profile reads it back.
-
-    Parameters
-    ----------
-    seed : int, default 0
-        Seed the published table must have been drawn with (the bootstrap's), >= 0.
-    root : str or path-like, optional
-        Repository root; found from the working directory by default.
-
-    Returns
-    -------
-    pandas.DataFrame or None
-        For :func:`claims_from_parts`; None when nothing is published with ``seed``.
-
-    Examples
-    --------
-    >>> import tempfile
-    >>> published_claim_parts(root=tempfile.mkdtemp()) is None
-    True
-    """
-    return _published("claim_parts", seed, root)
 
 
 def _published(table, seed, root):
