@@ -9,27 +9,18 @@ sphinx-exercise ``exercise`` directives, each with a ``solution`` (or a gated
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
-import yaml
 
-ROOT = Path(__file__).resolve().parent.parent
+from tools.course_guide import EXERCISE, ROOT, toc_parts
+
 MIN_EXERCISES = 3
 
 GOALS = re.compile(r"^```\{admonition\} Learning goals\s*$", re.MULTILINE)
 SUMMARY = re.compile(r"^## What we learned\s*$", re.MULTILINE)
-EXERCISE = re.compile(r"^```\{exercise\}[^\n]*\n(?::[a-z-]+:[^\n]*\n)*?:label: (\S+)", re.MULTILINE)
 SOLUTION = re.compile(r"^```\{solution(?:-start)?\} (\S+)\s*$", re.MULTILINE)
 GATE_START = re.compile(r"^```\{solution-start\}", re.MULTILINE)
 GATE_END = re.compile(r"^```\{solution-end\}", re.MULTILINE)
-
-
-def toc_chapters() -> list[str]:
-    """The chapter files under ``notebooks/`` that ``_toc.yml`` lists, in order."""
-    toc = yaml.safe_load((ROOT / "_toc.yml").read_text(encoding="utf8"))
-    files = [chapter["file"] for part in toc["parts"] for chapter in part["chapters"]]
-    return [f for f in files if f.startswith("notebooks/")]
 
 
 def problems(text: str) -> list[str]:
@@ -39,7 +30,7 @@ def problems(text: str) -> list[str]:
         found.append("no 'Learning goals' admonition")
     if not SUMMARY.search(text):
         found.append("no '## What we learned' section")
-    exercises = EXERCISE.findall(text)
+    exercises = [label for _, label in EXERCISE.findall(text)]
     if len(exercises) < MIN_EXERCISES:
         found.append(f"{len(exercises)} exercises, at least {MIN_EXERCISES} needed")
     solved = set(SOLUTION.findall(text))
@@ -49,7 +40,7 @@ def problems(text: str) -> list[str]:
     return found
 
 
-CHAPTERS = toc_chapters()
+CHAPTERS = [chapter for _, chapters in toc_parts() for chapter in chapters]
 
 
 def test_toc_lists_chapters():
