@@ -1,6 +1,6 @@
 """Statistics of the large-scale comparison of paper 002, on well-kept libraries.
 
-* :func:`holm`: Holm's step-down correction (``statsmodels``).
+* :func:`holm`: Holm's step-down correction (written out; checked against ``statsmodels``).
 * :func:`pce_study_test`: the per-dataset PCE test against its simulated null
   (:func:`calibtut.metrics.pce_test`), with the paper's p-value (fraction of
   null draws strictly above the statistic, which can be 0) beside the usual
@@ -15,7 +15,7 @@
   infinities included, are a zero difference (a tie), as Friedman's ranks
   read them.
 * :func:`friedman_wilcoxon`: Friedman's test over methods, then every pair by
-  :func:`paired_wilcoxon` with Holm's correction (``statsmodels``), and the
+  :func:`paired_wilcoxon` with Holm's correction (:func:`holm`), and the
   average ranks; :func:`critical_difference_diagram` draws them
   (``scikit-posthocs``).
 * :func:`letter_value_plot`: the distribution over datasets of each method's
