@@ -332,8 +332,19 @@ def _square(seed):
     return {"v": seed * seed}
 
 
-def _slow_draw(seed, n):
-    time.sleep(0.05 * ((7 * seed) % 5))  # finishing order differs from the task order
+def _draw_after(seed, n, gate):
+    """A seeded draw whose first task waits until the file ``gate`` holds a line.
+
+    Given the sweep's own store as ``gate``, the first task finishes only after
+    another task's result is stored, so a parallel run completes out of task
+    order by construction, not by timing.
+    """
+    if (seed, n) == (0, 10):
+        deadline = time.monotonic() + 120
+        while not (os.path.exists(gate) and os.path.getsize(gate) > 0):
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"no task was stored in {gate}")
+            time.sleep(0.01)
     return {"mean": float(np.random.default_rng(seed).normal(size=n).mean()), "pid": 0}
 
 
@@ -349,19 +360,25 @@ def test_local_workers_keep_the_c_library_memory_settings(monkeypatch):
 
 
 def test_local_cluster_gives_the_serial_table(tmp_path):
-    tasks = [{"seed": s, "n": n} for s in range(8) for n in (10, 1000)]
-    serial = sweep(tasks, _slow_draw, progress=False)
-    one = sweep(tasks, _slow_draw, progress=False, workers=1, gpu_workers=0)
-    two = sweep(tasks, _slow_draw, store=tmp_path, desc="grid", progress=False, workers=2, gpu_workers=0)
+    opened = tmp_path / "open"  # a gate that is already open: the in-order runs never wait
+    opened.write_text("open\n")
+    grid = [{"seed": s, "n": n} for s in range(8) for n in (10, 1000)]
+    serial = sweep([{**t, "gate": str(opened)} for t in grid], _draw_after, progress=False)
+    one = sweep([{**t, "gate": str(opened)} for t in grid], _draw_after, progress=False, workers=1,
+                gpu_workers=0)
+    store = tmp_path / "grid.jsonl"
+    tasks = [{**t, "gate": str(store)} for t in grid]
+    two = sweep(tasks, _draw_after, store=tmp_path, desc="grid", progress=False, workers=2, gpu_workers=0)
     pd.testing.assert_frame_equal(serial, one)
-    pd.testing.assert_frame_equal(serial, two)
-    lines = _lines(tmp_path / "grid.jsonl")
-    assert [line["key"] for line in lines] != [task_key(t) for t in tasks]  # completed out of order
+    pd.testing.assert_frame_equal(serial.drop(columns="gate"), two.drop(columns="gate"))
+    lines = _lines(store)
+    assert lines[0]["key"] != task_key(tasks[0])  # the first task waited for a stored one
+    assert sorted(line["key"] for line in lines) == sorted(task_key(t) for t in tasks)
     assert {line["worker"] for line in lines} == {"cpu-0", "cpu-1"}
     assert lines[0]["engine"] == {"mode": "local cluster", "workers": 2, "threads_per_worker": 1,
                                   "gpu_workers": 0}
-    resumed = sweep(tasks, _slow_draw, store=tmp_path, desc="grid", progress=False, workers=2, gpu_workers=0)
-    pd.testing.assert_frame_equal(serial, resumed)
+    resumed = sweep(tasks, _draw_after, store=tmp_path, desc="grid", progress=False, workers=2, gpu_workers=0)
+    pd.testing.assert_frame_equal(two, resumed)
 
 
 def _dies_once(seed, marker):
