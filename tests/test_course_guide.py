@@ -140,7 +140,8 @@ def test_load_guide_reads_a_toc_and_a_data_file(small):
     toc = small.root / "_toc.yml"
     toc.write_text(yaml.safe_dump({"parts": [
         {"caption": caption, "chapters": [{"file": c} for c in chapters]} for caption, chapters in small.parts
-    ] + [{"caption": "Reference", "chapters": [{"file": "book/api"}]}]}))
+    ] + [{"caption": "Reference", "chapters": [{"file": "book/api"}]},
+         {"caption": cg.APPENDICES, "chapters": [{"file": "notebooks/appendix/costs"}]}]}))
     data = small.root / "guide.yml"
     data.write_text(yaml.safe_dump(small.data, sort_keys=False))
     assert cg.toc_parts(toc) == small.parts

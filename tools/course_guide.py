@@ -55,13 +55,22 @@ EXERCISE = re.compile(
 # --------------------------------------------------------------------------- data
 
 
+#: The caption of the part of ``_toc.yml`` that holds the appendices. A notebook there
+#: (``notebooks/appendix/``) is executed, tested and held to the time budget like a
+#: chapter, but is no chapter: it has no learning goals, exercises or place in the course.
+APPENDICES = "Appendices"
+
+
 def toc_parts(toc: Path = nbcache.TOC) -> list[tuple[str, list[str]]]:
     """The parts of ``_toc.yml`` that hold chapters under ``notebooks/``: ``[(caption, [chapter, ...])]``.
 
     A chapter is named as in ``_toc.yml``: ``notebooks/<part>/<file>``, no suffix.
+    The part captioned :data:`APPENDICES` holds no chapters.
     """
     parts = []
     for part in yaml.safe_load(toc.read_text(encoding="utf8")).get("parts", []):
+        if part.get("caption") == APPENDICES:
+            continue
         chapters = [
             entry["file"].removesuffix(".md")
             for entry in part.get("chapters", [])

@@ -29,6 +29,9 @@ What a reader sees, checked as text and pixels:
   house style's :data:`calibtut.plots.MIN_FONT_PT` points at the PNG's
   recorded dpi, times the rendered width over the natural width, must stay
   legible.
+* at a phone's width (:data:`PHONE_WIDTH` pixels), no table header breaks
+  inside a word: a header cell narrower than its longest word would show that
+  word a few letters (or one letter) per line.
 
 Run by ``python3 tasks.py test`` after the book build, as
 ``pytest tests/browser --book-html _build/html``. Uses Debian's
@@ -68,6 +71,8 @@ RAW_TEX = re.compile(r"\\begin\{|(?<![\w$])\$[^$\s][^$\n]*\$(?![\w$])")
 MAX_OUTPUT_LINES = 40
 #: Smallest figure text, in CSS pixels, once the figure is shrunk to its column.
 MIN_TEXT_PX = 9.0
+#: The width of a phone's window (CSS pixels) at which table headers are checked.
+PHONE_WIDTH = 390
 
 #: Text of the page outside code, scripts and typeset math.
 VISIBLE_TEXT_JS = """() => {
@@ -183,6 +188,33 @@ OVERFLOW_JS = """() => {
     bad.push({el: document.body, what: `the page is ${page.scrollWidth - page.clientWidth}px wider than the window`});
   if (bad.length) bad[0].el.scrollIntoView({block: 'center'});
   return bad.map(b => b.what);
+}"""
+
+
+#: Words of table headers that the browser broke over two lines or more. A word is a run of
+#: characters between spaces, hyphens, dashes and slashes (where a line may break); it is
+#: broken when its text boxes lie on more than one line. Dropdowns are opened first.
+BROKEN_HEADERS_JS = """() => {
+  const column = document.querySelector('article.bd-article') || document.body;
+  column.querySelectorAll('details').forEach(d => { d.open = true; });
+  const bad = [];
+  column.querySelectorAll('th').forEach(th => {
+    const cell = th.getBoundingClientRect();
+    if (cell.width === 0 || cell.height === 0) return;
+    const walker = document.createTreeWalker(th, NodeFilter.SHOW_TEXT);
+    for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+      for (const word of node.textContent.matchAll(/[^\\s\\-\\/\u2010-\u2014]+/g)) {
+        const range = document.createRange();
+        range.setStart(node, word.index);
+        range.setEnd(node, word.index + word[0].length);
+        const boxes = [...range.getClientRects()].filter(b => b.width > 0).sort((a, b) => a.top - b.top);
+        const lines = boxes.filter((b, i) => i === 0 || b.top - boxes[i - 1].top > b.height / 2).length;
+        if (lines > 1)
+          bad.push(`"${word[0]}" breaks over ${lines} lines in a ${Math.round(cell.width)}px header cell`);
+      }
+    }
+  });
+  return [...new Set(bad)];
 }"""
 
 
@@ -303,7 +335,18 @@ def check_page(page_obj, page_path: Path, html: Path) -> list[str]:
     problems += output_floods(page_obj.evaluate(OUTPUTS_SEEN_JS))
     problems += overflow(page_obj, page_path, html)  # opens the hide-input dropdowns
     problems += small_figure_text(page_obj.evaluate(FIGURES_JS))
+    problems += broken_headers(page_obj)  # resizes the window to a phone's
     return problems
+
+
+def broken_headers(page_obj, width: int = PHONE_WIDTH) -> list[str]:
+    """Table header words broken over lines once the window is ``width`` pixels wide."""
+    page_obj.set_viewport_size({"width": width, "height": 844})
+    found = page_obj.evaluate(BROKEN_HEADERS_JS)
+    shown = [f"table header broken inside a word at {width} px: {what}" for what in found[:10]]
+    if len(found) > 10:
+        shown.append(f"... and {len(found) - 10} more broken header words at {width} px")
+    return shown
 
 
 def unparsed_markup(prose: dict) -> list[str]:
@@ -452,3 +495,19 @@ def test_reader_checks_catch_the_defects_they_target(tmp_path):
                         "where": f"{width} inches"})
     assert png_dpi(figures[0]["src"]) == pytest.approx(100, abs=0.01)
     assert [p.split("(")[-1] for p in small_figure_text(figures)] == ["'15 inches')"]
+
+
+def test_header_check_finds_a_header_broken_inside_a_word(browser):
+    """The phone-width check flags a header that wraps inside a word, not one that wraps between them."""
+    table = ('<article class="bd-article"><table style="width: 1px"><tr>'
+             '<th style="overflow-wrap: {wrap}">within_bin_variance of a bin</th><td>0.25</td></tr>'
+             '</table></article>')
+    page = browser.new_page()
+    try:
+        page.set_content(table.format(wrap="anywhere"))
+        found = broken_headers(page)
+        assert any('"within_bin_variance" breaks over' in problem for problem in found), found
+        page.set_content(table.format(wrap="normal"))
+        assert broken_headers(page) == []
+    finally:
+        page.close()
