@@ -21,6 +21,7 @@ re-export below keeps importable. Importing this part imports torch.
 from calibtut.experiments.quantile_regularization.tables import (
     PAPER_TABLES,
     SHORT_METRIC_LABELS,
+    UCI_VERDICTS,
     ablation_tables,
     fold_order_summary,
     mean_pm_std,
@@ -32,6 +33,7 @@ from calibtut.experiments.quantile_regularization.tables import (
     recalibration_raises_error,
     spacing_share_below,
     summarize_runs,
+    uci_claims,
 )
 from calibtut.experiments.quantile_regularization.tasks import (
     METRIC_LABELS,
@@ -47,6 +49,7 @@ __all__ = [
     "PAPER_LAMBDA",
     "PAPER_TABLES",
     "SHORT_METRIC_LABELS",
+    "UCI_VERDICTS",
     "ablation_tables",
     "fold_order_summary",
     "fold_order_tasks",
@@ -62,4 +65,5 @@ __all__ = [
     "run_qr_config",
     "spacing_share_below",
     "summarize_runs",
+    "uci_claims",
 ]

@@ -6,15 +6,18 @@ from :mod:`calibtut.papers`, and :func:`paper_vs_ours_cells` /
 :func:`paper_vs_ours_view` put every cell beside ours. :func:`qr_effect`,
 :func:`recalibration_raises_error` and :func:`fold_order_summary` are the
 comparisons behind the chapters' claims; :func:`ablation_tables` and
-:func:`spacing_share_below` the tables behind the ablation figures (Figures 5-12).
+:func:`spacing_share_below` the tables behind the ablation figures (Figures 5-12);
+:func:`uci_claims` checks the paper's claims about its UCI tables, each with a verdict.
 """
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pandas as pd
 
-from calibtut._validation import check_int
+from calibtut._validation import check_int, check_real
 from calibtut.experiments.quantile_regularization.tasks import PAPER_LAMBDA
 from calibtut.papers import paper_table
 from calibtut.run import paper_vs_ours
@@ -22,6 +25,7 @@ from calibtut.run import paper_vs_ours
 __all__ = [
     "PAPER_TABLES",
     "SHORT_METRIC_LABELS",
+    "UCI_VERDICTS",
     "ablation_tables",
     "fold_order_summary",
     "mean_pm_std",
@@ -33,6 +37,7 @@ __all__ = [
     "recalibration_raises_error",
     "spacing_share_below",
     "summarize_runs",
+    "uci_claims",
 ]
 
 
@@ -511,3 +516,166 @@ def spacing_share_below(by_lam, by_mult):
         raise ValueError("by_mult has a model and dataset without a base row (lam == 0) in by_lam")
     below = pd.Series(by_mult["calib_error"].to_numpy() < base_ce, index=by_mult["model"].to_numpy())
     return below.groupby(level=0).mean().rename("share_below_base")
+
+
+#: Verdicts of :func:`uci_claims`: a claim on datasets we did not run is "not run".
+UCI_VERDICTS = ("holds", "does not hold", "not run")
+
+#: The metrics the claims read: Tables 1-2 (before recalibration) and 4-5 (after isotonic recalibration).
+_CLAIM_METRICS = ("calib_error", "rmse", "calib_error_iso", "max_lik_iso")
+
+
+def _claim_cells(means):
+    """(model, dataset) x (metric, method) means, with the claims' metrics as columns even where absent."""
+    columns = pd.MultiIndex.from_product([_CLAIM_METRICS, ["base", "QR"]], names=["metric", "method"])
+    return means.reindex(columns=columns)
+
+
+def _paper_claim_cells(paper):
+    printed = paper[paper["table"].isin(["table1", "table2", "table4", "table5"])]
+    return _claim_cells(printed.pivot_table(index=["model", "dataset"], columns=["metric", "method"], values="mean"))
+
+
+def _our_claim_cells(runs, name):
+    _frame(runs, [*_CELL, *_CLAIM_METRICS], name)
+    means = runs.groupby(_CELL)[list(_CLAIM_METRICS)].mean().unstack("method")
+    return _claim_cells(means.rename_axis(columns=["metric", "method"]))
+
+
+def _tally(holds, rule="majority"):
+    """``("k of n pairs", verdict)``: ``rule`` "majority" needs more than half, "some" one pair."""
+    holds = holds.dropna().astype(bool)
+    if holds.empty:
+        return "not run", "not run"
+    enough = holds.sum() > len(holds) / 2 if rule == "majority" else holds.any()
+    return f"{int(holds.sum())} of {len(holds)} pairs", "holds" if enough else "does not hold"
+
+
+def _lower(cells, metric, a, b):
+    """Per (model, dataset): is ``cells[metric, a]`` below ``cells[metric, b]`` (NaN where one is missing)."""
+    x, y = cells[(metric, a)], cells[(metric, b)]
+    return (x < y).where(x.notna() & y.notna())
+
+
+def _qr_lowers_ce(c):
+    return _tally(_lower(c, "calib_error", "QR", "base"))
+
+
+def _small_rmse_cost(c, limit):
+    ratio = (c[("rmse", "QR")] / c[("rmse", "base")]).dropna().groupby("model").median()
+    if ratio.empty:
+        return "not run", "not run"
+    return (", ".join(f"{model} {r:.2f}" for model, r in ratio.items()),
+            "holds" if (ratio <= limit).all() else "does not hold")
+
+
+def _qr_lowers_iso(c):
+    return _tally(_lower(c, "calib_error_iso", "QR", "base"))
+
+
+def _iso_raises(c):
+    before, after = c[("calib_error", "base")], c[("calib_error_iso", "base")]
+    return _tally((after > before).where(before.notna() & after.notna()), rule="some")
+
+
+def _one_dataset(c, dataset, before, after):
+    """Per model: ``before -> after`` on one dataset; holds where ``after`` is below ``before`` for every model."""
+    rows = c.xs(dataset, level="dataset") if dataset in c.index.get_level_values("dataset") else c.iloc[:0]
+    rows = rows[rows[before].notna() & rows[after].notna()]
+    if rows.empty:
+        return "not run", "not run"
+    text = ", ".join(f"{model} {b:.2f} → {a:.2f}" for model, b, a in zip(rows.index, rows[before], rows[after]))
+    return text, "holds" if (rows[after] < rows[before]).all() else "does not hold"
+
+
+def _iso_on_protein(c):
+    return _one_dataset(c, "protein", ("calib_error", "base"), ("calib_error_iso", "base"))
+
+
+def _qr_on_year(c):
+    return _one_dataset(c, "year-msd", ("calib_error", "base"), ("calib_error", "QR"))
+
+
+def _spiky_likelihood(c):
+    lik = c["max_lik_iso"].stack().dropna()
+    if lik.empty:
+        return "not run", "not run"
+    return f"{int((lik >= 100).sum())} of {len(lik)} cells", "holds" if (lik >= 100).any() else "does not hold"
+
+
+#: (claim as the paper words it, what is checked, reader): the claims of Section 5.4 and Section 3 on the
+#: UCI Tables 1-2 and 4-5. A plain direction holds on a majority of the (model, dataset) pairs where both
+#: numbers exist; "in some cases" and "sometimes" need one.
+_UCI_CLAIMS = (
+    ("calibration error improves when trained with QR", "CE: QR below base, per model and dataset",
+     _qr_lowers_ce),
+    ("a small, in many cases negligible, increase in RMSE", "median RMSE ratio QR / base ≤ {limit:g}, each model",
+     _small_rmse_cost),
+    ("QR works better than base in the post-hoc setting too", "CE after isotonic: QR below base",
+     _qr_lowers_iso),
+    ("in some cases isotonic calibration increases the error", "base CE after isotonic above before, somewhere",
+     _iso_raises),
+    ("isotonic offers better improvements on protein (large m)", "protein base CE: after isotonic below before",
+     _iso_on_protein),
+    ("QR works well on very large datasets (YearPredictionMSD)", "year-msd CE: QR below base", _qr_on_year),
+    ("after isotonic, one likelihood can grow by 10²-10⁵", "max test likelihood after isotonic ≥ 100",
+     _spiky_likelihood),
+)
+
+
+def uci_claims(paper, ours, *, full=None, rmse_ratio=1.05):
+    """The paper's claims about its UCI tables, each checked on the paper's numbers and on ours, with a verdict.
+
+    One row per claim of the paper's discussion of Tables 1-2 and 4-5 (and
+    of Section 3 on the likelihood after isotonic recalibration), worded as
+    the paper words it (shortened). Each claim compares means over folds per
+    (model, dataset); a plain direction ("improves", "works better") holds on
+    a majority of the pairs where both numbers exist, ties counting against
+    it; "in some cases" and "sometimes" need one pair; "negligible" means a
+    median RMSE ratio QR / base of at most ``rmse_ratio`` for each model.
+
+    Parameters
+    ----------
+    paper : pandas.DataFrame
+        :func:`paper_numbers` (Tables 1, 2, 4 and 5 are read).
+    ours : pandas.DataFrame
+        Our ``ci`` runs of :func:`run_qr_config` with a ``method`` column
+        (``"base"`` or ``"QR"``); folds are averaged.
+    full : pandas.DataFrame, optional
+        The full run in the paper's setting (:func:`paper_setting`), laid out like ``ours``.
+    rmse_ratio : float, default 1.05
+        The largest median RMSE ratio QR / base that counts as a "negligible"
+        increase (at least 1).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``claim``, ``test`` (what is compared), ``paper`` (the
+        paper's own numbers), ``ours (ci)``, ``ours (full)`` (with ``full``)
+        and ``verdict`` (one of :data:`UCI_VERDICTS`, from the full run
+        when given, else from ``ours``).
+
+    Examples
+    --------
+    >>> ours = pd.DataFrame({"model": "dropout", "dataset": "protein", "method": ["base", "QR"],
+    ...                      "calib_error": [3.0, 1.0], "rmse": [4.0, 4.1], "calib_error_iso": [0.5, 0.4],
+    ...                      "max_lik_iso": [50.0, 200.0]})
+    >>> t = uci_claims(paper_numbers(), ours).set_index("claim")
+    >>> t.loc["calibration error improves when trained with QR", ["paper", "ours (ci)", "verdict"]].tolist()
+    ['18 of 20 pairs', '1 of 1 pairs', 'holds']
+    >>> t.loc["isotonic offers better improvements on protein (large m)", ["ours (ci)", "verdict"]].tolist()
+    ['dropout 3.00 → 0.50', 'holds']
+    """
+    rmse_ratio = check_real(rmse_ratio, "rmse_ratio", low=1.0)
+    _frame(paper, ["table", *_CELL, "metric", "mean"], "paper")
+    cells = {"paper": _paper_claim_cells(paper), "ours (ci)": _our_claim_cells(ours, "ours")}
+    if full is not None:
+        cells["ours (full)"] = _our_claim_cells(full, "full")
+    rows = []
+    for claim, test, read in _UCI_CLAIMS:
+        if read is _small_rmse_cost:
+            read, test = functools.partial(read, limit=rmse_ratio), test.format(limit=rmse_ratio)
+        found = {name: read(c) for name, c in cells.items()}
+        rows.append({"claim": claim, "test": test, **{name: text for name, (text, _) in found.items()},
+                     "verdict": found[list(cells)[-1]][1]})
+    return pd.DataFrame(rows)

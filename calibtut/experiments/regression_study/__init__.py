@@ -40,12 +40,16 @@ from calibtut.experiments.regression_study.ablations import (
     plot_ablation_figures,
 )
 from calibtut.experiments.regression_study.claims import (
+    CLAIM_SHORT,
+    VERDICT_COLOURS,
     VERDICTS,
     claim_verdicts,
     claims_from_parts,
+    claims_overview,
     claims_table,
     full_calibration_test,
     full_claim_parts,
+    plot_claim_verdicts,
     published_calibration_test,
 )
 from calibtut.experiments.regression_study.costs import study_cost, trainings_per_task
@@ -165,12 +169,16 @@ __all__ = [
     "full_ablations",
     "plot_ablation_figures",
     # claims
+    "CLAIM_SHORT",
     "VERDICTS",
+    "VERDICT_COLOURS",
     "claim_verdicts",
     "claims_from_parts",
+    "claims_overview",
     "claims_table",
     "full_calibration_test",
     "full_claim_parts",
+    "plot_claim_verdicts",
     "published_calibration_test",
     # sqr_forms
     "SQR_FORMS",

@@ -5,7 +5,8 @@
 on the study's rows (and, for Appendix C, on the ablation rows) with a rule
 that follows the paper's wording, and gives each part and each claim one
 verdict from :data:`VERDICTS` with its evidence; :func:`claims_table` puts
-the verdicts at ``ci`` and on the full run beside the paper's statements.
+the verdicts at ``ci`` and on the full run beside the paper's statements;
+:func:`claims_overview` and :func:`plot_claim_verdicts` show them compactly.
 
 The rules, by the words of the claim:
 
@@ -40,6 +41,7 @@ from __future__ import annotations
 import math
 from typing import NamedTuple
 
+import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
@@ -56,16 +58,21 @@ from calibtut.experiments.regression_study.tables import (
 )
 from calibtut.experiments.regression_study.tasks import STUDY_RUNS, method_label
 from calibtut.papers import paper_table
+from calibtut.plots import MIN_FONT_PT, column_subplots
 from calibtut.run import load_result
 from calibtut.stats import friedman_wilcoxon, paired_wilcoxon
 
 __all__ = [
+    "CLAIM_SHORT",
     "VERDICTS",
+    "VERDICT_COLOURS",
     "claim_verdicts",
     "claims_from_parts",
+    "claims_overview",
     "claims_table",
     "full_calibration_test",
     "full_claim_parts",
+    "plot_claim_verdicts",
     "published_calibration_test",
 ]
 
@@ -912,3 +919,144 @@ def _ablation_verdict(ablations):
         verdict = "holds" if ok else "does not hold"
         parts.append(_Part(verdict, f"{_ABLATION_SENTENCES[factor]} ({verdict}): {text}", "median effect size"))
     return _Part(*_combine(parts), "median effect size")
+
+
+#: Each claim in a few words of our own (the full statement is ``paper_table("regression_study", "claims")``).
+CLAIM_SHORT = {
+    "C1": "vanilla MIX-NLL miscalibrated on many datasets",
+    "C2": "SQR-CRPS less calibrated than MIX-NLL",
+    "C3": "post-hoc PCE significantly below regularization",
+    "C4": "PCE-KDE gains more over QR with MIX-CRPS",
+    "C5": "PCE-KDE and Trunc lower SQR's PCE alike",
+    "C6": "post-hoc CRPS above regularization (not SQR)",
+    "C7": "Rec-EMP NLL infinite, Rec-LIN raises it, Rec-KDE not much",
+    "C8": "MIX-NLL: each regularizer improves PCE, no harm",
+    "C9": "MIX-CRPS + QR: better PCE, little effect else",
+    "C10": "SQR + CQR significantly beats Trunc and PCE-KDE",
+    "C11": "MIX-CRPS: Rec-KDE significantly worse CRPS",
+    "C12": "sharpness: PCE-KDE/Sort vs maps, reversed for SQR",
+    "C13": "regularizing before a map does not help",
+    "C14": "maps fitted on calibration split better calibrated",
+    "C15": "MIX-NLL + Rec-EMP best calibrated of Figure 14",
+    "C16": "ablations: components, quantiles per step, depth",
+    "C17": "three good choices improve PCE without harm",
+}
+
+#: The colour of each of :data:`VERDICTS` in :func:`plot_claim_verdicts`.
+VERDICT_COLOURS = {"holds": "#1a9641", "direction holds, not significant": "#a6d96a", "does not hold": "#d7191c",
+                   "not testable at this size": "0.75", "not run": "0.93"}
+
+# the part rules whose agree / differ counts a share in the claimed direction (the others read effect sizes
+# or the absence of a significant difference)
+_DIRECTIONAL_RULES = ("direction", "significantly", "tend to", "most cases", "share rejected", "by construction")
+
+
+def _check_frame(frame, needed, name):
+    """Refuse ``frame`` unless it is a DataFrame with the columns ``needed``, naming it ``name``."""
+    if not isinstance(frame, pd.DataFrame):
+        raise TypeError(f"{name} must be a pandas DataFrame, got {type(frame).__name__}")
+    missing = [c for c in needed if c not in frame.columns]
+    if missing:
+        raise ValueError(f"{name} lacks the columns {missing}; it has {list(frame.columns)}")
+
+
+def claims_overview(table):
+    """The compact verdict table: each claim in a few words and our verdicts, without the evidence.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        :func:`claims_table` (columns ``claim``, ``ours (ci)`` and any other
+        ``ours (...)`` columns).
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``claim``, ``in short`` (:data:`CLAIM_SHORT`) and the ``ours (...)``
+        columns, one row per claim of ``table``.
+
+    Examples
+    --------
+    >>> v = pd.DataFrame({"claim": ["C2"], "statement": ["s"], "verdict": ["holds"], "evidence": ["e"]})
+    >>> claims_overview(claims_table(v)).values.tolist()
+    [['C2', 'SQR-CRPS less calibrated than MIX-NLL', 'holds']]
+    """
+    _check_frame(table, ["claim", "ours (ci)"], "table")
+    unknown = sorted(set(table["claim"]) - set(CLAIM_SHORT))
+    if unknown:
+        raise ValueError(f"table names claims {unknown} that paper 002 does not make")
+    ours = [c for c in table.columns if c.startswith("ours (")]
+    out = table[["claim"]].assign(**{"in short": table["claim"].map(CLAIM_SHORT)})
+    return pd.concat([out, table[ours]], axis=1).reset_index(drop=True)
+
+
+def plot_claim_verdicts(table, parts=None):
+    """The claims' verdicts as a grid (claims x our runs) and, with ``parts``, each part's share of agreeing datasets.
+
+    Left: one row per claim, one column per ``ours (...)`` column of
+    ``table``, coloured by verdict (:data:`VERDICT_COLOURS`). Right (with
+    ``parts``): for every part read as a direction (a plain direction,
+    "significantly", "tend to", "most cases", a share of rejections, "by
+    construction"), the share of the datasets
+    where the two methods differ (of pairs x datasets for "tend to") that go
+    the claimed way, coloured by the part's verdict; a direction holds above
+    the dotted line at one half. Parts read on effect sizes or on the absence
+    of a significant difference are left out of this panel.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        :func:`claims_table`.
+    parts : pandas.DataFrame, optional
+        ``claim_verdicts(..., parts=True)`` of the run whose parts are shown
+        (columns ``claim``, ``rule``, ``verdict``, ``agree``, ``differ``).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+
+    Examples
+    --------
+    >>> v = pd.DataFrame({"claim": ["C1", "C2"], "statement": "s", "verdict": ["holds", "not run"],
+    ...                   "evidence": "e"})
+    >>> parts = pd.DataFrame({"claim": ["C1", "C2"], "rule": "direction", "verdict": ["holds", "not run"],
+    ...                       "agree": [15, np.nan], "differ": [23, np.nan]})
+    >>> fig = plot_claim_verdicts(claims_table(v, v, label="full"), parts)
+    >>> len(fig.axes), [t.get_text() for t in fig.axes[0].get_yticklabels()]
+    (2, ['C1', 'C2'])
+    """
+    _check_frame(table, ["claim", "ours (ci)"], "table")
+    ours = [c for c in table.columns if c.startswith("ours (")]
+    unknown = sorted(set(table[ours].stack()) - set(VERDICT_COLOURS))
+    if unknown:
+        raise ValueError(f"table holds verdicts {unknown}; known: {list(VERDICT_COLOURS)}")
+    if parts is not None:
+        _check_frame(parts, ["claim", "rule", "verdict", "agree", "differ"], "parts")
+    claims = list(table["claim"])
+    y = np.arange(len(claims))
+    fig, axes = column_subplots(1 if parts is None else 2, panel_height=0.3 * len(claims) + 1.6, sharey=True,
+                                gridspec_kw={} if parts is None else {"width_ratios": [1, 2]})
+    grid = axes[0]
+    for j, column in enumerate(ours):
+        grid.barh(y, 1, left=j, height=0.9, color=table[column].map(VERDICT_COLOURS), edgecolor="white")
+    grid.set(xticks=np.arange(len(ours)) + 0.5, xlim=(0, len(ours)), yticks=y, ylim=(len(claims) - 0.5, -0.5))
+    grid.set_xticklabels([c[len("ours ("):-1] for c in ours], fontsize=MIN_FONT_PT + 1)
+    grid.set_yticklabels(claims, fontsize=MIN_FONT_PT + 1)
+    grid.tick_params(length=0)
+    grid.set_title("verdict", fontsize=MIN_FONT_PT + 2)
+    if parts is not None:
+        ax = axes[1]
+        shown = parts[parts["rule"].isin(_DIRECTIONAL_RULES) & (parts["differ"] > 0)]
+        rank = {c: i for i, c in enumerate(claims)}
+        shown = shown[shown["claim"].isin(rank)]
+        ax.scatter(shown["agree"] / shown["differ"], shown["claim"].map(rank), s=22, zorder=3,
+                   c=shown["verdict"].map(VERDICT_COLOURS), edgecolors="k", linewidths=0.4)
+        ax.axvline(0.5, color="k", ls=":", lw=1)
+        ax.set(xlim=(0, 1.02))
+        ax.set_xlabel("share of datasets in the claimed direction", fontsize=MIN_FONT_PT + 1)
+        ax.set_title("parts read as a direction", fontsize=MIN_FONT_PT + 2)
+        ax.grid(axis="y", color="0.9", lw=0.6)
+    handles = [plt.Rectangle((0, 0), 1, 1, color=colour) for colour in VERDICT_COLOURS.values()]
+    fig.legend(handles, list(VERDICT_COLOURS), loc="outside lower center", ncol=3, fontsize=MIN_FONT_PT,
+               frameon=False)
+    return fig

@@ -12,6 +12,8 @@ import from here. Its files, by role:
 * :mod:`~calibtut.experiments.venn_admit.tables`: Tables 2-5 from those rows
   and beside the paper's, pooled admissions, and the summaries of the theory
   chapters' simulations;
+* :mod:`~calibtut.experiments.venn_admit.claims`: chapter 8's verdict
+  table, each claim of the paper on its tables and on our runs;
 * :mod:`~calibtut.experiments.venn_admit.figures`: accuracy among admitted
   points, the paper's beside ours;
 * :mod:`~calibtut.experiments.venn_admit.synthetic`: the synthetic set-ups
@@ -27,7 +29,8 @@ The sweep stores under ``results/venn_admit/`` record the runners as
 below keeps importable.
 """
 
-from calibtut.experiments.venn_admit.figures import plot_admitted_accuracy
+from calibtut.experiments.venn_admit.claims import CLAIM_TASKS, CONFORMAL_BASELINES, claims_vs_paper
+from calibtut.experiments.venn_admit.figures import plot_admitted_accuracy, plot_claim_accuracy
 from calibtut.experiments.venn_admit.protection import (
     PROTECTION_METHODS,
     SHIFTS,
@@ -93,6 +96,8 @@ from calibtut.experiments.venn_admit.tasks import (
 )
 
 __all__ = [
+    "CLAIM_TASKS",
+    "CONFORMAL_BASELINES",
     "DATASETS",
     "FEATURES",
     "METHODS",
@@ -110,12 +115,14 @@ __all__ = [
     "category_coverage_table",
     "conformal_singleton_runs",
     "category_accuracy",
+    "claims_vs_paper",
     "exemplar_gpu_runs",
     "exemplar_gpu_signals",
     "grammar_tasks",
     "naive_lcp_population_coverage",
     "plot_accuracy_share",
     "plot_admitted_accuracy",
+    "plot_claim_accuracy",
     "plot_protection_map",
     "pooled_singletons",
     "protection_map",
