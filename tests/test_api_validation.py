@@ -451,8 +451,10 @@ VALID_FOR = {
     "calibtut.shift.grl_coefficient": {"step": 10},
     "calibtut.shift.grad_reverse": {"x": lambda: torch.zeros(N, 2)},
     "calibtut.shift.effective_sample_size": {"weights": np.ones(N)},
+    "calibtut.shift.weight_summary": {"weights": np.ones(N)},
     "calibtut.shift.bound_violation_search": {"n_draws": 10},
     "calibtut.shift.discriminator_weights": {"g": np.full(N, 0.5)},
+    "calibtut.shift.discriminator_reliability": {"g_source": np.full(N, 0.6), "g_target": np.full(N, 0.4)},
     "calibtut.shift.theorem1_terms": {"p": np.array([0.5, 0.5]), "q": np.array([0.9, 0.1]),
                                       "g_hat": np.array([1 / 1.8, 1 / 1.2]), "loss": np.array([2.0, 0.0])},
     "calibtut.shift.gaussian_bound_terms": {"shift": lambda: calibtut.shift.GaussianShift(1.0, 0.7), "n_grid": 101},
@@ -465,6 +467,12 @@ VALID_FOR = {
         "z_forecast": np.array([1.0, 5.0]), "action": np.array([0, 1]), "z": np.array([3.0, 9.0]),
     },
     "calibtut.experiments.drift.gaussian_base_forecasts": {"y": _y, "n_steps": 10},
+    # paper 003's claims: the paper's tables and one base/QR pair of ours
+    "uci_claims": {
+        "paper": lambda: calibtut.experiments.quantile_regularization.paper_numbers(),
+        "ours": lambda: __import__("pandas").DataFrame(
+            {"model": "dropout", "dataset": "yacht", "method": ["base", "QR"], "calib_error": [10.0, 8.0],
+             "rmse": [2.0, 2.1], "calib_error_iso": [9.0, 8.0], "max_lik_iso": [5.0, 6.0]})},
     "calibtut.experiments": {"n_folds": 5, "fold": 0, "datasets": ["yacht"], "folds": [0], "seeds": [0],
                              "dataset": "yacht", "runs": lambda: _runs_table(), "by": "lam", "metrics": "rmse"},
     # Paper 001 (Venn-ADMIT): conformal classification sets, Venn predictors, nearest neighbours.
@@ -527,6 +535,13 @@ VALID_FOR = {
             [10], index=__import__("pandas").MultiIndex.from_tuples([("ADMIT", "0")], names=["method", "class"])),
         "methods": ["ADMIT"], "classes": {"0": "class 0"}},
     "accuracy_gap_sd": {"pooled": lambda: __import__("pandas").DataFrame({"n": [10], "accuracy": [0.8]})},
+    "claims_vs_paper": {"ci": lambda: __import__("pandas").DataFrame(
+        {"table": "singletons", "dataset": "sentiment", "seed": 0, "method": ["Venn-ADMIT", "RAPS_size"],
+         "class": ["0", "all"], "n": 10, "accuracy": 0.9, "share": 0.1, "n_test": 100})},
+    "plot_claim_accuracy": {
+        "cells": lambda: __import__("pandas").DataFrame({"dataset": "A", "method": ["APS"], "class": ["0"],
+                                                         "metric": "accuracy", "paper": [0.9], "ours (full)": [0.8]}),
+        "methods": ["APS"], "classes": {"A": {"0": "class 0"}}},
     "category_accuracy": {"points": lambda: __import__("pandas").DataFrame(
         {"split": "vp", "label": np.arange(40) % 2, "knn_pred": np.arange(40) % 2, "q": 25})},
     "representation_signals": {"signals": lambda: {"A": __import__("pandas").DataFrame(

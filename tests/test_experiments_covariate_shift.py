@@ -181,3 +181,40 @@ def test_paper_settings_run_the_network_discriminator_and_sgd_temperatures():
     fitted = rows.drop(index="None")["fitted_t"]
     assert (fitted > 0).all() and (fitted != 1.0).all(), fitted
     assert rows.loc[["IW+Temp", "FL+IW+Temp"], "ess_frac"].between(0, 1, inclusive="right").all()
+
+
+def test_weight_variants_reproduce_the_runner_and_order_their_diagnostics():
+    small = {"n_source": 400, "n_target": 400, "epochs": 2}
+    rows = cs.run_weight_variants("U->M", seed=0, repeat=1, discriminators=["logistic"], uppers=[10.0, 1e3], **small)
+    ref = cs.run_cs_config("U->M", seed=0, repeat=1, dann_epochs=0, **small).set_index("method")
+    assert len(rows) == 2 + 2 * 2 * 2  # Temp, the oracle, then beta_g x U x kind
+    assert rows.iloc[0]["ece"] == pytest.approx(ref.loc["Temp", "ece"])
+    paper = rows.query("beta_g == 'fitted' and upper == 1000").set_index("kind")
+    # the runner's IW+Temp and IW(ratio)+Temp are the fitted-beta_g, U = 1000 variants, to the last digit
+    assert paper.loc["bound", "ece"] == pytest.approx(ref.loc["IW+Temp", "ece"], rel=1e-12)
+    assert paper.loc["ratio", "ece"] == pytest.approx(ref.loc["IW(ratio)+Temp", "ece"], rel=1e-12)
+    assert paper.loc["ratio", "ess_frac"] == pytest.approx(ref.loc["IW+Temp", "ess_frac"], rel=1e-12)
+    iw = rows[rows["discriminator"] == "logistic"]
+    # adding 1/2 to every weight raises the ESS; a tighter clip holds at least as many points at the clip
+    by = iw.set_index(["beta_g", "upper", "kind"])["ess_frac"]
+    for beta_g in ("fitted", "none"):
+        for upper in (10.0, 1e3):
+            assert by[beta_g, upper, "bound"] > by[beta_g, upper, "ratio"]
+    clip = iw.groupby("upper")["clipped_frac"].min()
+    assert clip[10.0] >= clip[1e3]
+    # 200 validation points: the heaviest 1 % are 2 points, fewer than the heaviest 10
+    assert (iw["top_k_share"] >= iw["top_fraction_share"]).all()
+    assert iw["disc_ece"].between(0, 1).all() and (iw["beta_g_value"] > 0).all()
+
+
+@pytest.mark.parametrize("change, error, name", [
+    ({"discriminators": "mlp"}, TypeError, "discriminators"),
+    ({"discriminators": ["forest"]}, ValueError, "discriminators"),
+    ({"uppers": [0.5]}, ValueError, "uppers"),
+    ({"uppers": []}, ValueError, "uppers"),
+    ({"temperatures": ["brent"]}, ValueError, "temperatures"),
+    ({"epochs": 0}, ValueError, "epochs"),
+])
+def test_weight_variants_refuse_bad_arguments_before_any_work(change, error, name):
+    with pytest.raises(error, match=name):
+        cs.run_weight_variants("U->M", **change)

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 import torch
 from scipy import integrate, special
+from sklearn.calibration import calibration_curve
 
 from calibtut.recalibration import TemperatureScaling
 from calibtut.shift import (
@@ -14,6 +15,7 @@ from calibtut.shift import (
     MLPDiscriminator,
     SGDTemperatureScaling,
     bound_violation_search,
+    discriminator_reliability,
     discriminator_weights,
     effective_sample_size,
     fit_dann,
@@ -21,6 +23,7 @@ from calibtut.shift import (
     grl_coefficient,
     step5_counterexample,
     theorem1_terms,
+    weight_summary,
 )
 
 # ---------------------------------------------------------------- weights
@@ -72,6 +75,78 @@ def test_bad_weight_arguments():
     for bad in ([-1.0, 1.0], [np.nan, 1.0], [0.0, 0.0]):
         with pytest.raises(ValueError, match="weights"):
             effective_sample_size(bad)
+
+
+def test_weight_summary_hand_case():
+    s = weight_summary([1.0, 1.0, 1.0, 1.0, 6.0], top_fraction=0.4, top_k=2, quantiles=(0.0, 0.5, 1.0))
+    # ESS = 10^2 / 40; the heaviest 40 % (2 points) and the 2 heaviest hold 7 of 10
+    assert s["ess"] == pytest.approx(2.5) and s["ess_frac"] == pytest.approx(0.5)
+    assert s["top_fraction_share"] == pytest.approx(0.7) and s["top_k_share"] == pytest.approx(0.7)
+    # weights over their mean 2: 0.5 four times, 3 once
+    assert (s["q0"], s["q0.5"], s["q1"], s["max_over_mean"]) == pytest.approx((0.5, 0.5, 3.0, 3.0))
+    assert weight_summary(np.ones(300))["top_fraction_share"] == pytest.approx(3 / 300)  # at least one point
+
+
+def test_weight_summary_matches_numpy_on_random_weights():
+    w = np.random.default_rng(1).lognormal(0.0, 2.0, size=997)
+    s = weight_summary(w, top_k=5, quantiles=(0.9,))
+    order = np.sort(w)
+    assert s["ess"] == pytest.approx(w.sum() ** 2 / np.sum(w**2))
+    assert s["top_k_share"] == pytest.approx(order[-5:].sum() / w.sum())
+    assert s["top_fraction_share"] == pytest.approx(order[-10:].sum() / w.sum())  # ceil(9.97) = 10 points
+    assert s["q0.9"] == pytest.approx(np.percentile(w / w.mean(), 90))
+
+
+def test_weight_summary_of_exponential_weights_follows_the_law():
+    # Exp(1) weights: ESS / n -> E[w]^2 / E[w^2] = 1/2; the top share p of the points holds p (1 - log p)
+    w = np.random.default_rng(2).exponential(size=200_000)
+    s = weight_summary(w, top_fraction=0.01)
+    assert s["ess_frac"] == pytest.approx(0.5, rel=0.02)
+    assert s["top_fraction_share"] == pytest.approx(0.01 * (1 - np.log(0.01)), rel=0.03)
+
+
+def test_discriminator_reliability_hand_case_and_balance():
+    rel = discriminator_reliability([0.9, 0.9], [0.1, 0.9], n_bins=2)
+    assert rel.mean_g.tolist() == pytest.approx([0.1, 0.9])
+    assert rel.source_share.tolist() == pytest.approx([0.0, 2 / 3])
+    assert rel.ece == pytest.approx(0.25 * 0.1 + 0.75 * (0.9 - 2 / 3))
+    assert rel.brier == pytest.approx(0.5 * 0.01 + 0.25 * 0.01 + 0.25 * 0.81)
+    # repeating every target point leaves the balanced curve unchanged
+    again = discriminator_reliability([0.9, 0.9], [0.1, 0.1, 0.9, 0.9], n_bins=2)
+    assert again.ece == pytest.approx(rel.ece) and again.brier == pytest.approx(rel.brier)
+
+
+def test_discriminator_reliability_matches_scikit_learn_for_equal_domains():
+    rng = np.random.default_rng(3)
+    g_s, g_t = rng.beta(3, 2, size=500), rng.beta(2, 3, size=500)
+    rel = discriminator_reliability(g_s, g_t, n_bins=10)
+    share, mean = calibration_curve(np.r_[np.ones(500), np.zeros(500)], np.r_[g_s, g_t], n_bins=10)
+    assert np.allclose(rel.source_share, share) and np.allclose(rel.mean_g, mean)
+
+
+def test_the_true_discriminator_is_calibrated_and_a_sharpened_one_is_not():
+    shift = GaussianShift(1.0, 1.0)
+    Xs, _, Xt, _ = shift.sample(20_000, 5_000, seed=4)
+    g_s, g_t = shift.discriminator(Xs[:, 0]), shift.discriminator(Xt[:, 0])
+    true = discriminator_reliability(g_s, g_t)
+    sharp = discriminator_reliability(special.expit(3 * special.logit(g_s)), special.expit(3 * special.logit(g_t)))
+    assert true.ece < 0.02 and sharp.ece > 0.1
+    # the Brier identity: E_r[(g - s)^2] = E_r[g (1 - g)] for the true g
+    expected = 0.5 * np.mean(g_s * (1 - g_s)) + 0.5 * np.mean(g_t * (1 - g_t))
+    assert true.brier == pytest.approx(expected, rel=0.03)
+
+
+def test_diagnostics_reject_bad_input():
+    for kwargs, name in (({"top_fraction": 0.0}, "top_fraction"), ({"top_k": 0}, "top_k"),
+                         ({"quantiles": (1.5,)}, "quantiles")):
+        with pytest.raises(ValueError, match=name):
+            weight_summary([1.0, 2.0], **kwargs)
+    with pytest.raises(ValueError, match="weights"):
+        weight_summary([0.0, 0.0])
+    with pytest.raises(ValueError, match="g_target"):
+        discriminator_reliability([0.5], [1.5])
+    with pytest.raises(ValueError, match="n_bins"):
+        discriminator_reliability([0.5], [0.5], n_bins=0)
 
 
 # ---------------------------------------------------------------- theory

@@ -2,7 +2,8 @@
 
 * :mod:`calibtut.shift.weights`: importance weights ``1/g - 1`` and the
   paper's ``1/g - 1/2`` from a domain discriminator, the clamp
-  ``g >= 1/(1+U)``, the effective sample size.
+  ``g >= 1/(1+U)``, the effective sample size, and two diagnostics: how few
+  points carry the weights and how calibrated the discriminator is.
 * :mod:`calibtut.shift.discriminators`: logistic-regression and MLP
   discriminators, each temperature-calibrated on held-out source-vs-target
   data (``Discriminator(seed=...).fit(X_source, X_target).weights(X)``).
@@ -32,12 +33,20 @@ from calibtut.shift.theory import (
     step5_counterexample,
     theorem1_terms,
 )
-from calibtut.shift.weights import check_discriminator_output, discriminator_weights, effective_sample_size
+from calibtut.shift.weights import (
+    DiscriminatorReliability,
+    check_discriminator_output,
+    discriminator_reliability,
+    discriminator_weights,
+    effective_sample_size,
+    weight_summary,
+)
 
 __all__ = [
     "BoundTerms",
     "DANNHead",
     "DANNHistory",
+    "DiscriminatorReliability",
     "GaussianShift",
     "GradientReversal",
     "LogisticDiscriminator",
@@ -46,6 +55,7 @@ __all__ = [
     "bound_violation_search",
     "check_discriminator_output",
     "check_domains",
+    "discriminator_reliability",
     "discriminator_weights",
     "effective_sample_size",
     "fit_dann",
@@ -54,4 +64,5 @@ __all__ = [
     "grl_coefficient",
     "step5_counterexample",
     "theorem1_terms",
+    "weight_summary",
 ]

@@ -5,7 +5,8 @@
   (the digit shifts, their stand-ins for SVHN and Office-31, the rotation
   sweep), and the per-point predictions of its reliability diagrams;
 * :mod:`~calibtut.experiments.covariate_shift.tables`: our Table 1, the paper's
-  beside it, and the tables behind the rotation figure and the per-repeat view;
+  beside it, the paper's claims with our verdicts, and the tables behind the
+  rotation figure and the per-repeat view;
 * :mod:`~calibtut.experiments.covariate_shift.chapters`: the fixed set-ups
   and tables that the teaching chapters (1-4 and 7) share.
 
@@ -21,10 +22,14 @@ from calibtut.experiments.covariate_shift.chapters import (
 )
 from calibtut.experiments.covariate_shift.tables import (
     STAND_INS,
+    TABLE1_VERDICTS,
     ece_vs_rotation,
+    iw_gain_by_shift,
     repeats_by_method,
+    table1_claims,
     table1_summary,
     table1_vs_paper,
+    weight_variants_summary,
 )
 from calibtut.experiments.covariate_shift.tasks import (
     DIGIT_SHIFTS,
@@ -32,6 +37,7 @@ from calibtut.experiments.covariate_shift.tasks import (
     cs_tasks,
     parse_shift,
     run_cs_config,
+    run_weight_variants,
     shift_predictions,
 )
 
@@ -39,17 +45,22 @@ __all__ = [
     "DIGIT_SHIFTS",
     "METHODS",
     "STAND_INS",
+    "TABLE1_VERDICTS",
     "clip_summary",
     "coverage_by_group",
     "cs_tasks",
     "ece_vs_rotation",
+    "iw_gain_by_shift",
     "mean_with_sem",
     "misspecified_classifier_logits",
     "parse_shift",
     "repeats_by_method",
     "run_cs_config",
+    "run_weight_variants",
     "shift_predictions",
+    "table1_claims",
     "table1_summary",
     "table1_vs_paper",
     "top_weight_spread",
+    "weight_variants_summary",
 ]

@@ -4,10 +4,17 @@
 * :func:`table1_vs_paper`: every cell of the paper's Table 1 beside ours,
   with the stand-in shifts of :data:`STAND_INS` for those we cannot run offline;
 * :func:`ece_vs_rotation`: the data of the rotation-severity figure;
-* :func:`repeats_by_method`: one shift's metric repeat by repeat.
+* :func:`repeats_by_method`: one shift's metric repeat by repeat;
+* :func:`iw_gain_by_shift`: per shift, the effective sample size of the
+  importance weights beside what IW+Temp. gains over Temp.;
+* :func:`weight_variants_summary`: the runs of
+  :func:`~calibtut.experiments.covariate_shift.run_weight_variants` averaged
+  per variant, beside the paper's IW+Temp. and Temp.
 """
 
 from __future__ import annotations
+
+from typing import NamedTuple
 
 import pandas as pd
 
@@ -16,7 +23,8 @@ from calibtut.experiments.covariate_shift.tasks import METHODS
 from calibtut.papers import paper_table
 from calibtut.run import paper_vs_ours
 
-__all__ = ["STAND_INS", "ece_vs_rotation", "repeats_by_method", "table1_summary", "table1_vs_paper"]
+__all__ = ["STAND_INS", "TABLE1_VERDICTS", "ece_vs_rotation", "iw_gain_by_shift", "repeats_by_method", "table1_claims",
+           "table1_summary", "table1_vs_paper", "weight_variants_summary"]
 
 #: The paper's shifts that we cannot run offline -> the stand-in shift we run for them (None: no stand-in).
 STAND_INS = {"S->M": "T->M", "M->S": "M->T", "A->W": "U->D8", "D->A": "D8->U", "W->A": None}
@@ -187,3 +195,322 @@ def repeats_by_method(runs, shift, metric="ece"):
     table = table[[m for m in METHODS if m in table.columns]]
     table.columns.name = None
     return table
+
+
+#: Verdicts of :func:`table1_claims`.
+TABLE1_VERDICTS = ("holds", "does not hold", "not testable at this size", "not run")
+
+#: The methods of the paper's Table 1, in its column order.
+_PAPER_METHODS = ("None", "Temp", "IW+Temp", "FL+Temp", "FL+IW+Temp")
+
+
+class _Reading(NamedTuple):
+    """Table 1 as one source reads it: ECE and over-confident ECE means and the ECE spread, shift x method.
+
+    ``runs`` holds our rows (None for the paper); ``rotation`` the mean ECE by
+    angle (None where the source has no rotation sweep).
+    """
+
+    ece: pd.DataFrame
+    oce: pd.DataFrame
+    ece_std: pd.DataFrame
+    runs: pd.DataFrame | None
+    rotation: pd.DataFrame | None
+
+
+def _wide(long, metric, stat):
+    rows = long[long["metric"] == metric]
+    table = rows.pivot(index="shift", columns="method", values=stat)
+    shifts = list(dict.fromkeys(rows["shift"]))
+    return table.reindex(index=shifts, columns=[m for m in _PAPER_METHODS if m in table.columns])
+
+
+def _paper_reading():
+    paper = paper_table("covariate_shift", "table1")
+    return _Reading(_wide(paper, "ece", "mean"), _wide(paper, "oce", "mean"), _wide(paper, "ece", "std"), None, None)
+
+
+def _our_reading(runs, name):
+    """Our runs on the paper's shifts and their stand-ins (paper order), and the rotation sweep if run."""
+    check_frame(runs, name, ["shift", "repeat", "method", "ece", "oce", "cls_error"], allow_empty=False)
+    order = [STAND_INS.get(s, s) for s in dict.fromkeys(paper_table("covariate_shift", "table1")["shift"])]
+    table = runs[runs["shift"].isin([s for s in order if s])]
+    if table.empty:
+        raise ValueError(f"{name} has none of the paper's shifts or their stand-ins; it has "
+                         f"{sorted(runs['shift'].unique())}")
+    long = table1_summary(table)
+    long = long.assign(_k=long["shift"].map({s: i for i, s in enumerate(order)})).sort_values("_k", kind="stable")
+    rotated = runs["shift"].astype(str).str.startswith("M->R").any()
+    return _Reading(_wide(long, "ece", "mean"), _wide(long, "oce", "mean"), _wide(long, "ece", "std"), table,
+                    ece_vs_rotation(runs) if rotated else None)
+
+
+def _arrow(shift):
+    return shift.replace("->", "→")
+
+
+def _count(holds, what="shifts"):
+    """``("k of n <what> (not a, b)", verdict)``: a plain direction holds on a majority."""
+    holds = holds.dropna().astype(bool)
+    if holds.empty:
+        return "", "not run"
+    text = f"{int(holds.sum())} of {len(holds)} {what}"
+    misses = [_arrow(k) if isinstance(k, str) else f"{k[0]} on {_arrow(k[1])}" for k in holds.index[~holds]]
+    if 0 < len(misses) <= 3:
+        text += f" (not {', '.join(misses)})"
+    return text, "holds" if holds.sum() > len(holds) / 2 else "does not hold"
+
+
+def _below(table, a, b):
+    """Per shift: is method ``a``'s value below method ``b``'s (NaN where either is missing)."""
+    return (table[a] < table[b]).where(table[a].notna() & table[b].notna())
+
+
+def _pairs(table, pairs):
+    """:func:`_below` for several (a, b) pairs, indexed by (shift, a) so each pair counts once per shift."""
+    return pd.concat({a: _below(table, a, b) for a, b in pairs}, names=["pair", "shift"])
+
+
+def _outperforms(r):
+    return _count(_below(r.ece, "FL+IW+Temp", "Temp") & _below(r.ece, "FL+IW+Temp", "None"))
+
+
+def _best(r):
+    return _count((r.ece.idxmin(axis=1) == "FL+IW+Temp").where(r.ece.notna().all(axis=1)))
+
+
+def _oce(r):
+    return _count(_below(r.oce, "FL+IW+Temp", "Temp"), "readable shifts" if r.runs is None else "shifts")
+
+
+def _no_shift(r):
+    if "M->M" not in r.ece.index:
+        return "", "not run"
+    row = r.ece.loc["M->M"]
+    return (f"{row['FL+IW+Temp']:.2f} (None {row['None']:.2f})",
+            "holds" if row["FL+IW+Temp"] < row["None"] else "does not hold")
+
+
+def _feature_learning(r):
+    return _count(_pairs(r.ece, [("FL+Temp", "Temp"), ("FL+IW+Temp", "IW+Temp")]), "pairs")
+
+
+def _weights_alone_on_um(r):
+    if "U->M" not in r.ece.index:
+        return "", "not run"
+    row = r.ece.loc["U->M"]
+    return (f"{row['IW+Temp']:.2f} vs {row['FL+IW+Temp']:.2f}",
+            "holds" if row["IW+Temp"] < row["FL+IW+Temp"] else "does not hold")
+
+
+def _weighting(r):
+    return _count(_pairs(r.ece, [("IW+Temp", "Temp"), ("FL+IW+Temp", "FL+Temp")]), "pairs")
+
+
+def _largest_gain(r):
+    gain = (r.ece["Temp"] - r.ece["IW+Temp"]).dropna()
+    if "U->M" not in gain.index or len(gain) < 2:
+        return "", "not run"
+    top = gain.idxmax()
+    text = f"largest on {_arrow(top)} ({gain[top]:.1f})"
+    if top != "U->M":
+        text += f", U→M {gain['U->M']:.1f}"
+    return text, "holds" if top == "U->M" else "does not hold"
+
+
+def _temp_worse(r):
+    worse = _below(r.ece, "None", "Temp").dropna().astype(bool)
+    if worse.empty:
+        return "", "not run"
+    names = ", ".join(_arrow(s) for s in worse.index[worse])
+    return (f"{int(worse.sum())} of {len(worse)} shifts" + (f" ({names})" if names else ""),
+            "holds" if worse.any() else "does not hold")
+
+
+def _variance(r):
+    spread = r.ece_std.dropna(how="all")
+    if spread.empty:
+        return "one run per shift", "not testable at this size"
+    iw = spread[["IW+Temp", "FL+IW+Temp"]].max(axis=1)
+    temp = spread["Temp"].max()
+    text = f"IW ± {iw.max():.2f} ({_arrow(iw.idxmax())}), Temp. ± {temp:.2f}"
+    return text, "holds" if iw.max() >= max(1.0, 10 * temp) else "does not hold"
+
+
+def _um_repeats(r):
+    if "U->M" not in r.ece.index:
+        return "", "not run"
+    if r.runs is None:
+        row = r.ece.loc["U->M"]
+        lower = [row[m] < row["Temp"] for m in ("IW+Temp", "FL+IW+Temp")]
+        return (f"{row['Temp']:.2f} → {row['IW+Temp']:.2f}, {row['FL+IW+Temp']:.2f} (means)",
+                "holds" if all(lower) else "does not hold")
+    per = r.runs[r.runs["shift"] == "U->M"].pivot_table(index="repeat", columns="method", values="ece")
+    below = {m: int((per[m] < per["Temp"]).sum()) for m in ("IW+Temp", "FL+IW+Temp")}
+    return (f"{below['IW+Temp']} and {below['FL+IW+Temp']} of {len(per)} repeats",
+            "holds" if min(below.values()) == len(per) else "does not hold")
+
+
+def _rotation(r):
+    if r.runs is None:
+        return "no such experiment", "not run"
+    if r.rotation is None:
+        return "", "not run"
+    widest = r.rotation.iloc[-1]
+    share = max(widest["IW+Temp"], widest["FL+IW+Temp"]) / widest["Temp"]
+    return (f"{r.rotation.index[-1]:.0f}°: {share:.2f} of Temp.",
+            "holds" if share < 2 / 3 else "does not hold")
+
+
+#: (claim as the paper words it, what is checked, reader): the claims of Section 6 on Table 1, and the
+#: chapter's reading of U→M repeat by repeat and of the rotation sweep. Shifts are the paper's and,
+#: for ours, the stand-ins of :data:`STAND_INS`; a plain direction holds on a majority.
+_TABLE1_CLAIMS = (
+    ("FL+IW+Temp. outperforms both baselines", "ECE below Temp.'s and None's, per shift", _outperforms),
+    ("FL+IW+Temp. is best (bold in Table 1)", "lowest ECE of the five methods, per shift", _best),
+    ("the over-confident ECE also improves", "FL+IW+Temp. below Temp., per shift", _oce),
+    ("remains good with no shift (M→M)", "FL+IW+Temp.'s M→M ECE below None's", _no_shift),
+    ("feature learning in general improves ECE", "FL+Temp. < Temp., FL+IW+Temp. < IW+Temp.", _feature_learning),
+    ("on U→M, IW without FL produces a better result", "U→M ECE: IW+Temp. below FL+IW+Temp.", _weights_alone_on_um),
+    ("importance weighting substantially improves ECE", "IW+Temp. < Temp., FL+IW+Temp. < FL+Temp.", _weighting),
+    ("the largest gains are on shifts like U→M", "Temp. minus IW+Temp. largest on U→M", _largest_gain),
+    ("Temp. can be worse than none (D→A, W→A)", "Temp.'s ECE above None's on some shift", _temp_worse),
+    ("some benchmarks exhibit high variance ECEs", "IW spread ≥ 1 and ≥ 10 × Temp.'s", _variance),
+    ("U→M: IW+Temp., FL+IW+Temp. beat Temp.", "below Temp. in every repeat", _um_repeats),
+    ("(ours) IW pays off as rotation grows", "both IW ≤ 2/3 of Temp. at the widest angle", _rotation),
+)
+
+
+def table1_claims(ours, *, full=None):
+    """The paper's claims about its Table 1, each checked on the paper's numbers and on ours, with a verdict.
+
+    One row per claim of Section 6 as the paper words it (shortened), plus
+    the chapter's repeat-by-repeat reading of U→M and the rotation sweep
+    (our experiment; the paper has none). Every claim is a comparison of
+    ECE means per shift; a plain direction ("outperforms", "in general
+    improves") holds on a majority of the shifts (or shift and method
+    pairs) where both numbers exist, ties counting against it; "can be"
+    needs one shift; the variance claim needs the repeats' standard
+    deviation of an IW method to reach 1 ECE point and ten times Temp.'s.
+    Our shifts are the paper's digit shifts and the stand-ins of
+    :data:`STAND_INS` (rotations only in the last row).
+
+    Parameters
+    ----------
+    ours : pandas.DataFrame
+        Our ``ci`` runs: rows of :func:`run_cs_config` with ``shift`` and ``repeat``.
+    full : pandas.DataFrame, optional
+        The full run, laid out like ``ours``.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``claim``, ``test`` (what is compared), ``paper`` (the
+        paper's own numbers), ``ours (ci)``, ``ours (full)`` (with
+        ``full``) and ``verdict`` (one of :data:`TABLE1_VERDICTS`, from the
+        full run when given, else from ``ours``).
+
+    Examples
+    --------
+    >>> runs = pd.DataFrame({"shift": "U->M", "repeat": 0, "cls_error": 50.0,
+    ...                      "method": ["None", "Temp", "IW+Temp", "FL+Temp", "FL+IW+Temp"],
+    ...                      "ece": [40.0, 35.0, 20.0, 25.0, 30.0], "oce": 10.0})
+    >>> t = table1_claims(runs).set_index("claim")
+    >>> t.loc["on U→M, IW without FL produces a better result", ["paper", "ours (ci)", "verdict"]].tolist()
+    ['7.68 vs 10.58', '20.00 vs 30.00', 'holds']
+    """
+    readings = {"paper": _paper_reading(), "ours (ci)": _our_reading(ours, "ours")}
+    if full is not None:
+        readings["ours (full)"] = _our_reading(full, "full")
+    rows = []
+    for claim, test, read in _TABLE1_CLAIMS:
+        found = {name: read(reading) for name, reading in readings.items()}
+        rows.append({"claim": claim, "test": test, **{name: text or "not run" for name, (text, _) in found.items()},
+                     "verdict": found[list(readings)[-1]][1]})
+    return pd.DataFrame(rows)
+
+
+def iw_gain_by_shift(runs):
+    """Per shift: the effective sample size of the importance weights and what IW+Temp. gains over Temp.
+
+    Parameters
+    ----------
+    runs : pandas.DataFrame
+        Rows of :func:`run_cs_config` with ``shift`` and ``repeat`` (its
+        ``ess_frac`` is that of the density-ratio weights of IW+Temp.).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Index ``shift`` (first-appearance order), columns ``ess_frac`` (mean
+        over repeats), ``Temp``, ``IW+Temp`` (mean ECE), ``gain`` (mean of
+        ``ECE(Temp) - ECE(IW+Temp)`` per repeat; positive: the weights help),
+        ``repeats_improved`` and ``repeats``.
+
+    Examples
+    --------
+    >>> runs = pd.DataFrame({"shift": "U->M", "repeat": [0, 0, 1, 1], "method": ["Temp", "IW+Temp"] * 2,
+    ...                      "ece": [34.0, 27.0, 34.0, 35.0], "ess_frac": [None, 0.002, None, 0.004]})
+    >>> iw_gain_by_shift(runs).loc["U->M"].tolist()
+    [0.003, 34.0, 31.0, 3.0, 1.0, 2.0]
+    """
+    check_frame(runs, "runs", ["shift", "repeat", "method", "ece", "ess_frac"], allow_empty=False)
+    wide = runs[runs["method"].isin(["Temp", "IW+Temp"])].pivot_table(
+        index=["shift", "repeat"], columns="method", values="ece", sort=False)
+    missing = {"Temp", "IW+Temp"} - set(wide.columns)
+    if missing:
+        raise ValueError(f"runs lacks the method(s) {sorted(missing)}")
+    ess = runs[runs["method"] == "IW+Temp"].groupby(["shift", "repeat"], sort=False)["ess_frac"].mean()
+    wide = wide.assign(ess_frac=ess, gain=wide["Temp"] - wide["IW+Temp"])
+    out = wide.groupby(level="shift", sort=False).agg(
+        ess_frac=("ess_frac", "mean"), Temp=("Temp", "mean"), **{"IW+Temp": ("IW+Temp", "mean")},
+        gain=("gain", "mean"), repeats_improved=("gain", lambda g: float((g > 0).sum())),
+        repeats=("gain", "size"))
+    out.columns.name = None
+    return out.astype(float)
+
+
+#: The columns that identify one variant of :func:`run_weight_variants`.
+_VARIANT = ["shift", "discriminator", "beta_g", "upper", "kind", "temperature"]
+
+
+def weight_variants_summary(variants):
+    """The runs of :func:`run_weight_variants` averaged per variant, beside the paper's Table 1.
+
+    Parameters
+    ----------
+    variants : pandas.DataFrame
+        Rows of :func:`run_weight_variants` with ``shift`` and ``repeat``.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per shift and variant (the ``Temp`` rows first, then in the
+        order the runs list them): the variant's columns, ``ece`` and
+        ``ece_std`` (mean and standard deviation, ddof 1, over repeats),
+        ``ess_frac``, ``top_fraction_share``, ``max_over_mean``,
+        ``disc_ece`` (means; NaN for Temp), ``repeats``, and the paper's
+        ``paper IW+Temp`` and ``paper Temp`` ECE of the shift (NaN for a
+        shift not in the paper).
+
+    Examples
+    --------
+    >>> v = pd.DataFrame({"shift": "U->M", "repeat": [0, 1], "discriminator": "mlp", "beta_g": "fitted",
+    ...                   "upper": 1000.0, "kind": "bound", "temperature": "sgd", "ece": [27.0, 29.0],
+    ...                   "ess_frac": 0.01, "top_fraction_share": 0.5, "max_over_mean": 40.0, "disc_ece": 0.1})
+    >>> weight_variants_summary(v)[["ece", "ece_std", "paper IW+Temp", "paper Temp"]].values.tolist()
+    [[28.0, 1.4142135623730951, 7.68, 36.89]]
+    """
+    stats = ["ece", "ess_frac", "top_fraction_share", "max_over_mean", "disc_ece"]
+    check_frame(variants, "variants", [*_VARIANT, "repeat", *stats], allow_empty=False)
+    keyed = variants.assign(upper=variants["upper"].fillna(-1.0))  # Temp rows have no clip
+    grouped = keyed.groupby(_VARIANT, sort=False)
+    out = grouped[stats].mean().assign(ece_std=grouped["ece"].std(), repeats=grouped.size()).reset_index()
+    out["upper"] = out["upper"].where(out["upper"] >= 0)
+    out = out.sort_values("discriminator", key=lambda d: d != "none", kind="stable")
+    paper = paper_table("covariate_shift", "table1").query("metric == 'ece'").set_index(["shift", "method"])["mean"]
+    for method in ("IW+Temp", "Temp"):
+        out[f"paper {method}"] = [paper.get((s, method), float("nan")) for s in out["shift"]]
+    columns = [*_VARIANT, "ece", "ece_std", "ess_frac", "top_fraction_share", "max_over_mean", "disc_ece",
+               "repeats", "paper IW+Temp", "paper Temp"]
+    return out[columns].reset_index(drop=True)

@@ -35,6 +35,10 @@ each worker trains it once and keeps it (:func:`functools.lru_cache`), and
 keeps the last runs too, so that :func:`shift_predictions` after
 :func:`run_cs_config` with the same arguments costs nothing. :func:`cs_tasks` builds the
 task list that :func:`calibtut.run.sweep` runs through :func:`run_cs_config`.
+:func:`run_weight_variants` reruns IW+Temp. of one repeat under every way of
+estimating and using the weights (discriminator, its temperature, the clip,
+``1/g - 1/2`` or ``1/g - 1``, exact or SGD temperature), with the weights'
+diagnostics.
 
 Shifts (``source->target``): ``M`` MNIST (the 15,000 offline images, halved
 at random into a source half and a target half, so that ``M->M`` has disjoint
@@ -53,6 +57,7 @@ import re
 import numpy as np
 import pandas as pd
 import torch
+from scipy import special
 
 from calibtut._validation import check_int, check_real
 from calibtut.data import load_digits_8x8, load_mnist_pool, load_usps, rotate_images, texture_images
@@ -64,11 +69,15 @@ from calibtut.shift import (
     LogisticDiscriminator,
     MLPDiscriminator,
     SGDTemperatureScaling,
+    discriminator_reliability,
+    discriminator_weights,
     effective_sample_size,
     fit_dann,
+    weight_summary,
 )
 
-__all__ = ["DIGIT_SHIFTS", "METHODS", "cs_tasks", "parse_shift", "run_cs_config", "shift_predictions"]
+__all__ = ["DIGIT_SHIFTS", "METHODS", "cs_tasks", "parse_shift", "run_cs_config", "run_weight_variants",
+           "shift_predictions"]
 
 #: The columns of the paper's Table 1, then our two ablations (NLL temperature, density-ratio weights).
 METHODS = ("None", "Temp", "IW+Temp", "FL+Temp", "FL+IW+Temp", "Temp (NLL)", "IW(ratio)+Temp")
@@ -79,6 +88,9 @@ DIGIT_SHIFTS = ("M->M", "U->M", "M->U")
 #: SGD learning rates of the paper's code for each temperature (used with ``temperature="sgd"``).
 _SGD_LR = {"Temp": 1.0, "Temp (NLL)": 1.0, "IW+Temp": 0.1, "IW(ratio)+Temp": 0.1, "FL+Temp": 0.1,
            "FL+IW+Temp": 0.01}
+
+_DISCRIMINATORS = ("logistic", "mlp")
+_TEMPERATURES = ("exact", "sgd")
 
 _DOMAIN = r"M|U|T|D8|R-?\d+(?:\.\d+)?"
 _SHIFT = re.compile(rf"({_DOMAIN})->({_DOMAIN})")
@@ -200,8 +212,7 @@ def _discriminator(kind, X_source, X_target, val, seed, device):
     return d.fit(X_source, X_target, val=val)
 
 
-def _check_run(shift, seed, repeat, n_source, n_target, epochs, lr, discriminator, dann_epochs, dann_lr, upper,
-               temperature):
+def _check_source(shift, seed, repeat, n_source, n_target, epochs, lr):
     parse_shift(shift)
     check_int(seed, "seed", minimum=0)
     check_int(repeat, "repeat", minimum=0)
@@ -210,32 +221,53 @@ def _check_run(shift, seed, repeat, n_source, n_target, epochs, lr, discriminato
             check_int(value, name, minimum=50)
     check_int(epochs, "epochs", minimum=1)
     check_real(lr, "lr", low=0, low_open=True)
+
+
+def _check_choice(value, name, choices):
+    if value not in choices:
+        raise ValueError(f"{name} must be one of {choices}, got {value!r}")
+    return value
+
+
+def _check_run(shift, seed, repeat, n_source, n_target, epochs, lr, discriminator, dann_epochs, dann_lr, upper,
+               temperature):
+    _check_source(shift, seed, repeat, n_source, n_target, epochs, lr)
     check_int(dann_epochs, "dann_epochs", minimum=0)
     check_real(dann_lr, "dann_lr", low=0, low_open=True)
     check_real(upper, "upper", low=1)
-    if discriminator not in ("logistic", "mlp"):
-        raise ValueError(f"discriminator must be 'logistic' or 'mlp', got {discriminator!r}")
-    if temperature not in ("exact", "sgd"):
-        raise ValueError(f"temperature must be 'exact' or 'sgd', got {temperature!r}")
+    _check_choice(discriminator, "discriminator", _DISCRIMINATORS)
+    _check_choice(temperature, "temperature", _TEMPERATURES)
 
 
-@functools.lru_cache(maxsize=32)
-def _run(shift, seed, repeat, n_source, n_target, epochs, lr, discriminator, dann_epochs, dann_lr, upper,
-         temperature, device):
+@functools.lru_cache(maxsize=8)
+def _features(shift, seed, n_source, n_target, epochs, lr, device):
+    """The source model's features ``phi``, its logits on the source validation and target test sets,
+    the source validation labels and the target test labels."""
     source, target = parse_shift(shift)
     model = _source_model(source, seed, n_source, epochs, lr, device)
     Xs_tr, ys_tr, Xs_val, ys_val, _, _ = _domain(source, "source", seed, n_source)
     Xt_tr, _, Xt_val, _, Xt_te, yt_te = _domain(target, "target", seed, n_target)
     phi = {k: extract_features(model, X) for k, X in
            (("s_tr", Xs_tr), ("s_val", Xs_val), ("t_tr", Xt_tr), ("t_val", Xt_val), ("t_te", Xt_te))}
-    head = model.head
     with torch.no_grad():
-        logits = {k: head(torch.as_tensor(phi[k], dtype=torch.float32)).double().numpy() for k in ("s_val", "t_te")}
+        logits = {k: model.head(torch.as_tensor(phi[k], dtype=torch.float32)).double().numpy()
+                  for k in ("s_val", "t_te")}
+    return model, phi, logits, ys_tr, ys_val, yt_te
+
+
+def _repeat_seeds(seed, repeat):
+    """Seeds of one calibrator repeat: discriminator, DANN, SGD temperature, discriminator on ``psi``."""
+    return tuple(int(s) for s in np.random.SeedSequence([seed, repeat]).generate_state(4))
+
+
+@functools.lru_cache(maxsize=32)
+def _run(shift, seed, repeat, n_source, n_target, epochs, lr, discriminator, dann_epochs, dann_lr, upper,
+         temperature, device):
+    model, phi, logits, ys_tr, ys_val, yt_te = _features(shift, seed, n_source, n_target, epochs, lr, device)
     pred = logits["t_te"].argmax(axis=1)
     correct = pred == yt_te
     rows = np.arange(len(pred))
-    seeds = np.random.SeedSequence([seed, repeat]).generate_state(4)
-    disc_seed, dann_seed, sgd_seed, disc2_seed = (int(s) for s in seeds)
+    disc_seed, dann_seed, sgd_seed, disc2_seed = _repeat_seeds(seed, repeat)
     probs, extra = {}, {}
 
     def add(method, val_logits, test_logits, weights=None, ess=None):
@@ -392,6 +424,124 @@ def run_cs_config(shift="U->M", seed=0, repeat=0, *, n_source=None, n_target=Non
         })
     order = {m: i for i, m in enumerate(METHODS)}
     return pd.DataFrame(rows).sort_values("method", key=lambda s: s.map(order), kind="stable").reset_index(drop=True)
+
+
+def _sequence(values, name, check):
+    if isinstance(values, str) or not hasattr(values, "__iter__"):
+        raise TypeError(f"{name} must be a sequence, got {values!r}")
+    values = tuple(check(v) for v in values)
+    if not values:
+        raise ValueError(f"{name} must not be empty")
+    return values
+
+
+def run_weight_variants(shift="U->M", seed=0, repeat=0, *, n_source=None, n_target=None, epochs=20, lr=1e-3,
+                        discriminators=_DISCRIMINATORS, uppers=(10.0, 100.0, 1e3), temperatures=("exact",),
+                        device="cpu"):
+    """IW+Temp. under every way of estimating and using the weights: ECE and weight diagnostics.
+
+    The source model, the data and the seeds are those of
+    :func:`run_cs_config` with the same arguments, so the variant
+    ``discriminator="mlp"``, ``beta_g="fitted"``, ``upper=1000``,
+    ``kind="bound"``, ``temperature="sgd"`` is the ``IW+Temp`` of a full run
+    with the network discriminator, to the last digit. The variants, a full
+    grid:
+
+    * the discriminator on the 84-d features ``phi``: logistic regression
+      (the paper's Section 5.1) or the authors' network (84-84-1);
+    * its temperature ``beta_g``: fitted by the balanced squared loss on the
+      held-out source-vs-target pair (the paper) or left at 1 (``"none"``);
+    * the clip ``U`` of ``g >= 1/(1+U)``;
+    * the weights: ``1/g - 1/2`` (``"bound"``, the paper's) or the density
+      ratio ``1/g - 1`` (``"ratio"``); both are used as they are, since a
+      weighted temperature does not change when the weights are rescaled;
+    * the temperature fit: exact (Brent) or the authors' SGD.
+
+    A ``Temp`` row per temperature fit gives the unweighted baseline, and an
+    ``oracle`` row the Brier temperature fitted on the labelled target test
+    set itself: the lowest ECE that any weighting of the source validation
+    set could reach with one temperature (as far as the Brier optimum is
+    also the ECE optimum).
+
+    Parameters
+    ----------
+    shift, seed, repeat, n_source, n_target, epochs, lr, device
+        As for :func:`run_cs_config`.
+    discriminators : sequence of {"logistic", "mlp"}, default ("logistic", "mlp")
+    uppers : sequence of float, default (10, 100, 1000)
+        Clips ``U`` (each >= 1).
+    temperatures : sequence of {"exact", "sgd"}, default ("exact",)
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per variant: ``discriminator`` (``"none"`` for Temp,
+        ``"oracle"`` for the target-fitted temperature),
+        ``beta_g`` (``"fitted"`` or ``"none"``), ``beta_g_value`` (the fitted
+        discriminator temperature), ``upper``, ``kind``, ``temperature``,
+        ``ece``, ``oce`` (x 100), ``fitted_t``; the weights on the source
+        validation set as :func:`calibtut.shift.weight_summary` describes
+        them (``ess_frac``, ``top_fraction_share`` on the heaviest 1 %,
+        ``top_k_share`` on the heaviest 10, ``max_over_mean``, ``q0.5``,
+        ``q0.99``) and ``clipped_frac``, the share of points at the clip;
+        ``disc_ece`` and ``disc_brier``, the balanced reliability of the
+        ``g`` used on the held-out source-vs-target pair
+        (:func:`calibtut.shift.discriminator_reliability`; with ``beta_g``
+        fitted on that pair, one parameter fitted in-sample); and
+        ``cls_error``.
+
+    Examples
+    --------
+    >>> rows = run_weight_variants("U->M", n_source=300, n_target=300, epochs=1,
+    ...                            discriminators=["logistic"], uppers=[10.0])  # doctest: +SKIP
+    >>> rows[["discriminator", "beta_g", "kind"]].values.tolist()[:2]  # doctest: +SKIP
+    [['none', 'none', 'none'], ['logistic', 'fitted', 'bound']]
+    """
+    _check_source(shift, seed, repeat, n_source, n_target, epochs, lr)
+    discriminators = _sequence(discriminators, "discriminators",
+                               lambda d: _check_choice(d, "discriminators", _DISCRIMINATORS))
+    uppers = _sequence(uppers, "uppers", lambda u: check_real(u, "uppers", low=1))
+    temperatures = _sequence(temperatures, "temperatures", lambda m: _check_choice(m, "temperatures", _TEMPERATURES))
+    _, phi, logits, _, ys_val, yt_te = _features(shift, int(seed), n_source, n_target, int(epochs), float(lr), device)
+    pred = logits["t_te"].argmax(axis=1)
+    correct = pred == yt_te
+    points = np.arange(len(pred))
+    disc_seed, _, sgd_seed, _ = _repeat_seeds(seed, repeat)
+    rows = []
+
+    def score(ts):
+        p = ts.predict_proba(logits["t_te"])[points, pred]
+        return {"ece": 100 * expected_calibration_error(p, correct, n_bins=15, closed="right"),
+                "oce": 100 * overconfidence_error(p, correct, n_bins=15, closed="right"),
+                "fitted_t": ts.temperature_}
+
+    for temperature in temperatures:
+        rows.append({"discriminator": "none", "beta_g": "none", "kind": "none", "temperature": temperature,
+                     **score(_temperature("Temp", logits["s_val"], ys_val, None, temperature, sgd_seed))})
+    rows.append({"discriminator": "oracle", "beta_g": "none", "kind": "target labels", "temperature": "exact",
+                 **score(TemperatureScaling("brier").fit(logits["t_te"], yt_te))})
+    for name in discriminators:
+        d = _discriminator(name, phi["s_tr"], phi["t_tr"], (phi["s_val"], phi["t_val"]), disc_seed, device)
+        for beta_g in ("fitted", "none"):
+            scale = 1.0 if beta_g == "fitted" else d.temperature_
+            g = {k: special.expit(scale * d.decision_function(phi[k])) for k in ("s_val", "t_val")}
+            rel = discriminator_reliability(g["s_val"], g["t_val"])
+            g_val = np.maximum(g["s_val"], np.finfo(float).tiny)
+            for upper in uppers:
+                for kind in ("bound", "ratio"):
+                    w = discriminator_weights(g_val, kind=kind, upper=upper)
+                    summary = weight_summary(w, quantiles=(0.5, 0.99))
+                    diagnostics = {k: summary[k] for k in ("ess_frac", "top_fraction_share", "top_k_share",
+                                                           "max_over_mean", "q0.5", "q0.99")}
+                    for temperature in temperatures:
+                        rows.append({"discriminator": name, "beta_g": beta_g, "beta_g_value": d.temperature_,
+                                     "upper": upper, "kind": kind, "temperature": temperature,
+                                     **score(_temperature("IW+Temp", logits["s_val"], ys_val, w, temperature,
+                                                          sgd_seed)),
+                                     **diagnostics,
+                                     "clipped_frac": float(np.mean(g_val <= 1 / (1 + upper))),
+                                     "disc_ece": rel.ece, "disc_brier": rel.brier})
+    return pd.DataFrame(rows).assign(cls_error=100 * float(1 - correct.mean()))
 
 
 # ------------------------------------------------------------------------------------------- tasks
