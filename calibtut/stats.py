@@ -467,6 +467,7 @@ def letter_value_plot(effects, ax=None, *, linthresh=1.0, families=None, **kwarg
     """
     import matplotlib.pyplot as plt
     import seaborn as sns
+    from matplotlib.ticker import MaxNLocator, ScalarFormatter
 
     if not isinstance(effects, pd.DataFrame) or effects.shape[1] == 0:
         raise TypeError("effects must be a pandas DataFrame with one column per method")
@@ -489,6 +490,12 @@ def letter_value_plot(effects, ax=None, *, linthresh=1.0, families=None, **kwarg
                       dodge=False, ax=ax, **kwargs)
         ax.legend(title=None, fontsize="small", loc="best")
     ax.set_xscale("symlog", linthresh=linthresh)
+    low, high = ax.get_xlim()
+    if -linthresh <= low and high <= linthresh:
+        # all inside the linear part: symlog would tick only the two limits (printed
+        # as e.g. -3.14092 x 10^-2, over the 0 label); linear ticks read better
+        ax.xaxis.set_major_locator(MaxNLocator(nbins=4))
+        ax.xaxis.set_major_formatter(ScalarFormatter())
     ax.axvline(0.0, color="0.5", lw=0.8, zorder=0)
     ax.set_xlabel("Cohen's d")
     ax.set_ylabel("")

@@ -170,6 +170,11 @@ def test_letter_value_plot_orders_by_median_and_uses_symlog():
     ax = letter_value_plot(effects)
     assert [t.get_text() for t in ax.get_yticklabels()] == ["a", "c", "b"]
     assert ax.get_xscale() == "symlog"
+    # effects inside the linear part get round linear ticks, not ticks at the two limits
+    small = letter_value_plot(pd.DataFrame({"a": np.linspace(-0.0314, 0.66, 23)}))
+    ticks = [t for t in small.get_xticks() if small.get_xlim()[0] <= t <= small.get_xlim()[1]]
+    steps = np.asarray(ticks) / np.diff(ticks).min()
+    assert len(ticks) >= 3 and np.allclose(steps, np.round(steps)), ticks  # evenly spaced
     with pytest.raises(ValueError, match="linthresh"):
         letter_value_plot(effects, linthresh=0)
     with pytest.raises(TypeError, match="DataFrame"):
