@@ -25,13 +25,13 @@ def base_family(base):
     return "mixture" if BASE_MODEL_NAMES[base][0] == "mixture" else "sqr"
 
 
-def check_rows(rows, needed):
-    """``rows`` if it is a DataFrame with the columns ``needed``, else a TypeError or ValueError."""
+def check_rows(rows, needed, name="rows"):
+    """``rows`` if it is a DataFrame with the columns ``needed``, else a TypeError or ValueError naming ``name``."""
     if not isinstance(rows, pd.DataFrame):
-        raise TypeError(f"rows must be a pandas DataFrame of run_study_task rows, got {type(rows).__name__}")
+        raise TypeError(f"{name} must be a pandas DataFrame, got {type(rows).__name__}")
     missing = [c for c in needed if c not in rows.columns]
     if missing:
-        raise ValueError(f"rows lacks the columns {missing}")
+        raise ValueError(f"{name} lacks the columns {missing}; it has {list(rows.columns)}")
     return rows
 
 

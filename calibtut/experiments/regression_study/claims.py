@@ -679,6 +679,15 @@ def _best_calibrated_parts(checks, sqr):
                   differ=len(table))]
 
 
+def _check_full_arguments(full, recompute, seed):
+    """The checked ``seed`` of a reader of the full run, after refusing a bad ``full`` or ``recompute``."""
+    if not hasattr(full, "rows") or not hasattr(full, "label") or not isinstance(full.rows, pd.DataFrame):
+        raise TypeError(f"full must be a FullStudy with rows, got {full!r}")
+    if not isinstance(recompute, bool):
+        raise TypeError(f"recompute must be True or False, got {recompute!r}")
+    return check_int(seed, "seed", minimum=0)
+
+
 def full_calibration_test(full, *, recompute=False, seed=0, root=None):
     """The per-dataset PCE test of the full run's MIX-NLL (claim C1), 10,000 null draws.
 
@@ -717,11 +726,7 @@ def full_calibration_test(full, *, recompute=False, seed=0, root=None):
     >>> table[["dataset", "reject_paper"]].values.tolist()
     [['a', True]]
     """
-    if not hasattr(full, "rows") or not hasattr(full, "label") or not isinstance(full.rows, pd.DataFrame):
-        raise TypeError(f"full must be a FullStudy with rows, got {full!r}")
-    if not isinstance(recompute, bool):
-        raise TypeError(f"recompute must be True or False, got {recompute!r}")
-    seed = check_int(seed, "seed", minimum=0)
+    seed = _check_full_arguments(full, recompute, seed)
     if full.label == "full" and not recompute:
         table = published_calibration_test(seed=seed, root=root)
         if table is not None:
@@ -766,11 +771,7 @@ def full_claim_parts(full, *, ablations=None, test_table=None, recompute=False, 
     ...
     TypeError: full must be a FullStudy with rows, got FullStudy(rows=None, label='full', note='')
     """
-    if not hasattr(full, "rows") or not hasattr(full, "label") or not isinstance(full.rows, pd.DataFrame):
-        raise TypeError(f"full must be a FullStudy with rows, got {full!r}")
-    if not isinstance(recompute, bool):
-        raise TypeError(f"recompute must be True or False, got {recompute!r}")
-    seed = check_int(seed, "seed", minimum=0)
+    seed = _check_full_arguments(full, recompute, seed)
     if full.label == "full" and not recompute:
         parts = _published("claim_parts", seed, root)
         if parts is not None:
@@ -951,15 +952,6 @@ VERDICT_COLOURS = {"holds": "#1a9641", "direction holds, not significant": "#a6d
 _DIRECTIONAL_RULES = ("direction", "significantly", "tend to", "most cases", "share rejected", "by construction")
 
 
-def _check_frame(frame, needed, name):
-    """Refuse ``frame`` unless it is a DataFrame with the columns ``needed``, naming it ``name``."""
-    if not isinstance(frame, pd.DataFrame):
-        raise TypeError(f"{name} must be a pandas DataFrame, got {type(frame).__name__}")
-    missing = [c for c in needed if c not in frame.columns]
-    if missing:
-        raise ValueError(f"{name} lacks the columns {missing}; it has {list(frame.columns)}")
-
-
 def claims_overview(table):
     """The compact verdict table: each claim in a few words and our verdicts, without the evidence.
 
@@ -981,7 +973,7 @@ def claims_overview(table):
     >>> claims_overview(claims_table(v)).values.tolist()
     [['C2', 'SQR-CRPS less calibrated than MIX-NLL', 'holds']]
     """
-    _check_frame(table, ["claim", "ours (ci)"], "table")
+    check_rows(table, ["claim", "ours (ci)"], "table")
     unknown = sorted(set(table["claim"]) - set(CLAIM_SHORT))
     if unknown:
         raise ValueError(f"table names claims {unknown} that paper 002 does not make")
@@ -1025,13 +1017,13 @@ def plot_claim_verdicts(table, parts=None):
     >>> len(fig.axes), [t.get_text() for t in fig.axes[0].get_yticklabels()]
     (2, ['C1', 'C2'])
     """
-    _check_frame(table, ["claim", "ours (ci)"], "table")
+    check_rows(table, ["claim", "ours (ci)"], "table")
     ours = [c for c in table.columns if c.startswith("ours (")]
     unknown = sorted(set(table[ours].stack()) - set(VERDICT_COLOURS))
     if unknown:
         raise ValueError(f"table holds verdicts {unknown}; known: {list(VERDICT_COLOURS)}")
     if parts is not None:
-        _check_frame(parts, ["claim", "rule", "verdict", "agree", "differ"], "parts")
+        check_rows(parts, ["claim", "rule", "verdict", "agree", "differ"], "parts")
     claims = list(table["claim"])
     y = np.arange(len(claims))
     fig, axes = column_subplots(1 if parts is None else 2, panel_height=0.3 * len(claims) + 1.6, sharey=True,
