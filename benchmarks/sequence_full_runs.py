@@ -15,7 +15,9 @@ fresh ``.jsonl`` stores in ``--out`` (the published ones are not touched);
 copied over the published stores, they are read back by
 ``python -m calibtut.run notebooks/venn_admit/06_protein.md --profile full``
 (and 07) without recomputation. A budget stops waiting and keeps what is
-finished; the notebooks' full runs compute any task left.
+finished; the notebooks' full runs compute any task left. A second run with
+the same ``--out`` resumes: tasks already in ``<out>/<name>.jsonl`` are
+skipped, and a family with nothing left skips its network too.
 
 Run it where the data mirror is (``CALIBTUT_DATA_MIRROR``)::
 
@@ -43,6 +45,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from calibtut.experiments.venn_admit import run_grammar_config, run_protein_config  # noqa: E402
 from calibtut.run import sweep  # noqa: E402
+from calibtut.run.sweep import task_key  # noqa: E402
 from calibtut.run.store import SweepStore  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -67,6 +70,12 @@ def published_tasks(path):
     return [entry["task"] for entry in done.values()]
 
 
+def finished_keys(out, name):
+    """The keys of the tasks already finished in ``<out>/<name>.jsonl`` (empty when it is absent)."""
+    path = Path(out) / f"{name}.jsonl"
+    return set(SweepStore(path).load()[0]) if path.exists() else set()
+
+
 def _run_one(job):
     """One task in a forked worker: appended to this worker's own store."""
     name, fn, task, out = job
@@ -77,10 +86,12 @@ def _run_one(job):
 
 
 def merge(out, name):
-    """Concatenate the workers' stores of one family into ``<out>/<name>.jsonl``; the number of tasks."""
+    """Append the workers' stores of one family to ``<out>/<name>.jsonl``; the number of tasks in it."""
+    target = Path(out) / f"{name}.jsonl"
     parts = sorted(Path(out).glob(f"{name}.*.jsonl"))
-    lines = [line for part in parts for line in part.read_text().splitlines() if line.strip()]
-    (Path(out) / f"{name}.jsonl").write_text("".join(line + "\n" for line in lines))
+    texts = [path.read_text() for path in ([target] if target.exists() else []) + parts]
+    lines = [line for text in texts for line in text.splitlines() if line.strip()]
+    target.write_text("".join(line + "\n" for line in lines))
     for part in parts:
         part.unlink()
     return sum(json.loads(line).get("status") == "ok" for line in lines)
@@ -98,6 +109,11 @@ def main(argv=None):
     jobs = []
     for name, fn, store in FAMILIES:
         tasks = [{"seed": seed, **DRY[name]} for seed in (0, 1)] if args.dry_run else published_tasks(store)
+        done = finished_keys(out, name)
+        tasks = [task for task in tasks if task_key(task) not in done]
+        if not tasks:
+            log(f"{name}: all tasks already in {out / (name + '.jsonl')}")
+            continue
         t0 = time.perf_counter()
         fn(**{**tasks[0], "methods": "KNN"})  # the network and its neighbours, with every core
         log(f"{name}: network and neighbours in {time.perf_counter() - t0:.1f} s; {len(tasks)} tasks")
