@@ -12,6 +12,7 @@ import numbers
 import reprlib
 
 import numpy as np
+import pandas as pd
 
 
 def _shown(value):
@@ -442,6 +443,45 @@ def check_same_length(**arrays):
         detail = ", ".join(f"{k} has {v}" for k, v in lengths.items())
         raise ValueError(f"arguments must have the same length: {detail}")
     return next(iter(lengths.values()))
+
+
+def check_frame(df, name, columns=(), *, allow_empty=True):
+    """Return ``df`` if it is a DataFrame holding ``columns`` (and rows, unless ``allow_empty``).
+
+    Parameters
+    ----------
+    df : object
+        The argument checked.
+    name : str
+        The argument's name, used in the error messages.
+    columns : sequence of str, optional
+        The columns ``df`` must have.
+    allow_empty : bool, default True
+        When False, a frame without rows is refused.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``df`` itself.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> check_frame(pd.DataFrame({"ece": [1.0]}), "runs", ["ece"]).shape
+    (1, 1)
+    >>> check_frame(pd.DataFrame({"ece": [1.0]}), "runs", ["ece", "oce"])
+    Traceback (most recent call last):
+    ...
+    ValueError: runs lacks column(s) ['oce']; it has ['ece']
+    """
+    if not isinstance(df, pd.DataFrame):
+        raise TypeError(f"{name} must be a pandas DataFrame, got {type(df).__name__}")
+    missing = [c for c in columns if c not in df.columns]
+    if missing:
+        raise ValueError(f"{name} lacks column(s) {missing}; it has {list(df.columns)}")
+    if not allow_empty and len(df) == 0:
+        raise ValueError(f"{name} must have at least one row")
+    return df
 
 
 def check_rng(seed):

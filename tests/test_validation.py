@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pandas as pd
 import pytest
 from scipy import stats
 
@@ -16,6 +17,7 @@ from calibtut._validation import (
     check_distances,
     check_distribution,
     check_fitted,
+    check_frame,
     check_int,
     check_labels,
     check_levels,
@@ -172,6 +174,19 @@ def test_check_levels_open_and_closed():
         check_levels([0.5, 1.5], "grid", open_interval=False)
     with pytest.raises(ValueError, match=r"levels must be strictly increasing, got \[0.5, 0.5\]"):
         check_levels([0.5, 0.5])
+
+
+def test_check_frame_names_the_argument_and_the_missing_columns():
+    df = pd.DataFrame({"ece": [1.0, 2.0], "method": ["a", "b"]})
+    assert check_frame(df, "runs", ["ece"]) is df
+    with pytest.raises(TypeError, match="runs must be a pandas DataFrame, got dict"):
+        check_frame({"ece": [1.0]}, "runs", ["ece"])
+    with pytest.raises(ValueError, match=r"runs lacks column\(s\) \['seed'\]; it has \['ece', 'method'\]"):
+        check_frame(df, "runs", ["ece", "seed"])
+    empty = df.iloc[:0]
+    assert check_frame(empty, "runs", ["ece"]) is empty
+    with pytest.raises(ValueError, match="runs must have at least one row"):
+        check_frame(empty, "runs", ["ece"], allow_empty=False)
 
 
 def test_check_positive():

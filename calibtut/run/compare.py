@@ -4,18 +4,14 @@ from __future__ import annotations
 
 import pandas as pd
 
-from calibtut._validation import check_int
+from calibtut._validation import check_frame, check_int
 from calibtut.run.profiles import PROFILES
 
 __all__ = ["paper_vs_ours"]
 
 
 def _mean_by(df, on, value, argname):
-    if not isinstance(df, pd.DataFrame):
-        raise TypeError(f"{argname} must be a pandas DataFrame, got {type(df).__name__}")
-    missing = [c for c in [*on, value] if c not in df.columns]
-    if missing:
-        raise ValueError(f"{argname} lacks column(s) {missing}; it has {list(df.columns)}")
+    check_frame(df, argname, [*on, value])
     values = pd.to_numeric(df[value], errors="coerce")
     if values.isna().any() and not df[value].isna().equals(values.isna()):
         raise ValueError(f"{argname}[{value!r}] must be numeric")

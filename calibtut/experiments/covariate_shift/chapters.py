@@ -22,8 +22,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from calibtut._validation import as_float_array, check_int, check_positive, check_same_length
-from calibtut.experiments.covariate_shift._common import check_frame
+from calibtut._validation import as_float_array, check_frame, check_int, check_positive, check_same_length
 
 __all__ = [
     "clip_summary",

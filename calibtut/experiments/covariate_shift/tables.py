@@ -18,7 +18,7 @@ from typing import NamedTuple
 
 import pandas as pd
 
-from calibtut.experiments.covariate_shift._common import check_frame
+from calibtut._validation import check_frame
 from calibtut.experiments.covariate_shift.tasks import METHODS
 from calibtut.papers import paper_table
 from calibtut.run import paper_vs_ours

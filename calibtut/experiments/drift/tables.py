@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from calibtut._validation import check_frame
 from calibtut.experiments.drift._common import _check_names
 from calibtut.papers import paper_table
 from calibtut.run import paper_vs_ours
@@ -35,15 +36,6 @@ TABLE1_METRICS = ("pinball", "ece", "sharpness")
 """The three scores of Table 1, in its order."""
 
 TABLE1_COLUMNS = ("dataset", "seed", "drift", "method", "sequence", *TABLE1_METRICS)
-
-
-def _check_frame(frame, columns, name):
-    if not isinstance(frame, pd.DataFrame):
-        raise TypeError(f"{name} must be a pandas DataFrame, got {type(frame).__name__}")
-    missing = [c for c in columns if c not in frame.columns]
-    if missing:
-        raise ValueError(f"{name} lacks column(s) {missing}; it has {list(frame.columns)}")
-    return frame
 
 
 def table1_rows(bench):
@@ -68,7 +60,7 @@ def table1_rows(bench):
     [{'dataset': 'yacht', 'seed': 0, 'drift': 'jump', 'method': 'conf.', 'sequence': 0, 'pinball': 0.5, 'ece': 0.1, \
 'sharpness': 2.0}]
     """
-    _check_frame(bench, TABLE1_COLUMNS, "bench")
+    check_frame(bench, "bench", TABLE1_COLUMNS)
     unknown = sorted(set(bench["method"]) - set(METHOD_LABELS))
     if unknown:
         raise ValueError(f"bench['method'] holds names outside {list(METHOD_LABELS)}: {unknown}")
@@ -99,7 +91,7 @@ def table1_summary(rows):
     >>> summary.values.tolist()
     [[4.0, 1.5], [0.4, 0.2], [2.0, 1.0]]
     """
-    _check_frame(rows, ["drift", "method", *TABLE1_METRICS], "rows")
+    check_frame(rows, "rows", ["drift", "method", *TABLE1_METRICS])
     means = rows.groupby(["drift", "method"], sort=False)[list(TABLE1_METRICS)].mean()
     long = means.rename_axis(columns="metric").stack().unstack("method")
     order = [m for m in METHOD_LABELS.values() if m in long.columns]
@@ -146,7 +138,7 @@ def paired_difference(rows, metric, a, b, alternative="two-sided"):
     """
     if metric not in TABLE1_METRICS:
         raise ValueError(f"metric must be one of {list(TABLE1_METRICS)}, got {metric!r}")
-    _check_frame(rows, ["dataset", "seed", "sequence", "drift", "method", metric], "rows")
+    check_frame(rows, "rows", ["dataset", "seed", "sequence", "drift", "method", metric])
     for name, label in (("a", a), ("b", b)):
         if label not in set(rows["method"]):
             raise ValueError(f"{name} must be a method of rows, one of {sorted(set(rows['method']))}, got {label!r}")
@@ -204,7 +196,7 @@ def table1_vs_paper(ours, *, rows, full=None, by="drift", live="ci"):
     rows = _check_names(rows, tuple(paper["row"].unique()), "rows")
 
     def long(frame, name):
-        _check_frame(frame, [by, "method", *TABLE1_METRICS], name)
+        check_frame(frame, name, [by, "method", *TABLE1_METRICS])
         return frame.melt(id_vars=[by, "method"], value_vars=list(TABLE1_METRICS), var_name="metric").rename(
             columns={by: "row"})
 
@@ -242,7 +234,7 @@ def table2_vs_paper(table2, *, live="ci"):
     >>> table.query("w_mix == 1.0")[["metric", "paper", "ours (ci)"]].values.tolist()
     [['pinball', 0.178, 0.17], ['ece', 0.008, 0.01], ['sharpness', 0.972, 0.9]]
     """
-    _check_frame(table2, ["candidate", *TABLE1_METRICS], "table2")
+    check_frame(table2, "table2", ["candidate", *TABLE1_METRICS])
     if table2.index.name != "w_mix":
         raise ValueError(f"table2 must be indexed by w_mix, got index {table2.index.name!r}")
     ours = table2.reset_index().melt(id_vars=["w_mix", "candidate"], value_vars=list(TABLE1_METRICS),

@@ -17,7 +17,7 @@ import functools
 import numpy as np
 import pandas as pd
 
-from calibtut._validation import check_int, check_real
+from calibtut._validation import check_frame, check_int, check_real
 from calibtut.experiments.quantile_regularization.tasks import PAPER_LAMBDA
 from calibtut.papers import paper_table
 from calibtut.run import paper_vs_ours
@@ -62,11 +62,7 @@ def paper_setting(runs):
     >>> paper_setting(runs).tolist()
     [True, True, False]
     """
-    if not isinstance(runs, pd.DataFrame):
-        raise TypeError(f"runs must be a pandas DataFrame, got {type(runs).__name__}")
-    missing = [c for c in ("model", "lam", "spacing", "spacing_mult") if c not in runs.columns]
-    if missing:
-        raise ValueError(f"runs lacks column(s) {missing}; it has {list(runs.columns)}")
+    check_frame(runs, "runs", ["model", "lam", "spacing", "spacing_mult"])
     paper_lam = runs["model"].map(PAPER_LAMBDA)
     return ((runs["spacing"].astype(str) == "sqrt") & (runs["spacing_mult"] == 1.0)
             & ((runs["lam"] == 0) | (runs["lam"] == paper_lam)))
@@ -103,13 +99,9 @@ def summarize_runs(runs, by, metrics, *, decimals=None):
     0    0       2        2.0  1.414214
     1    1       1        2.0       NaN
     """
-    if not isinstance(runs, pd.DataFrame):
-        raise TypeError(f"runs must be a pandas DataFrame, got {type(runs).__name__}")
     by = [by] if isinstance(by, str) else list(by)
     metrics = [metrics] if isinstance(metrics, str) else list(metrics)
-    missing = [c for c in [*by, *metrics] if c not in runs.columns]
-    if missing:
-        raise ValueError(f"runs lacks column(s) {missing}; it has {list(runs.columns)}")
+    check_frame(runs, "runs", [*by, *metrics])
     if decimals is not None:
         decimals = check_int(decimals, "decimals", minimum=0)
     groups = runs.groupby(by, sort=False)
@@ -128,15 +120,6 @@ def summarize_runs(runs, by, metrics, *, decimals=None):
 PAPER_TABLES = ("table1", "table2", "table4", "table5", "table6", "table7")
 
 _CELL = ["model", "dataset", "method"]
-
-
-def _frame(df, columns, name):
-    if not isinstance(df, pd.DataFrame):
-        raise TypeError(f"{name} must be a pandas DataFrame, got {type(df).__name__}")
-    missing = [c for c in columns if c not in df.columns]
-    if missing:
-        raise ValueError(f"{name} lacks column(s) {missing}; it has {list(df.columns)}")
-    return df
 
 
 def paper_numbers():
@@ -200,11 +183,11 @@ def paper_vs_ours_cells(paper, ours, metrics, *, full=None, methods=("base", "QR
     >>> cells.to_dict("list")
     {'paper': [29.52, 29.0], 'paper std': [3.36, 2.7], 'ours (ci)': [10.0, 8.0], 'difference': [-19.52, -21.0]}
     """
-    _frame(paper, [*_CELL, "metric", "mean", "std"], "paper")
+    check_frame(paper, "paper", [*_CELL, "metric", "mean", "std"])
     metrics = [metrics] if isinstance(metrics, str) else list(metrics)
-    _frame(ours, [*_CELL, *metrics], "ours")
+    check_frame(ours, "ours", [*_CELL, *metrics])
     if full is not None:
-        _frame(full, [*_CELL, *metrics], "full")
+        check_frame(full, "full", [*_CELL, *metrics])
     parts = []
     for metric in metrics:
         want = paper[(paper["metric"] == metric) & paper["method"].isin(methods)]
@@ -248,7 +231,7 @@ def qr_effect(cells, source):
     >>> qr_effect(paper_vs_ours_cells(paper, ours, ["calib_error", "rmse"]), "ours (ci)").values.tolist()
     [[True, 1.25]]
     """
-    _frame(cells, [source], "cells")
+    check_frame(cells, "cells", [source])
     wide = cells[source].unstack("method")
     return pd.DataFrame({
         "qr_lowers_ce": wide.loc["calib_error", "QR"] < wide.loc["calib_error", "base"],
@@ -293,8 +276,8 @@ def recalibration_raises_error(runs, paper):
     [{'paper: train PITs': 1.0, 'ours: train PITs': 0.5, 'ours: held-out folds': 0.0}]
     """
     columns = ["calib_error", "calib_error_iso", "calib_error_kfold", "calib_error_kfold_iso"]
-    _frame(runs, ["model", "dataset", "method", *columns], "runs")
-    _frame(paper, ["table", *_CELL, "metric", "mean"], "paper")
+    check_frame(runs, "runs", ["model", "dataset", "method", *columns])
+    check_frame(paper, "paper", ["table", *_CELL, "metric", "mean"])
     ours = runs[runs["method"] == "base"].groupby(["model", "dataset"])[columns].mean()
     printed = paper[paper["table"].isin(["table1", "table2", "table4", "table5"]) & (paper["method"] == "base")]
     printed = printed.pivot(index=["model", "dataset"], columns="metric", values="mean").reindex(ours.index)
@@ -327,7 +310,7 @@ def fold_order_summary(order):
     >>> fold_order_summary(order).iloc[0].tolist()
     [10.0, 3.0, 1.4142135623730951, 1.4142135623730951]
     """
-    _frame(order, ["dataset", "shuffle", "calib_error"], "order")
+    check_frame(order, "order", ["dataset", "shuffle", "calib_error"])
     table = order.pivot_table(index="dataset", columns="shuffle", values="calib_error", aggfunc=["mean", "std"])
     table.columns = [f"CE {stat}, {'shuffled' if shuffled else 'contiguous'} folds" for stat, shuffled in
                      table.columns]
@@ -382,7 +365,7 @@ def paper_vs_ours_view(cells):
     >>> view.index[0]
     ('CE (%)', 'dropout', 'yacht', 'base')
     """
-    _frame(cells, ["paper", "paper std", "ours (ci)", "difference"], "cells")
+    check_frame(cells, "cells", ["paper", "paper std", "ours (ci)", "difference"])
     nothing = pd.Series(float("nan"), index=cells.index)
     view = pd.DataFrame(index=cells.index)
     view["paper"] = [_plus_minus(m, s) for m, s in zip(cells["paper"], cells["paper std"])]
@@ -420,7 +403,7 @@ def mean_pm_std(table, metrics):
     """
     metrics = [metrics] if isinstance(metrics, str) else list(metrics)
     columns = [f"{m}_{stat}" for m in metrics for stat in ("mean", "std")]
-    _frame(table, [*_CELL, *columns], "table")
+    check_frame(table, "table", [*_CELL, *columns])
     unknown = [m for m in metrics if m not in SHORT_METRIC_LABELS]
     if unknown:
         raise ValueError(f"metrics must be among {list(SHORT_METRIC_LABELS)}, got {unknown}")
@@ -464,7 +447,7 @@ def ablation_tables(runs):
     >>> by_lam["rmse_ratio"].tolist(), by_mult["spacing_mult"].tolist(), fixed64["calib_error"].tolist()
     ([1.0, 1.25], [1.0, 2.0], [15.0])
     """
-    _frame(runs, ["model", "dataset", "fold", "lam", "spacing", "spacing_mult", "calib_error", "rmse"], "runs")
+    check_frame(runs, "runs", ["model", "dataset", "fold", "lam", "spacing", "spacing_mult", "calib_error", "rmse"])
     keys = ["model", "dataset", "fold"]
     base_rmse = runs[runs["lam"] == 0].set_index(keys)["rmse"]
     runs = runs.assign(rmse_ratio=runs["rmse"].to_numpy()
@@ -506,8 +489,8 @@ def spacing_share_below(by_lam, by_mult):
     >>> spacing_share_below(by_lam, by_mult).round(3).to_dict()
     {'dropout': 0.667}
     """
-    _frame(by_lam, ["model", "dataset", "lam", "calib_error"], "by_lam")
-    _frame(by_mult, ["model", "dataset", "calib_error"], "by_mult")
+    check_frame(by_lam, "by_lam", ["model", "dataset", "lam", "calib_error"])
+    check_frame(by_mult, "by_mult", ["model", "dataset", "calib_error"])
     base = by_lam[by_lam["lam"] == 0].set_index(["model", "dataset"])["calib_error"]
     if base.index.has_duplicates:
         raise ValueError("by_lam has several base rows (lam == 0) for one model and dataset")
@@ -537,7 +520,7 @@ def _paper_claim_cells(paper):
 
 
 def _our_claim_cells(runs, name):
-    _frame(runs, [*_CELL, *_CLAIM_METRICS], name)
+    check_frame(runs, name, [*_CELL, *_CLAIM_METRICS])
     means = runs.groupby(_CELL)[list(_CLAIM_METRICS)].mean().unstack("method")
     return _claim_cells(means.rename_axis(columns=["metric", "method"]))
 
@@ -667,7 +650,7 @@ def uci_claims(paper, ours, *, full=None, rmse_ratio=1.05):
     ['dropout 3.00 → 0.50', 'holds']
     """
     rmse_ratio = check_real(rmse_ratio, "rmse_ratio", low=1.0)
-    _frame(paper, ["table", *_CELL, "metric", "mean"], "paper")
+    check_frame(paper, "paper", ["table", *_CELL, "metric", "mean"])
     cells = {"paper": _paper_claim_cells(paper), "ours (ci)": _our_claim_cells(ours, "ours")}
     if full is not None:
         cells["ours (full)"] = _our_claim_cells(full, "full")

@@ -6,8 +6,6 @@ nothing outside the package imports them.
 
 from __future__ import annotations
 
-import pandas as pd
-
 from calibtut._validation import check_int
 from calibtut.models.study_training import BASE_MODEL_NAMES
 from calibtut.run import load_result, stored_rows
@@ -23,16 +21,6 @@ def check_base(base):
 def base_family(base):
     """``"mixture"`` or ``"sqr"``: the family of networks of a base model."""
     return "mixture" if BASE_MODEL_NAMES[base][0] == "mixture" else "sqr"
-
-
-def check_rows(rows, needed, name="rows"):
-    """``rows`` if it is a DataFrame with the columns ``needed``, else a TypeError or ValueError naming ``name``."""
-    if not isinstance(rows, pd.DataFrame):
-        raise TypeError(f"{name} must be a pandas DataFrame, got {type(rows).__name__}")
-    missing = [c for c in needed if c not in rows.columns]
-    if missing:
-        raise ValueError(f"{name} lacks the columns {missing}; it has {list(rows.columns)}")
-    return rows
 
 
 def published_or_stored(notebook, table, store, keys, complete, total, n_runs, min_runs, root, *, what, covers):

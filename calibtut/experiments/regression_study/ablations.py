@@ -14,8 +14,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from calibtut._validation import check_int
-from calibtut.experiments.regression_study._common import check_rows, published_or_stored
+from calibtut._validation import check_frame, check_int
+from calibtut.experiments.regression_study._common import published_or_stored
 from calibtut.experiments.regression_study.figures import median_effects
 from calibtut.experiments.regression_study.tables import cohens_d_table
 from calibtut.experiments.regression_study.tasks import (
@@ -137,7 +137,7 @@ def complete_ablation_runs(rows, datasets=OFFLINE_DATASETS):
         raise TypeError(f"datasets must be a non-empty sequence of names, got {datasets!r}")
     if rows.empty:
         return rows
-    check_rows(rows, ["dataset", "run", "base"])
+    check_frame(rows, "rows", ["dataset", "run", "base"])
     models = {_ablation_model(t["base"], [t.get(f) for f in ABLATIONS]) for t in ablation_tasks(datasets[:1], [0])}
     factors = rows.reindex(columns=list(ABLATIONS)).itertuples(index=False)
     # positions, not labels: the index of rows need not be unique
@@ -207,7 +207,7 @@ def ablation_effects(rows, factor, metric, form="authors"):
     if factor not in ABLATIONS:
         raise ValueError(f"factor must be one of {tuple(ABLATIONS)}, got {factor!r}")
     default, base, _ = ABLATIONS[factor]
-    check_rows(rows, ["dataset", "run", "base", "method", "train_fraction", "posthoc", f"test_{metric}"])
+    check_frame(rows, "rows", ["dataset", "run", "base", "method", "train_fraction", "posthoc", f"test_{metric}"])
     others = [f for f in ABLATIONS if f != factor and f in rows.columns]
     chosen = rows[(rows["base"] == base) & rows[others].isna().all(axis=1)] if others else rows[rows["base"] == base]
     values = chosen[factor].fillna(default) if factor in chosen.columns else pd.Series(default, index=chosen.index)
@@ -239,7 +239,7 @@ def ablation_summary(rows, metrics=("pce", "wis", "nll", "std")):
     >>> ablation_summary(rows, ["nll"])[["figure", "method", "metric"]].values.tolist()
     [['17', 'n_components = 1', 'nll']]
     """
-    check_rows(rows, ["dataset", "run", "base"])
+    check_frame(rows, "rows", ["dataset", "run", "base"])
     if isinstance(metrics, str) or not len(metrics):
         raise TypeError(f"metrics must be a non-empty sequence of metric names, got {metrics!r}")
     out = []
@@ -277,7 +277,7 @@ def ablation_median_table(summary):
     >>> ablation_median_table(summary).values.tolist()
     [[1.5, 0.2]]
     """
-    check_rows(summary, ["figure", "method", "metric", "median_d"])
+    check_frame(summary, "summary", ["figure", "method", "metric", "median_d"])
     return summary.pivot_table(index=["figure", "method"], columns="metric", values="median_d")
 
 
@@ -308,7 +308,7 @@ def plot_ablation_figures(rows, title=""):
     >>> plot_ablation_figures(rows).axes[2].get_title()
     'Figure 17: NLL'
     """
-    check_rows(rows, ["dataset", "run", "base"])
+    check_frame(rows, "rows", ["dataset", "run", "base"])
     metrics = ("pce", "wis", "nll", "std")
     fig, axes = column_subplots(len(ABLATIONS) * len(metrics), ncols=2, panel_height=2.8)
     for row, (factor, (default, _, figure)) in zip(axes.reshape(len(ABLATIONS), len(metrics)), ABLATIONS.items()):

@@ -45,8 +45,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from calibtut._validation import check_int, check_real
-from calibtut.experiments.regression_study._common import check_rows
+from calibtut._validation import check_frame, check_int, check_real
 from calibtut.experiments.regression_study.ablations import ABLATIONS, ablation_effects
 from calibtut.experiments.regression_study.figures import combined_results, figure_methods
 from calibtut.experiments.regression_study.tables import (
@@ -334,7 +333,7 @@ def claims_from_parts(parts):
     >>> claims_from_parts(parts)[["claim", "verdict"]].values.tolist()
     [['C1', 'holds'], ['C2', 'direction holds, not significant']]
     """
-    check_rows(parts, ["claim", "verdict", "evidence", "datasets"])
+    check_frame(parts, "parts", ["claim", "verdict", "evidence", "datasets"])
     statements = paper_table("regression_study", "claims").set_index("claim")["statement"]
     out = []
     for claim, group in parts.groupby("claim", sort=False):
@@ -438,7 +437,8 @@ def claim_verdicts(rows, *, ablations=None, test_table=None, sqr="sqr-affine", a
         raise ValueError(f"sqr must be 'sqr' or 'sqr-affine', got {sqr!r}")
     if not isinstance(parts, bool):
         raise TypeError(f"parts must be True or False, got {parts!r}")
-    check_rows(rows, ["dataset", "run", "base", "method", "regularizer", "posthoc", "train_fraction", "map_split"])
+    check_frame(rows, "rows", ["dataset", "run", "base", "method", "regularizer", "posthoc", "train_fraction",
+                               "map_split"])
     results = study_results(rows)
     checks = _Checks(results, alpha, min_datasets, sqr, n_boot, seed)
     found = {"C1": [_pce_test_part(rows, test_table, n_sim, seed, min_datasets)]}
@@ -463,7 +463,7 @@ def _pce_test_part(rows, test_table, n_sim, seed, min_datasets):
     if test_table is None:
         table = calibration_test_table(rows, n_sim=n_sim, seed=seed)
     else:
-        check_rows(test_table, ["dataset", "reject_paper", "pvalue_paper", "pvalue"])
+        check_frame(test_table, "test_table", ["dataset", "reject_paper", "pvalue_paper", "pvalue"])
         tested = set(rows.loc[rows["base"] == "mix-nll", "dataset"])
         if set(test_table["dataset"]) != tested:
             raise ValueError(f"test_table must test the datasets of the rows' MIX-NLL models {sorted(tested)}, "
@@ -842,9 +842,9 @@ def claims_table(ci, full=None, label="full"):
     """
     if not isinstance(label, str) or not label.strip():
         raise TypeError(f"label must be a non-empty string, got {label!r}")
-    for table in (ci, full):
+    for name, table in (("ci", ci), ("full", full)):
         if table is not None:
-            check_rows(table, ["claim", "statement", "verdict", "evidence"])
+            check_frame(table, name, ["claim", "statement", "verdict", "evidence"])
     out = pd.DataFrame({"claim": ci["claim"], "paper": ci["statement"], "ours (ci)": ci["verdict"]})
     if full is None:
         out["evidence"] = ci["evidence"].to_numpy()
@@ -973,7 +973,7 @@ def claims_overview(table):
     >>> claims_overview(claims_table(v)).values.tolist()
     [['C2', 'SQR-CRPS less calibrated than MIX-NLL', 'holds']]
     """
-    check_rows(table, ["claim", "ours (ci)"], "table")
+    check_frame(table, "table", ["claim", "ours (ci)"])
     unknown = sorted(set(table["claim"]) - set(CLAIM_SHORT))
     if unknown:
         raise ValueError(f"table names claims {unknown} that paper 002 does not make")
@@ -1017,13 +1017,13 @@ def plot_claim_verdicts(table, parts=None):
     >>> len(fig.axes), [t.get_text() for t in fig.axes[0].get_yticklabels()]
     (2, ['C1', 'C2'])
     """
-    check_rows(table, ["claim", "ours (ci)"], "table")
+    check_frame(table, "table", ["claim", "ours (ci)"])
     ours = [c for c in table.columns if c.startswith("ours (")]
     unknown = sorted(set(table[ours].stack()) - set(VERDICT_COLOURS))
     if unknown:
         raise ValueError(f"table holds verdicts {unknown}; known: {list(VERDICT_COLOURS)}")
     if parts is not None:
-        check_rows(parts, ["claim", "rule", "verdict", "agree", "differ"], "parts")
+        check_frame(parts, "parts", ["claim", "rule", "verdict", "agree", "differ"])
     claims = list(table["claim"])
     y = np.arange(len(claims))
     fig, axes = column_subplots(1 if parts is None else 2, panel_height=0.3 * len(claims) + 1.6, sharey=True,

@@ -17,8 +17,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from calibtut._validation import check_int
-from calibtut.experiments.regression_study._common import check_rows
+from calibtut._validation import check_frame, check_int
 
 __all__ = ["study_cost", "trainings_per_task"]
 
@@ -28,7 +27,7 @@ _TRAINING = ["regularizer", "lam", "train_fraction"]
 
 
 def _check_study_rows(rows, needed):
-    check_rows(rows, needed)
+    check_frame(rows, "rows", needed)
     if rows.empty:
         raise ValueError("rows must hold at least one task, got no rows")
 

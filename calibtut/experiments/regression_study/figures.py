@@ -20,8 +20,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from calibtut._validation import check_real
-from calibtut.experiments.regression_study._common import check_rows
+from calibtut._validation import check_frame, check_real
 from calibtut.experiments.regression_study.tables import cohens_d_table, run_mean_table
 from calibtut.experiments.regression_study.tasks import (
     BASE_LABELS,
@@ -146,8 +145,8 @@ def combined_results(rows, tolerance=0.1, score="val_wis"):
     tolerance = check_real(tolerance, "tolerance", low=0)
     if score not in ("val_wis", "val_crps"):
         raise ValueError(f"score must be 'val_wis' or 'val_crps', got {score!r}")
-    check_rows(rows, ["dataset", "run", "base", "train_fraction", "map_split", "posthoc", "regularizer", "lam",
-                       "val_pce", "method", score])
+    check_frame(rows, "rows", ["dataset", "run", "base", "train_fraction", "map_split", "posthoc", "regularizer", "lam",
+                               "val_pce", "method", score])
     mapped = rows[(rows["train_fraction"] == 0.65) & (rows["posthoc"] != "none") & (rows["map_split"] == "calibration")]
     alone = mapped[mapped["regularizer"] == "none"]
     parts = [alone.assign(selected_lam=math.nan)]
@@ -186,7 +185,7 @@ def combination_effects(results, metric, form="authors"):
     >>> combination_effects(r, "pce", form="textbook").round(3).values.tolist()
     [[1.414]]
     """
-    check_rows(results, ["dataset", "method", "regularizer", "posthoc", f"test_{metric}"])
+    check_frame(results, "results", ["dataset", "method", "regularizer", "posthoc", f"test_{metric}"])
     tables = []
     for method, sub in results[results["regularizer"] != "none"].groupby("method", sort=True):
         reg_label = " + " + REGULARIZER_LABELS[sub["regularizer"].iloc[0]]
@@ -228,7 +227,7 @@ def figure_effects(results, figure, metric, *, sqr="sqr-affine", form="authors")
     if figure == "9":
         raise ValueError("figure '9' compares each combination with its own post-hoc method: use combination_effects")
     methods = figure_methods(figure, sqr)
-    check_rows(results, ["method"])
+    check_frame(results, "results", ["method"])
     chosen = results[results["method"].isin(methods)]
     table = cohens_d_table(chosen, metric, methods[0], form)
     return table[[m for m in methods[1:] if m in table.columns]]
@@ -299,7 +298,7 @@ def per_base_effects(results, metrics=("pce", "wis", "nll", "std")):
     """
     if not isinstance(results, pd.DataFrame):
         raise TypeError(f"results must be a pandas DataFrame, got {type(results).__name__}")
-    check_rows(results, ["method"])
+    check_frame(results, "results", ["method"])
     out = []
     for figure, base in PER_BASE_FIGURES:
         if BASE_LABELS[base] not in set(results["method"]):
@@ -334,7 +333,7 @@ def plot_calibration_test(table, label="MIX-NLL"):
     >>> [float(bar.get_height()) for bar in plot_calibration_test(t).axes[0].patches]
     [0.1, 0.05, 0.04, 0.03]
     """
-    check_rows(table, ["dataset", "pce", "pce_se", "calibrated_pce"])
+    check_frame(table, "table", ["dataset", "pce", "pce_se", "calibrated_pce"])
     fig, ax = plt.subplots(figsize=(COLUMN_WIDTH_IN, 3.6), layout="constrained")
     x = np.arange(len(table))
     ax.bar(x - 0.2, table["pce"], 0.4, yerr=table["pce_se"], label=label)
@@ -366,7 +365,7 @@ def plot_reliability(curves, datasets):
     >>> [len(ax.lines) for ax in plot_reliability(c, ["a"]).axes]  # the diagonal and two runs
     [3]
     """
-    check_rows(curves, ["dataset", "run", "level", "frequency", "n_test"])
+    check_frame(curves, "curves", ["dataset", "run", "level", "frequency", "n_test"])
     datasets = list(datasets)
     missing = sorted(set(datasets) - set(curves["dataset"]))
     if not datasets or missing:

@@ -18,7 +18,8 @@ import functools
 import pandas as pd
 import scipy.stats
 
-from calibtut.experiments.regression_study._common import check_rows, published_or_stored
+from calibtut._validation import check_frame
+from calibtut.experiments.regression_study._common import published_or_stored
 from calibtut.experiments.regression_study.tasks import STUDY_RUNS, FullStudy, complete_runs, study_tasks
 
 __all__ = ["SQR_FORMS", "SQR_FORM_DATASETS", "full_sqr_forms", "sqr_form_summary", "sqr_form_table", "sqr_form_tasks"]
@@ -115,8 +116,8 @@ def sqr_form_table(rows):
     >>> [table[("vanilla", "pce", form)].round(2).tolist() for form in SQR_FORMS]
     [[0.2], [0.2]]
     """
-    check_rows(rows, ["dataset", "run", "base", "posthoc", "train_fraction", "n_train", "seconds",
-                       *(f"test_{m}" for m in _METRICS)])
+    check_frame(rows, "rows", ["dataset", "run", "base", "posthoc", "train_fraction", "n_train", "seconds",
+                               *(f"test_{m}" for m in _METRICS)])
     unknown = set(rows["base"]) - set(SQR_FORMS)
     if unknown:
         raise ValueError(f"rows must hold only the SQR forms {SQR_FORMS}, got base {sorted(unknown)}")

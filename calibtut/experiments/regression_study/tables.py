@@ -22,8 +22,8 @@ import math
 import numpy as np
 import pandas as pd
 
-from calibtut._validation import check_int, check_real
-from calibtut.experiments.regression_study._common import check_base, check_rows
+from calibtut._validation import check_frame, check_int, check_real
+from calibtut.experiments.regression_study._common import check_base
 from calibtut.experiments.regression_study.tasks import (
     BASE_LABELS,
     FREQ_COLUMNS,
@@ -98,7 +98,7 @@ def calibration_test_table(rows, base="mix-nll", *, n_sim=10_000, alpha=0.01, se
     >>> t["dataset"].tolist(), t["reject"].tolist()
     (['b', 'a'], [False, True])
     """
-    check_rows(rows, ["dataset", "run", "method", "train_fraction", "test_pce", "n_test"])
+    check_frame(rows, "rows", ["dataset", "run", "method", "train_fraction", "test_pce", "n_test"])
     n_sim = check_int(n_sim, "n_sim", minimum=1)
     seed = check_int(seed, "seed", minimum=0)
     vanilla = _vanilla(rows, base)
@@ -152,7 +152,7 @@ def rejection_counts(test_table, printed=11, total=57):
     >>> rejection_counts(t)[["reading", "paper_rejected", "ours_rejected"]].values.tolist()
     [['rejected for 11', 11, 2], ['not rejected for 11', 46, 2]]
     """
-    check_rows(test_table, ["reject_paper", "reject"])
+    check_frame(test_table, "test_table", ["reject_paper", "reject"])
     printed = check_int(printed, "printed", minimum=0)
     total = check_int(total, "total", minimum=max(printed, 1))
     n = len(test_table)
@@ -190,7 +190,7 @@ def reliability_table(rows, method="MIX-NLL", train_fraction=0.8):
     >>> len(t), float(t["level"].iloc[0]), float(t["frequency"].iloc[0])
     (19, 0.05, 0.5)
     """
-    check_rows(rows, ["dataset", "run", "method", "train_fraction", "lam", "n_test", *FREQ_COLUMNS])
+    check_frame(rows, "rows", ["dataset", "run", "method", "train_fraction", "lam", "n_test", *FREQ_COLUMNS])
     chosen = rows[(rows["method"] == method) & (rows["train_fraction"] == train_fraction)]
     if chosen.empty:
         raise ValueError(f"rows holds no {method!r} at train_fraction {train_fraction!r}")
@@ -235,7 +235,8 @@ def posthoc_gains(rows, metric="pce"):
     if not isinstance(rows, pd.DataFrame):
         raise TypeError(f"rows must be a pandas DataFrame, got {type(rows).__name__}")
     column = f"test_{metric}"
-    check_rows(rows, ["dataset", "run", "base", "regularizer", "train_fraction", "posthoc", "map_split", column])
+    check_frame(rows, "rows", ["dataset", "run", "base", "regularizer", "train_fraction", "posthoc", "map_split",
+                               column])
     own = rows[(rows["regularizer"] == "none") & (rows["train_fraction"] == 0.65)]
     means = own.groupby(["base", "posthoc", "dataset"])[column].mean()
     out = []
@@ -288,8 +289,8 @@ def coverage_shift(rows, lambdas=None):
     >>> coverage_shift(r)[["lam", "vanilla_coverage", "coverage_change", "lower_on"]].round(3).values.tolist()
     [[1.0, 0.9, -0.1, 2.0]]
     """
-    check_rows(rows, ["dataset", "run", "base", "regularizer", "lam", "posthoc", "train_fraction", "test_pce",
-                       "freq_05", "freq_95"])
+    check_frame(rows, "rows", ["dataset", "run", "base", "regularizer", "lam", "posthoc", "train_fraction", "test_pce",
+                               "freq_05", "freq_95"])
     nets = rows[(rows["posthoc"] == "none") & (rows["train_fraction"] == 0.8)]
     nets = nets.assign(coverage=nets["freq_95"] - nets["freq_05"])
     means = nets.groupby(["base", "regularizer", "lam", "dataset"])[["coverage", "test_pce"]].mean()
@@ -347,10 +348,10 @@ def selected_lambdas(rows, tolerance=0.1, score="val_wis"):
     >>> selected_lambdas(rows).values.tolist()
     [['a', 'mix-nll', 'qr', 1.0]]
     """
-    check_rows(rows, ["dataset", "run", "base", "train_fraction", "posthoc", "regularizer", "lam", "val_pce"])
+    check_frame(rows, "rows", ["dataset", "run", "base", "train_fraction", "posthoc", "regularizer", "lam", "val_pce"])
     if score not in ("val_wis", "val_crps"):
         raise ValueError(f"score must be 'val_wis' or 'val_crps', got {score!r}")
-    check_rows(rows, [score])
+    check_frame(rows, "rows", [score])
     tolerance = check_real(tolerance, "tolerance", low=0)
     trained = rows[(rows["train_fraction"] == 0.8) & (rows["posthoc"] == "none")]
     out = []
@@ -392,7 +393,7 @@ def study_results(rows, tolerance=0.1):
     >>> study_results(rows)[["method", "lam"]].values.tolist()  # QR too costly: lambda = 0 kept
     [['MIX-NLL', 0.0], ['MIX-NLL + QR', 0.0]]
     """
-    check_rows(rows, ["method", "base"])
+    check_frame(rows, "rows", ["method", "base"])
     chosen = selected_lambdas(rows, tolerance)
     fixed = rows[rows["regularizer"] == "none"].assign(selected_lam=math.nan)
     parts = [fixed]
@@ -432,7 +433,7 @@ def run_mean_table(results, metric):
     >>> run_mean_table(r, "pce").round(2).values.tolist()
     [[0.2, 0.05]]
     """
-    check_rows(results, ["dataset", "method", "train_fraction", "posthoc", f"test_{metric}"])
+    check_frame(results, "results", ["dataset", "method", "train_fraction", "posthoc", f"test_{metric}"])
     keep = (results["train_fraction"] == 0.8) | (results["posthoc"] != "none")
     table = results[keep].pivot_table(index="dataset", columns="method", values=f"test_{metric}", aggfunc="mean")
     table.columns.name = None
@@ -465,7 +466,7 @@ def method_means(rows, metrics=("pce", "wis", "nll", "std")):
     if isinstance(metrics, str) or not hasattr(metrics, "__iter__"):
         raise TypeError(f"metrics must be a sequence of metric names, got {metrics!r}")
     columns = [f"test_{m}" for m in metrics]
-    check_rows(rows, ["method", "train_fraction", "posthoc", *columns])
+    check_frame(rows, "rows", ["method", "train_fraction", "posthoc", *columns])
     base65 = (rows["train_fraction"] == 0.65) & (rows["posthoc"] == "none")
     labels = rows["method"].where(~base65, rows["method"] + " (65%)")
     return rows.assign(method=labels).groupby("method")[columns].mean()
@@ -500,7 +501,7 @@ def cohens_d_table(results, metric, baseline="MIX-NLL", form="authors"):
     [[-2.0]]
     """
     column = f"test_{metric}"
-    check_rows(results, ["dataset", "method", "train_fraction", "posthoc", column])
+    check_frame(results, "results", ["dataset", "method", "train_fraction", "posthoc", column])
     if form not in ("authors", "textbook"):
         raise ValueError(f"form must be 'authors' or 'textbook', got {form!r}")
     keep = (results["train_fraction"] == 0.8) | (results["posthoc"] != "none")

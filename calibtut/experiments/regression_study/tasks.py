@@ -60,11 +60,11 @@ import numpy as np
 import pandas as pd
 import torch
 
-from calibtut._validation import check_int, check_real
+from calibtut._validation import check_frame, check_int, check_real
 from calibtut.conformal import OneSidedCQR
 from calibtut.data import Standardizer, train_val_cal_test_split
 from calibtut.data.regression_study import STUDY_DATASETS, load_study_dataset, study_subsample
-from calibtut.experiments.regression_study._common import base_family, check_base, check_rows, published_or_stored
+from calibtut.experiments.regression_study._common import base_family, check_base, published_or_stored
 from calibtut.metrics import (
     crps_mixture,
     crps_quantile,
@@ -308,7 +308,7 @@ def complete_runs(rows, datasets=OFFLINE_DATASETS, bases=STUDY_BASES):
             raise TypeError(f"{name} must be a non-empty sequence of names, got {values!r}")
     if rows.empty:
         return rows
-    check_rows(rows, ["dataset", "run", "base"])
+    check_frame(rows, "rows", ["dataset", "run", "base"])
     needed = {(d, b) for d in datasets for b in bases}
     held = rows.groupby("run")[["dataset", "base"]].apply(lambda g: needed <= set(zip(g["dataset"], g["base"])))
     keep = rows["run"].isin(held.index[held]) & rows["dataset"].isin(datasets) & rows["base"].isin(bases)

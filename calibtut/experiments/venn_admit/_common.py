@@ -1,18 +1,8 @@
-"""Helpers private to the Venn-ADMIT part: row checks, method selections and the Grammar task's F0.5."""
+"""Helpers private to the Venn-ADMIT part: method selections and the Grammar task's F0.5."""
 
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
-
-
-def check_rows(rows, columns, name="rows"):
-    """Refuse ``rows`` unless it is a DataFrame holding ``columns``."""
-    if not isinstance(rows, pd.DataFrame):
-        raise TypeError(f"{name} must be a pandas DataFrame, got {type(rows).__name__}")
-    missing = [c for c in columns if c not in rows.columns]
-    if missing:
-        raise ValueError(f"{name} lacks column(s) {missing}; it has {list(rows.columns)}")
 
 
 def method_list(methods, allowed):

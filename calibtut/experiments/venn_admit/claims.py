@@ -40,8 +40,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from calibtut._validation import check_alpha, check_real
-from calibtut.experiments.venn_admit._common import check_rows
+from calibtut._validation import check_alpha, check_frame, check_real
 from calibtut.experiments.venn_admit.tables import (
     PAPER_DATASETS,
     PROTEIN_CLASSES,
@@ -106,7 +105,7 @@ def _our_models(rows):
         return pd.Series(dtype=float)
     grammar = chosen["dataset"] == "grammar"
     if grammar.any():
-        check_rows(rows, ["f05"], "rows")
+        check_frame(rows, "rows", ["f05"])
     value = chosen["accuracy"].where(~grammar, chosen.get("f05", np.nan))
     frame = chosen.assign(dataset=chosen["dataset"].map(names), value=value)
     return frame.groupby(["dataset", "split", "method"])["value"].mean()
@@ -248,9 +247,9 @@ def claims_vs_paper(ci, full=None, *, alpha=0.1, qk_kept=0.8):
     for source, rows, name in (("ours (ci)", ci, "ci"), ("ours (full)", full, "full")):
         if rows is None and name == "full":
             continue
-        check_rows(rows, _ROW_COLUMNS, name)
+        check_frame(rows, name, _ROW_COLUMNS)
         if (rows["table"] == "model").any():
-            check_rows(rows, ["split"], name)
+            check_frame(rows, name, ["split"])
         sources[source] = _at_alpha(rows, alpha)
     paper = _paper_cells()
     cells = {s: _our_cells(rows, alpha) for s, rows in sources.items()}

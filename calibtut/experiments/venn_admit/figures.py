@@ -5,8 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from calibtut._validation import check_alpha
-from calibtut.experiments.venn_admit._common import check_rows
+from calibtut._validation import check_alpha, check_frame
 from calibtut.plots import MIN_FONT_PT, column_subplots
 
 __all__ = ["plot_admitted_accuracy", "plot_claim_accuracy"]
@@ -55,7 +54,7 @@ def plot_admitted_accuracy(table, admitted, methods, classes, *, alpha=0.1, live
     ['40', '3']
     """
     ours = f"ours ({live})"
-    check_rows(table, ["method", "class", "metric", "paper", ours], "table")
+    check_frame(table, "table", ["method", "class", "metric", "paper", ours])
     if not isinstance(admitted, pd.Series):
         raise TypeError(f"admitted must be a pandas Series indexed by (method, class), got {type(admitted).__name__}")
     alpha = check_alpha(alpha)
@@ -123,7 +122,7 @@ def plot_claim_accuracy(cells, methods, classes, *, ours="ours (full)", alpha=0.
     >>> [t.get_text() for t in fig.axes[0].texts]
     ['none']
     """
-    check_rows(cells, ["dataset", "method", "class", "metric", "paper", ours], "cells")
+    check_frame(cells, "cells", ["dataset", "method", "class", "metric", "paper", ours])
     alpha = check_alpha(alpha)
     if isinstance(methods, str) or not isinstance(classes, dict):
         raise TypeError(f"methods must be a sequence of names and classes a dict, got {methods!r} and {classes!r}")

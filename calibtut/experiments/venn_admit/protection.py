@@ -41,9 +41,8 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import roc_auc_score
 from sklearn.model_selection import cross_val_predict
 
-from calibtut._validation import check_alpha, check_int, check_real, check_rng
+from calibtut._validation import check_alpha, check_frame, check_int, check_real, check_rng
 from calibtut.conformal.sets import split_conformal_sets
-from calibtut.experiments.venn_admit._common import check_rows
 from calibtut.experiments.venn_admit.tasks import va_points
 from calibtut.selective.admit import VennADMIT, admitted_accuracy_by_class
 from calibtut.selective.features import KNNFeatures
@@ -386,7 +385,7 @@ def protection_summary(admissions, alpha, *, z=2.326):
     0     0    0.5       0.9   True
     1   all    0.5       0.9   True
     """
-    check_rows(admissions, ["shift", "strength", "method", "by", "class", "n", "admitted", "correct"], "admissions")
+    check_frame(admissions, "admissions", ["shift", "strength", "method", "by", "class", "n", "admitted", "correct"])
     alpha = check_alpha(alpha)
     z = check_real(z, "z", low=0, low_open=True)
     keys = ["shift", "strength", "method", "by"]
@@ -439,7 +438,7 @@ def sentiment_signals(points, *, alpha=0.1, kappa=1000):
     >>> round(signals["qk_share_test"], 2), sorted(admissions["by"].unique())
     (1.0, ['predicted', 'true'])
     """
-    check_rows(points, ["split", "label", "p0", "p1", "q", "d"], "points")
+    check_frame(points, "points", ["split", "label", "p0", "p1", "q", "d"])
     alpha = check_alpha(alpha)
     kappa = check_int(kappa, "kappa", minimum=math.ceil(1 / alpha) - 1)
     mc, vp, test = (KNNFeatures(part[["p0", "p1"]].to_numpy(), part["label"].to_numpy(), part["q"].to_numpy(),
@@ -514,8 +513,8 @@ def sentiment_map_points(rows):
     >>> sentiment_map_points(rows)[["label", "qk_drop", "share", "accuracy"]].round(3).values.tolist()
     [['SentimentOOD', 0.12, 0.4, 0.825]]
     """
-    check_rows(rows, ["dataset", "by", "class", "n", "accuracy", "share", "separation", "error_auroc",
-                      "qk_share_cal", "qk_share_test", "qk_accuracy_cal", "qk_accuracy_test"], "rows")
+    check_frame(rows, "rows", ["dataset", "by", "class", "n", "accuracy", "share", "separation", "error_auroc",
+                               "qk_share_cal", "qk_share_test", "qk_accuracy_cal", "qk_accuracy_test"])
     out = []
     for dataset, frame in rows.groupby("dataset", sort=False):
         pooled = frame[(frame["by"] == "true") & (frame["class"] == "all")]
@@ -549,7 +548,7 @@ def sentiment_by_class(rows):
     >>> sentiment_by_class(rows).values.tolist()
     [[10.0, 5.0, 0.5]]
     """
-    check_rows(rows, ["dataset", "by", "class", "n", "accuracy"], "rows")
+    check_frame(rows, "rows", ["dataset", "by", "class", "n", "accuracy"])
     pooled = rows.assign(correct=rows["accuracy"].fillna(0) * rows["n"])
     pooled = pooled.groupby(["dataset", "by", "class"])[["n", "correct"]].sum().astype(float)
     pooled["correct"] = pooled["correct"].round()
@@ -598,9 +597,9 @@ def representation_signals(signals, alpha=0.1):
     names = {"sentiment": "Sentiment", "sentiment_ood": "SentimentOOD"}
     out = []
     for name, rows in signals.items():
-        check_rows(rows, ["dataset", "by", "class", "n", "accuracy", "share", "separation", "error_auroc",
-                          "qk_share_cal", "qk_share_test", "qk_accuracy_cal_pred0", "qk_accuracy_cal_pred1"],
-                   f"signals[{name!r}]")
+        check_frame(rows, f"signals[{name!r}]", [
+            "dataset", "by", "class", "n", "accuracy", "share", "separation", "error_auroc", "qk_share_cal",
+            "qk_share_test", "qk_accuracy_cal_pred0", "qk_accuracy_cal_pred1"])
         pooled = sentiment_by_class(rows)
         for dataset, frame in rows.groupby("dataset", sort=False):
             means = frame[["separation", "error_auroc", "qk_share_cal", "qk_share_test"]].mean()
@@ -646,9 +645,9 @@ def protection_map(summary, signals, *, method="Venn-ADMIT"):
     >>> protection_map(summary, signals, method="m").round(2).values.tolist()
     [['boundary', 1.0, 0.75, 0.5, 0.3, 0.08, 0.15, 0.88, 0.85]]
     """
-    check_rows(summary, ["shift", "strength", "method", "by", "class", "share", "accuracy", "band"], "summary")
-    check_rows(signals, ["shift", "strength", "separation", "error_auroc", "qk_share_test", "qk_accuracy_cal",
-                         "qk_accuracy_test"], "signals")
+    check_frame(summary, "summary", ["shift", "strength", "method", "by", "class", "share", "accuracy", "band"])
+    check_frame(signals, "signals", ["shift", "strength", "separation", "error_auroc", "qk_share_test",
+                                     "qk_accuracy_cal", "qk_accuracy_test"])
     if method not in set(summary["method"]):
         raise ValueError(f"method {method!r} is not in summary; it has {sorted(set(summary['method']))}")
     keys = ["shift", "strength"]
@@ -692,7 +691,7 @@ def plot_accuracy_share(summary, alpha, *, methods=PROTECTION_METHODS, shifts=SH
     >>> len(fig.axes)
     1
     """
-    check_rows(summary, ["shift", "strength", "method", "by", "class", "share", "accuracy"], "summary")
+    check_frame(summary, "summary", ["shift", "strength", "method", "by", "class", "share", "accuracy"])
     alpha = check_alpha(alpha)
     pooled = summary[(summary["by"] == "true") & (summary["class"] == "all")]
     fig, axes = plt.subplots(1, len(shifts), figsize=(7.0, 2.9), sharey=True, squeeze=False)
@@ -745,7 +744,7 @@ def plot_protection_map(world_map, alpha, *, points=None):
     >>> len(plot_protection_map(world_map, 0.1).axes)
     2
     """
-    check_rows(world_map, ["shift", "strength", "separation", "qk_drop", "accuracy"], "world_map")
+    check_frame(world_map, "world_map", ["shift", "strength", "separation", "qk_drop", "accuracy"])
     alpha = check_alpha(alpha)
     fig, axes = plt.subplots(1, 2, figsize=(7.0, 3.1))
     for i, shift in enumerate(SHIFTS):
@@ -754,7 +753,7 @@ def plot_protection_map(world_map, alpha, *, points=None):
             ax.scatter(rows["separation"], rows[column], s=_strength_styles(rows), color=f"C{i}", label=shift,
                        alpha=0.85)
     if points is not None:
-        check_rows(points, ["label", "separation", "qk_drop", "accuracy"], "points")
+        check_frame(points, "points", ["label", "separation", "qk_drop", "accuracy"])
         for ax, column in zip(axes, ("qk_drop", "accuracy")):
             ax.scatter(points["separation"], points[column], marker="*", s=90, color="k")
             for row in points.itertuples():

@@ -23,9 +23,9 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from calibtut._validation import check_alpha, check_int
+from calibtut._validation import check_alpha, check_frame, check_int
 from calibtut.conformal.quantiles import conformal_quantile
-from calibtut.experiments.venn_admit._common import check_rows, method_list
+from calibtut.experiments.venn_admit._common import method_list
 from calibtut.experiments.venn_admit.tasks import DATASETS, METHODS
 from calibtut.papers import paper_table
 from calibtut.run import find_root, paper_vs_ours, stored_path
@@ -115,7 +115,7 @@ def table5_singletons(rows):
     >>> table5_singletons(rows)[["metric", "mean", "runs"]].round(3).values.tolist()
     [['accuracy', 0.85, 2], ['share', 0.5, 2]]
     """
-    check_rows(rows, ["table", "dataset", "method", "class", "accuracy", "share"])
+    check_frame(rows, "rows", ["table", "dataset", "method", "class", "accuracy", "share"])
     chosen = rows[rows["table"] == "singletons"]
     out = _summary(chosen, ["dataset", "method", "class"], ["accuracy", "share"])
     rank = {m: i for i, m in enumerate(METHODS)}
@@ -161,7 +161,7 @@ def pooled_singletons(rows, by=("method", "class")):
     if isinstance(by, str):
         by = [by]
     by = list(by)
-    check_rows(rows, ["table", "n", "accuracy", "n_test", *by])
+    check_frame(rows, "rows", ["table", "n", "accuracy", "n_test", *by])
     chosen = rows[rows["table"] == "singletons"]
     chosen = chosen.assign(correct=chosen["accuracy"].fillna(0) * chosen["n"])
     out = chosen.groupby(by, sort=False)[["n", "correct", "n_test"]].sum().astype(float)
@@ -256,7 +256,7 @@ def table4_singletons(rows):
     >>> table4_singletons(rows)[["class", "metric", "mean", "runs"]].round(3).values.tolist()
     [['O', 'accuracy', 0.75, 2], ['O', 'share', 0.1, 2]]
     """
-    check_rows(rows, ["table", "dataset", "method", "class", "accuracy", "share"])
+    check_frame(rows, "rows", ["table", "dataset", "method", "class", "accuracy", "share"])
     chosen = _protein_classes(rows[(rows["table"] == "singletons") & (rows["dataset"] == "protein")])
     out = _summary(chosen, ["method", "class"], ["accuracy", "share"])
     rank = {m: i for i, m in enumerate(METHODS)}
@@ -299,7 +299,7 @@ def table4_vs_paper(ours, *, full=None, live="ci"):
     key = ["method", "class", "metric"]
 
     def relabel(rows, name):
-        check_rows(rows, ["table", "dataset", "method", "class", "accuracy", "share"], name)
+        check_frame(rows, name, ["table", "dataset", "method", "class", "accuracy", "share"])
         chosen = _protein_classes(rows[(rows["table"] == "singletons") & (rows["dataset"] == "protein")])
         return chosen.melt(id_vars=["method", "class"], value_vars=["accuracy", "share"], var_name="metric")
 
@@ -333,7 +333,7 @@ def table2_model_approximation(rows):
     >>> table2_model_approximation(rows)[["metric", "mean"]].round(2).values.tolist()
     [['accuracy', 0.85], ['agreement', 0.95]]
     """
-    check_rows(rows, ["table", "dataset", "split", "method", "accuracy", "agreement"])
+    check_frame(rows, "rows", ["table", "dataset", "split", "method", "accuracy", "agreement"])
     chosen = rows[rows["table"] == "model"]
     metrics = ["accuracy", "agreement", *(["f05"] if "f05" in chosen else [])]
     out = _summary(chosen, ["dataset", "split", "method"], metrics)
@@ -377,7 +377,7 @@ def table3_by_q_and_distance(points, alpha=0.1, *, cap=25):
     >>> t.query("q == 'K' and distance == 'all'")[["class", "accuracy", "share"]].values.tolist()
     [['0', 1.0, 0.25], ['1', 1.0, 0.5], ['all', 1.0, 0.75]]
     """
-    check_rows(points, ["split", "label", "knn_pred", "p0", "p1", "q", "d"], "points")
+    check_frame(points, "points", ["split", "label", "knn_pred", "p0", "p1", "q", "d"])
     alpha = check_alpha(alpha)
     cap = check_int(cap, "cap", minimum=1)
     cal = points[points["split"].isin(["mc", "vp"])]
@@ -447,7 +447,7 @@ def table5_by_features(runs, methods=("KNN", "APS", "ADMIT", "Venn-ADMIT", "Venn
     paper = paper[paper["dataset"].isin(PAPER_DATASETS.values()) & (by_class | (paper["class"] == "all"))]
     columns = {"paper": paper.set_index(key)["value"]}
     for name, rows in runs.items():
-        check_rows(rows, ["table", "dataset", "method", "class", "accuracy", "share"], f"runs[{name!r}]")
+        check_frame(rows, f"runs[{name!r}]", ["table", "dataset", "method", "class", "accuracy", "share"])
         pooled = table5_singletons(rows.assign(**{"class": rows["class"].astype(str)}))
         pooled = pooled[by_class | (pooled["class"] == "all")]
         pooled = pooled.assign(dataset=pooled["dataset"].map(PAPER_DATASETS))
@@ -579,7 +579,7 @@ def category_accuracy(points, alpha=0.1, *, cap=25, split="vp"):
     >>> category_accuracy(points).loc["q = K"].round(3).values.tolist()
     [[10.0, 1.0, 0.909, True], [8.0, 1.0, 0.889, False]]
     """
-    check_rows(points, ["split", "label", "knn_pred", "q"], "points")
+    check_frame(points, "points", ["split", "label", "knn_pred", "q"])
     alpha = check_alpha(alpha)
     cap = check_int(cap, "cap", minimum=1)
     chosen = points[points["split"] == split]
@@ -636,7 +636,7 @@ def table5_vs_paper(ours, *, full=None, datasets=DATASETS, live="ci"):
     key = ["dataset", "method", "class", "metric"]
 
     def relabel(rows, name):
-        check_rows(rows, ["table", "dataset", "method", "class", "accuracy", "share"], name)
+        check_frame(rows, name, ["table", "dataset", "method", "class", "accuracy", "share"])
         chosen = rows[(rows["table"] == "singletons") & rows["dataset"].isin(list(names))]
         long = chosen.melt(id_vars=["dataset", "method", "class"], value_vars=["accuracy", "share"],
                            var_name="metric")
@@ -690,14 +690,14 @@ def table2_vs_paper(ours, *, full=None, datasets=DATASETS, live="ci"):
     key = ["dataset", "split", "method", "metric"]
 
     def relabel(rows, name):
-        check_rows(rows, ["table", "dataset", "split", "method", "accuracy"], name)
+        check_frame(rows, name, ["table", "dataset", "split", "method", "accuracy"])
         chosen = rows[(rows["table"] == "model") & rows["dataset"].isin(list(names))]
         dataset = chosen["dataset"].map(names)
         test = np.where(dataset == "Protein", "ts115", "D_te")
         split = np.where(chosen["split"] == "calibration", "D_ca", test)
         grammar = (chosen["dataset"] == "grammar").to_numpy()
         if grammar.any():
-            check_rows(rows, ["f05"], name)
+            check_frame(rows, name, ["f05"])
         value = np.where(grammar, chosen["f05"] if "f05" in chosen else np.nan, chosen["accuracy"])
         return pd.DataFrame({"dataset": dataset, "split": split, "method": chosen["method"],
                              "metric": np.where(grammar, "f05", "accuracy"), "value": value})
