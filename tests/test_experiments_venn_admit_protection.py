@@ -18,8 +18,11 @@ from calibtut.experiments.venn_admit.protection import (
     plot_protection_map,
     protection_map,
     protection_runs,
+    protection_side_by_side,
     protection_summary,
+    protection_tables,
     representation_signals,
+    run_protection_config,
     sentiment_map_points,
     sentiment_signals,
     separation_signals,
@@ -179,6 +182,52 @@ def test_runs_are_deterministic_given_the_seed(small_runs):
     first = small_runs["admissions"]
     pd.testing.assert_frame_equal(again["admissions"].drop(columns="run"),
                                   first[first["run"] == 1].drop(columns="run").reset_index(drop=True))
+
+
+def test_a_sweep_task_is_one_run_of_protection_runs(small_runs):
+    # run_protection_config(seed=1) must be run 1 of protection_runs(2, seed=0), row for row
+    rows = run_protection_config(1, strengths="1.0", n_train=600, n_knn=200, n_mc=500, n_vp=500, n_test=400,
+                                 kappa=20, epochs=3)
+    tables = protection_tables(rows.assign(dataset="synthetic"))  # a sweep's extra key columns are kept
+    for name in ("admissions", "signals"):
+        first = small_runs[name]
+        expected = first[first["run"] == 1].reset_index(drop=True)
+        pd.testing.assert_frame_equal(tables[name].drop(columns="dataset"), expected, check_like=True)
+
+
+def test_protection_tables_and_strengths_refuse_bad_input():
+    with pytest.raises(TypeError, match="rows must be a pandas DataFrame"):
+        protection_tables([{"table": "admissions"}])
+    bad = pd.DataFrame({"table": ["counts"], "run": [0], "shift": ["boundary"], "strength": [1.0]})
+    with pytest.raises(ValueError, match=r"rows\['table'\] must hold"):
+        protection_tables(bad)
+    with pytest.raises(ValueError, match="strengths must be numbers separated by commas"):
+        run_protection_config(0, strengths="0.5,strong")
+    with pytest.raises(TypeError, match="strengths must be a sequence"):
+        run_protection_config(0, strengths=0.5)
+    with pytest.raises(ValueError, match="strengths"):
+        run_protection_config(0, strengths="0.5,1.5")
+
+
+def test_protection_side_by_side_by_hand():
+    def summary(accuracy):
+        return pd.DataFrame({
+            "shift": ["exchangeable", "off-support", "off-support", "off-support"],
+            "strength": [0.0, 0.5, 1.0, 1.0], "method": ["Venn-ADMIT", "Venn-ADMIT", "Venn-ADMIT", "ADMIT"],
+            "by": "true", "class": "all", "n": 100, "admitted": 10, "share": 0.1, "accuracy": accuracy,
+            "band": 0.85, "holds": [a >= 0.85 for a in accuracy]})
+    table = protection_side_by_side({"ci": summary([0.9, 0.8, 0.7, 0.6]), "full": summary([0.95, 0.9, 0.8, 0.7])},
+                                    methods=("Venn-ADMIT",), classes=("all",))
+    # the exchangeable row and the row at strength 1 of the shift; other methods and strengths left out
+    assert table.index.tolist() == [("exchangeable", "Venn-ADMIT", "all"), ("off-support", "Venn-ADMIT", "all")]
+    assert table[("ci", "accuracy")].tolist() == [0.9, 0.7]
+    assert table[("full", "holds")].tolist() == [True, False]
+    with pytest.raises(TypeError, match="summaries must be a non-empty dict"):
+        protection_side_by_side({})
+    with pytest.raises(ValueError, match="has no rows at strength 0.25"):
+        protection_side_by_side({"ci": summary([0.9, 0.8, 0.7, 0.6])}, strength=0.25, methods=("ADMIT",))
+    with pytest.raises(ValueError, match=r"summaries\['ci'\] lacks column"):
+        protection_side_by_side({"ci": pd.DataFrame({"shift": []})})
 
 
 def test_label_noise_leaves_what_the_method_sees_unchanged(small_runs):

@@ -24,8 +24,10 @@ import from here. Its files, by role:
 
 The sweep stores under ``results/venn_admit/`` record the runners as
 ``calibtut.experiments.venn_admit:run_va_config``,
-``calibtut.experiments.venn_admit:run_protein_config`` and
-``calibtut.experiments.venn_admit:run_grammar_config``, which the re-export
+``calibtut.experiments.venn_admit:run_protein_config``,
+``calibtut.experiments.venn_admit:run_grammar_config``,
+``calibtut.experiments.venn_admit:run_sentiment_signals`` and
+``calibtut.experiments.venn_admit:run_protection_config``, which the re-export
 below keeps importable.
 """
 
@@ -38,8 +40,11 @@ from calibtut.experiments.venn_admit.protection import (
     plot_protection_map,
     protection_map,
     protection_runs,
+    protection_side_by_side,
     protection_summary,
+    protection_tables,
     representation_signals,
+    run_protection_config,
     run_sentiment_signals,
     sentiment_by_class,
     sentiment_map_points,
@@ -127,12 +132,15 @@ __all__ = [
     "pooled_singletons",
     "protection_map",
     "protection_runs",
+    "protection_side_by_side",
     "protection_summary",
+    "protection_tables",
     "protein_tasks",
     "rare_class_sample",
     "run_grammar_config",
     "run_protein_config",
     "representation_signals",
+    "run_protection_config",
     "run_sentiment_signals",
     "run_va_config",
     "sentiment_by_class",

@@ -17,7 +17,7 @@ four worlds (:func:`shifted_sample`), each with a ``strength`` in [0, 1]:
 * ``"label noise"``: each test label flips with probability
   ``0.2 strength``, which neither ``q`` nor ``d`` (functions of ``x``) can see.
 
-:func:`protection_runs` fits the whole pipeline per seed and records, for
+:func:`protection_runs` (or, task by task, :func:`run_protection_config`) fits the whole pipeline per seed and records, for
 Venn-ADMIT (weighted and unweighted "-w", each also censored to ``q = K``,
 "_qK"), ADMIT and split-conformal singletons (``Conf_base``), the admitted
 points and correct ones per true and per predicted class, and the signals
@@ -63,8 +63,11 @@ __all__ = [
     "plot_protection_map",
     "protection_map",
     "protection_runs",
+    "protection_side_by_side",
     "protection_summary",
+    "protection_tables",
     "representation_signals",
+    "run_protection_config",
     "run_sentiment_signals",
     "sentiment_by_class",
     "sentiment_map_points",
@@ -346,6 +349,139 @@ def protection_runs(n_seeds, *, strengths=(0.25, 0.5, 0.75, 1.0), n_train=2000, 
                                      "n": int(np.sum(stratum == c)), "admitted": int(of_class.sum()),
                                      "correct": int(np.sum(of_class & (prediction == y)))})
     return {"admissions": pd.DataFrame(rows), "signals": pd.DataFrame(signals)}
+
+
+def _strength_list(strengths):
+    """Shift strengths from a sequence or a comma-separated str (the form a sweep task holds)."""
+    if isinstance(strengths, str):
+        try:
+            strengths = [float(t) for t in strengths.split(",")]
+        except ValueError:
+            raise ValueError(f"strengths must be numbers separated by commas, got {strengths!r}") from None
+    try:
+        return list(strengths)
+    except TypeError:
+        raise TypeError(f"strengths must be a sequence of numbers or a comma-separated str, got {strengths!r}") from None
+
+
+def run_protection_config(seed=0, *, strengths="0.25,0.5,0.75,1.0", n_train=2000, n_knn=400, n_mc=1500,
+                          n_vp=1500, n_test=1500, alpha=0.1, kappa=50, epochs=10):
+    """One run of :func:`protection_runs`, as a task of :func:`calibtut.run.sweep`.
+
+    ``run_protection_config(seed=s)`` is run ``s`` of ``protection_runs(n, seed=0)``
+    for any ``n > s``, so a sweep over seeds ``0..n-1`` gives the same pooled
+    tables as :func:`protection_runs`, stored task by task.
+
+    Parameters
+    ----------
+    seed : int, default 0
+        Seed of the run (non-negative); it is also the ``run`` column.
+    strengths : str or sequence of float, default "0.25,0.5,0.75,1.0"
+        Strengths of the shifts, each in (0, 1]; a task holds them as a
+        comma-separated str.
+    n_train, n_knn, n_mc, n_vp, n_test, alpha, kappa, epochs
+        As in :func:`protection_runs`.
+
+    Returns
+    -------
+    pandas.DataFrame
+        The rows of both frames of :func:`protection_runs`, marked by a column
+        ``table`` (``"admissions"`` or ``"signals"``);
+        :func:`protection_tables` splits them again.
+
+    Examples
+    --------
+    >>> rows = run_protection_config(3, strengths="1.0", n_train=300, n_knn=100, n_mc=200, n_vp=200,
+    ...                              n_test=100, kappa=9, epochs=2)
+    >>> sorted(rows["table"].unique()), rows["run"].unique().tolist()
+    (['admissions', 'signals'], [3])
+    """
+    seed = check_int(seed, "seed", minimum=0)
+    out = protection_runs(1, strengths=_strength_list(strengths), n_train=n_train, n_knn=n_knn, n_mc=n_mc,
+                          n_vp=n_vp, n_test=n_test, alpha=alpha, kappa=kappa, epochs=epochs, seed=seed)
+    return pd.concat([frame.assign(table=name, run=seed) for name, frame in out.items()], ignore_index=True)
+
+
+def protection_tables(rows):
+    """The two frames of :func:`protection_runs` from rows of :func:`run_protection_config` (a sweep's, say).
+
+    Parameters
+    ----------
+    rows : pandas.DataFrame
+        Rows of one or more :func:`run_protection_config` calls, with their
+        ``table`` column; further columns (a sweep's task keys) are kept.
+
+    Returns
+    -------
+    dict
+        ``"admissions"`` and ``"signals"``, as :func:`protection_runs` returns
+        them (counts and classes as integers again).
+
+    Examples
+    --------
+    >>> rows = run_protection_config(0, strengths="1.0", n_train=300, n_knn=100, n_mc=200, n_vp=200,
+    ...                              n_test=100, kappa=9, epochs=2)
+    >>> tables = protection_tables(rows)
+    >>> tables["admissions"]["admitted"].dtype.kind, len(tables["signals"])
+    ('i', 4)
+    """
+    check_frame(rows, "rows", ["table", "run", "shift", "strength"])
+    unknown = set(rows["table"]) - {"admissions", "signals"}
+    if unknown:
+        raise ValueError(f"rows['table'] must hold 'admissions' or 'signals', got {sorted(map(str, unknown))}")
+    out = {}
+    for name in ("admissions", "signals"):
+        part = rows[rows["table"] == name].drop(columns="table").dropna(axis=1, how="all")
+        out[name] = part.reset_index(drop=True)
+    counts = ["run", "class", "n", "admitted", "correct"]
+    out["admissions"] = out["admissions"].astype({c: int for c in counts if c in out["admissions"]})
+    return out
+
+
+def protection_side_by_side(summaries, *, strength=1.0, methods=("Conf_base", "Venn-ADMIT"), classes=("0", "all")):
+    """Several pooled summaries (``ci`` and ``full``, say) side by side, at one strength of every shift.
+
+    Parameters
+    ----------
+    summaries : dict of str to pandas.DataFrame
+        Label (a column level) to the output of :func:`protection_summary`.
+    strength : float, default 1.0
+        The strength shown for the shifts; the exchangeable world has strength 0.
+    methods : sequence of str, default ("Conf_base", "Venn-ADMIT")
+        Methods shown, in this order.
+    classes : sequence of str, default ("0", "all")
+        True classes shown.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Index ``shift``, ``method``, ``class``; columns (label, ``share`` /
+        ``accuracy`` / ``band`` / ``holds``).
+
+    Examples
+    --------
+    >>> s = pd.DataFrame({"shift": ["exchangeable", "off-support"], "strength": [0.0, 1.0],
+    ...                   "method": "Conf_base", "by": "true", "class": "all", "n": 10, "admitted": 5,
+    ...                   "share": 0.5, "accuracy": [0.9, 0.6], "band": 0.8, "holds": [True, False]})
+    >>> protection_side_by_side({"ci": s}, classes=("all",))[("ci", "holds")].tolist()
+    [True, False]
+    """
+    if not isinstance(summaries, dict) or not summaries:
+        raise TypeError(f"summaries must be a non-empty dict of label to summary, got {type(summaries).__name__}")
+    strength = check_real(strength, "strength", low=0, high=1, low_open=True)
+    parts = {}
+    for label, summary in summaries.items():
+        check_frame(summary, f"summaries[{label!r}]", ["shift", "strength", "method", "by", "class", "share",
+                                                       "accuracy", "band", "holds"])
+        chosen = summary[(summary["by"] == "true") & summary["method"].isin(methods)
+                         & summary["class"].isin(classes)
+                         & ((summary["shift"] == "exchangeable") | np.isclose(summary["strength"], strength))]
+        if chosen.empty:
+            raise ValueError(f"summaries[{label!r}] has no rows at strength {strength} for {list(methods)}")
+        parts[label] = chosen.set_index(["shift", "method", "class"])[["share", "accuracy", "band", "holds"]]
+    table = pd.concat(parts, axis=1)
+    order = [(sh, m, c) for sh in SHIFTS for m in methods for c in classes if (sh, m, c) in table.index]
+    return table.loc[order]
 
 
 def protection_summary(admissions, alpha, *, z=2.326):
