@@ -552,6 +552,9 @@ VALID_FOR = {
     "protection_summary": {"admissions": lambda: __import__("pandas").DataFrame(
         {"run": 0, "shift": "exchangeable", "strength": 0.0, "method": "m", "by": "true", "class": [0, 1],
          "n": 50, "admitted": 20, "correct": 19})},
+    "protection_side_by_side": {"summaries": lambda: {"ci": __import__("pandas").DataFrame(
+        {"shift": ["exchangeable", "boundary"], "strength": [0.0, 1.0], "method": "Venn-ADMIT", "by": "true",
+         "class": "all", "share": [0.3, 0.1], "accuracy": [0.99, 0.95], "band": 0.88, "holds": True})}},
     "plot_accuracy_share": {"summary": lambda: __import__("pandas").DataFrame(
         {"shift": ["exchangeable", "boundary"], "strength": [0.0, 1.0], "method": "m", "by": "true",
          "class": "all", "share": [0.3, 0.1], "accuracy": [0.99, 0.95]}), "methods": ["m"], "shifts": ["boundary"]},
