@@ -226,6 +226,10 @@ def test_protection_side_by_side_by_hand():
         protection_side_by_side({})
     with pytest.raises(ValueError, match="has no rows at strength 0.25"):
         protection_side_by_side({"ci": summary([0.9, 0.8, 0.7, 0.6])}, strength=0.25, methods=("ADMIT",))
+    with pytest.raises(ValueError, match="columns must name columns of a summary"):
+        protection_side_by_side({"ci": summary([0.9, 0.8, 0.7, 0.6])}, columns=["coverage"])
+    assert protection_side_by_side({"ci": summary([0.9, 0.8, 0.7, 0.6])}, methods=("Venn-ADMIT",),
+                                   columns=["band"]).columns.tolist() == [("ci", "band")]
     with pytest.raises(ValueError, match=r"summaries\['ci'\] lacks column"):
         protection_side_by_side({"ci": pd.DataFrame({"shift": []})})
 

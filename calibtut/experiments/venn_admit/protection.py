@@ -438,7 +438,8 @@ def protection_tables(rows):
     return out
 
 
-def protection_side_by_side(summaries, *, strength=1.0, methods=("Conf_base", "Venn-ADMIT"), classes=("0", "all")):
+def protection_side_by_side(summaries, *, strength=1.0, methods=("Conf_base", "Venn-ADMIT"), classes=("0", "all"),
+                            columns=("share", "accuracy", "holds")):
     """Several pooled summaries (``ci`` and ``full``, say) side by side, at one strength of every shift.
 
     Parameters
@@ -451,12 +452,15 @@ def protection_side_by_side(summaries, *, strength=1.0, methods=("Conf_base", "V
         Methods shown, in this order.
     classes : sequence of str, default ("0", "all")
         True classes shown.
+    columns : sequence of str, default ("share", "accuracy", "holds")
+        Columns shown per summary, from ``n``, ``admitted``, ``share``,
+        ``accuracy``, ``band`` and ``holds``.
 
     Returns
     -------
     pandas.DataFrame
-        Index ``shift``, ``method``, ``class``; columns (label, ``share`` /
-        ``accuracy`` / ``band`` / ``holds``).
+        Index ``shift``, ``method``, ``class``; columns (label, column) for
+        each label of ``summaries`` and each of ``columns``.
 
     Examples
     --------
@@ -469,16 +473,20 @@ def protection_side_by_side(summaries, *, strength=1.0, methods=("Conf_base", "V
     if not isinstance(summaries, dict) or not summaries:
         raise TypeError(f"summaries must be a non-empty dict of label to summary, got {type(summaries).__name__}")
     strength = check_real(strength, "strength", low=0, high=1, low_open=True)
+    columns = list(columns)
+    unknown = [c for c in columns if c not in ("n", "admitted", "share", "accuracy", "band", "holds")]
+    if unknown or not columns:
+        raise ValueError(f"columns must name columns of a summary (n, admitted, share, accuracy, band, holds), "
+                         f"got {columns}")
     parts = {}
     for label, summary in summaries.items():
-        check_frame(summary, f"summaries[{label!r}]", ["shift", "strength", "method", "by", "class", "share",
-                                                       "accuracy", "band", "holds"])
+        check_frame(summary, f"summaries[{label!r}]", ["shift", "strength", "method", "by", "class", *columns])
         chosen = summary[(summary["by"] == "true") & summary["method"].isin(methods)
                          & summary["class"].isin(classes)
                          & ((summary["shift"] == "exchangeable") | np.isclose(summary["strength"], strength))]
         if chosen.empty:
             raise ValueError(f"summaries[{label!r}] has no rows at strength {strength} for {list(methods)}")
-        parts[label] = chosen.set_index(["shift", "method", "class"])[["share", "accuracy", "band", "holds"]]
+        parts[label] = chosen.set_index(["shift", "method", "class"])[columns]
     table = pd.concat(parts, axis=1)
     order = [(sh, m, c) for sh in SHIFTS for m in methods for c in classes if (sh, m, c) in table.index]
     return table.loc[order]
