@@ -240,6 +240,30 @@ def test_kde_subsample_is_seeded():
     np.testing.assert_array_equal(a.pit_, b.pit_)
 
 
+def test_kde_resample_with_replacement_is_the_authors_bootstrap():
+    # small set: min(2048, 30) = 30 PITs, drawn with replacement, so some repeat
+    pit = np.random.default_rng(3).random(30)
+    rec = QuantileRecalibrator("kde", max_kde_points=2048, replace=True, seed=0).fit(pit)
+    assert rec.pit_.size == 30 and rec.n_cal_ == 30
+    assert np.unique(rec.pit_).size < 30 and np.isin(rec.pit_, pit).all()
+    # same draw as numpy's own bootstrap with that seed
+    expected = np.sort(np.random.default_rng(0).choice(pit, size=30, replace=True))
+    np.testing.assert_array_equal(rec.pit_, expected)
+    # large set: 2048 of 5000; without replace the 2048 are distinct
+    big = np.random.default_rng(4).random(5000)
+    assert QuantileRecalibrator("kde", max_kde_points=2048, replace=True, seed=1).fit(big).pit_.size == 2048
+    # the map stays a CDF on [0, 1]
+    values = rec.transform(np.linspace(0, 1, 11))
+    assert values[0] == 0 and abs(values[-1] - 1) < 1e-12 and (np.diff(values) >= 0).all()
+
+
+def test_kde_resample_needs_a_size_and_a_bool():
+    with pytest.raises(ValueError, match="max_kde_points"):
+        QuantileRecalibrator("kde", replace=True)
+    with pytest.raises(TypeError, match="replace"):
+        QuantileRecalibrator("kde", max_kde_points=10, replace=1)
+
+
 @pytest.mark.parametrize("method", METHODS)
 @settings(max_examples=10, deadline=None)
 # PITs on a 1/1000 grid: ties, 0 and 1 occur; no noise at the 1e-16 scale

@@ -205,10 +205,15 @@ class QuantileRecalibrator:
         i.e. logistic kernels of scale 0.01).
     max_kde_points : int, optional
         If set and the calibration set is larger, ``"kde"`` uses a random
-        subset of this many PITs (without replacement); the authors' code uses
-        2048. ``None`` (default) keeps every PIT, as the paper's eq. (7).
+        subset of this many PITs (without replacement). ``None`` (default)
+        keeps every PIT, as the paper's eq. (7).
+    replace : bool, default False
+        With ``True``, ``"kde"`` is fitted on ``min(max_kde_points, n_cal)``
+        PITs drawn *with* replacement, a bootstrap resample even when the
+        calibration set is smaller: the authors' code, with
+        ``max_kde_points=2048``. Needs ``max_kde_points``.
     seed : int, numpy.random.Generator or None
-        Randomness for the ``max_kde_points`` subset.
+        Randomness for the ``max_kde_points`` subset or resample.
 
     Attributes
     ----------
@@ -228,14 +233,22 @@ class QuantileRecalibrator:
     >>> lin = QuantileRecalibrator("lin").fit([0.1, 0.2, 0.3, 0.9])
     >>> lin.transform([0.1, 0.95]).round(2)
     array([0.2, 0.9])
+    >>> boot = QuantileRecalibrator("kde", max_kde_points=2048, replace=True, seed=0)
+    >>> boot.fit([0.1, 0.2, 0.3, 0.9]).pit_.size  # min(2048, 4) PITs, drawn with replacement
+    4
     """
 
-    def __init__(self, method="emp", *, tau=100.0, max_kde_points=None, seed=None):
+    def __init__(self, method="emp", *, tau=100.0, max_kde_points=None, replace=False, seed=None):
         if method not in _METHODS:
             raise ValueError(f"method must be one of {_METHODS}, got {method!r}")
         self.method = method
         self.tau = check_real(tau, "tau", low=0, low_open=True)
         self.max_kde_points = None if max_kde_points is None else check_int(max_kde_points, "max_kde_points", minimum=1)
+        if not isinstance(replace, bool):
+            raise TypeError(f"replace must be True or False, got {replace!r}")
+        if replace and self.max_kde_points is None:
+            raise ValueError("replace=True needs max_kde_points (the size of the resample)")
+        self.replace = replace
         check_rng(seed)
         self.seed = seed
 
@@ -255,7 +268,9 @@ class QuantileRecalibrator:
         pit = check_probabilities(cal_pit, "cal_pit", ndim=1)
         self.n_cal_ = pit.size
         if self.method == "kde":
-            if self.max_kde_points is not None and pit.size > self.max_kde_points:
+            if self.replace:
+                pit = check_rng(self.seed).choice(pit, size=min(self.max_kde_points, pit.size), replace=True)
+            elif self.max_kde_points is not None and pit.size > self.max_kde_points:
                 pit = check_rng(self.seed).choice(pit, size=self.max_kde_points, replace=False)
         self.pit_ = np.sort(pit)
         self._method = self.method  # the fitted map keeps its method if the parameter is changed later
@@ -375,7 +390,7 @@ class QuantileRecalibrator:
 
 
 def recalibrated_quantiles(cal_pit, quantile_function, levels, *, method="emp", tau=100.0, max_kde_points=None,
-                           seed=None):
+                           replace=False, seed=None):
     """Quantile recalibration of test predictions in one call (:class:`QuantileRecalibrator`).
 
     Parameters
@@ -394,8 +409,11 @@ def recalibrated_quantiles(cal_pit, quantile_function, levels, *, method="emp", 
         Inverse kernel scale of ``"kde"``.
     max_kde_points : int, optional
         Size of the random subset of PITs that ``"kde"`` uses (all by default).
+    replace : bool, default False
+        Draw ``"kde"``'s PITs with replacement (the authors' resample; see
+        :class:`QuantileRecalibrator`).
     seed : int, numpy.random.Generator or None
-        Randomness for the ``max_kde_points`` subset.
+        Randomness for the ``max_kde_points`` subset or resample.
 
     Returns
     -------
@@ -407,5 +425,6 @@ def recalibrated_quantiles(cal_pit, quantile_function, levels, *, method="emp", 
     >>> recalibrated_quantiles([0.1, 0.2, 0.3, 0.9], lambda u: u[None, :], [0.5])  # identity model
     array([[0.2]])
     """
-    model = QuantileRecalibrator(method, tau=tau, max_kde_points=max_kde_points, seed=seed).fit(cal_pit)
+    model = QuantileRecalibrator(method, tau=tau, max_kde_points=max_kde_points, replace=replace,
+                                 seed=seed).fit(cal_pit)
     return model.predict_quantiles(levels, quantile_function)

@@ -19,6 +19,9 @@ and tests import from here. Its files, by role:
   seventeen claims, each checked on our rows;
 * :mod:`~calibtut.experiments.regression_study.sqr_forms`: the paper's SQR
   (nonlinear in the level) beside the authors' affine one;
+* :mod:`~calibtut.experiments.regression_study.map_rerun`: the mixtures'
+  post-hoc maps refitted on retrained bases (the authors' Rec-KDE resample,
+  the merged-tie Rec-LIN);
 * :mod:`~calibtut.experiments.regression_study.costs`: what the full run
   cost, measured on its stored tasks;
 * :mod:`~calibtut.experiments.regression_study.synthetic`: chapter 3's
@@ -69,6 +72,15 @@ from calibtut.experiments.regression_study.figures import (
     plot_main_figures,
     plot_reliability,
 )
+from calibtut.experiments.regression_study.map_rerun import (
+    MAP_RERUN_BASES,
+    calibration_ties,
+    full_map_rerun,
+    kde_resampling_summary,
+    kde_resampling_table,
+    map_rerun_tasks,
+    with_rerun_maps,
+)
 from calibtut.experiments.regression_study.sqr_forms import (
     SQR_FORM_DATASETS,
     SQR_FORMS,
@@ -112,7 +124,9 @@ from calibtut.experiments.regression_study.tasks import (
     format_grid,
     full_study,
     method_label,
+    StudySplit,
     run_study_task,
+    study_split,
     study_tasks,
 )
 
@@ -132,7 +146,9 @@ __all__ = [
     "full_study",
     "method_label",
     "run_study_task",
+    "study_split",
     "study_tasks",
+    "StudySplit",
     # tables
     "calibration_test_table",
     "cohens_d_table",
@@ -180,6 +196,14 @@ __all__ = [
     "full_claim_parts",
     "plot_claim_verdicts",
     "published_calibration_test",
+    # map_rerun
+    "MAP_RERUN_BASES",
+    "calibration_ties",
+    "full_map_rerun",
+    "kde_resampling_summary",
+    "kde_resampling_table",
+    "map_rerun_tasks",
+    "with_rerun_maps",
     # sqr_forms
     "SQR_FORMS",
     "SQR_FORM_DATASETS",

