@@ -1062,3 +1062,190 @@ def test_letter_value_plot_colours_by_family_and_names_missing_methods():
         assert np.allclose(shown[family], np.round(to_rgb(colour), 2), atol=0.02), (family, shown)
     with pytest.raises(ValueError, match=r"no family for the methods \['C'\]"):
         letter_value_plot(d, families={"A": "x", "B": "y"})
+
+
+# ----------------------------------------------------------------------------- map rerun (C11, Rec-LIN ties)
+
+
+@needs_mirror
+def test_map_rerun_task_trains_only_the_posthoc_base_and_both_kde_fits():
+    kwargs = {"lambdas": "", "regularizers": "", "epochs": 3}
+    both = rs.run_study_task("Yacht", 0, "mix-crps", **kwargs)
+    rerun = rs.run_study_task("Yacht", 0, "mix-crps", fit_full=False, kde_resampled=True, **kwargs)
+    assert (rerun["train_fraction"] == 0.65).all()
+    assert rerun["posthoc"].tolist() == ["none", "emp", "lin", "kde", "kde-resampled"]
+    assert rerun["method"].iloc[-1] == "MIX-CRPS + Rec-KDE (resampled)"
+    # skipping the 80% models leaves the 65% base and its maps exactly as they were
+    metrics = ["test_wis", "test_nll", "test_pce"]
+    same = both[both["train_fraction"] == 0.65].reset_index(drop=True)
+    pd.testing.assert_frame_equal(same[metrics], rerun[metrics].iloc[:4])
+    # the resample is a different fit of the same map on 46 calibration PITs
+    assert rerun["test_wis"].iloc[4] != rerun["test_wis"].iloc[3]
+
+
+@pytest.mark.parametrize("kwargs, error, match", [
+    ({"fit_full": False, "map_on_train": True}, ValueError, "fit_full=False"),
+    ({"fit_full": False, "fit_posthoc": False}, ValueError, "fit_full=False"),
+    ({"fit_full": 0}, TypeError, "fit_full"),
+    ({"kde_resampled": "yes"}, TypeError, "kde_resampled"),
+    ({"base": "sqr-affine", "kde_resampled": True}, ValueError, "kde_resampled"),
+])
+def test_map_rerun_options_are_checked(kwargs, error, match):
+    args = {"base": "mix-crps", **kwargs}
+    with pytest.raises(error, match=match):
+        rs.run_study_task("Yacht", 0, args.pop("base"), lambdas="", regularizers="", epochs=1, **args)
+
+
+def _rerun_rows(wis):
+    """Map rerun rows: ``wis[dataset] = (emp, lin, kde, kde-resampled)``, two runs offset by +-0.01."""
+    rows = []
+    for d, values in wis.items():
+        for run, shift in ((0, -0.01), (1, 0.01)):
+            for posthoc, value in zip(("emp", "lin", "kde", "kde-resampled"), values):
+                rows.append({"dataset": d, "run": run, "base": "mix-crps", "regularizer": "none", "lam": 0.0,
+                             "posthoc": posthoc, "train_fraction": 0.65, "map_split": "calibration",
+                             "test_wis": value + shift, "test_nll": 1.0})
+    return pd.DataFrame(rows)
+
+
+def test_kde_resampling_table_and_summary_by_hand():
+    wis = {"a": (1.0, 1.0, 0.9, 1.2), "b": (2.0, 2.2, 2.1, 2.3), "c": (3.0, 2.9, 2.8, 2.7)}
+    table = rs.kde_resampling_table(_rerun_rows(wis))
+    assert table.index.tolist() == ["a", "b", "c"] and (table["runs"] == 2).all()
+    assert np.allclose(table[("wis", "Rec-KDE (resampled)")], [1.2, 2.3, 2.7])
+    summary = rs.kde_resampling_summary(table)
+    # all PITs: worse than EMP on b only, than LIN on none; resampled: EMP on a, b; LIN on a, b
+    assert summary["worse than Rec-EMP"].tolist() == [1, 2]
+    assert summary["worse than Rec-LIN"].tolist() == [0, 2]
+    assert summary["datasets"].tolist() == [3, 3]
+    assert np.isclose(summary.loc["Rec-KDE (resampled)", "median ratio to Rec-EMP"], np.median([1.2, 2.3 / 2, 0.9]))
+    with pytest.raises(ValueError, match="no resampled"):
+        rs.kde_resampling_table(_rerun_rows(wis).query("posthoc != 'kde-resampled'"))
+    with pytest.raises(ValueError, match="base"):
+        rs.kde_resampling_table(_rerun_rows(wis), base="sqr")
+    with pytest.raises(ValueError, match="mix-nll"):
+        rs.kde_resampling_table(_rerun_rows(wis), base="mix-nll")
+    with pytest.raises(TypeError, match="kde_resampling_table"):
+        rs.kde_resampling_summary(_rerun_rows(wis))
+
+
+def test_with_rerun_maps_replaces_only_the_vanilla_posthoc_rows():
+    rerun = _rerun_rows({"a": (1.0, 1.1, 1.2, 1.3)})
+    keys = {"dataset": "a", "base": "mix-crps", "test_nll": 0.0}
+    full = pd.DataFrame([
+        {**keys, "run": 0, "regularizer": "none", "lam": 0.0, "posthoc": "none", "train_fraction": 0.8,
+         "map_split": "none", "test_wis": 5.0},
+        {**keys, "run": 0, "regularizer": "none", "lam": 0.0, "posthoc": "kde", "train_fraction": 0.65,
+         "map_split": "calibration", "test_wis": 6.0},
+        {**keys, "run": 0, "regularizer": "qr", "lam": 1.0, "posthoc": "kde", "train_fraction": 0.65,
+         "map_split": "calibration", "test_wis": 7.0},
+        {**keys, "run": 0, "regularizer": "none", "lam": 0.0, "posthoc": "kde", "train_fraction": 0.8,
+         "map_split": "train", "test_wis": 8.0},
+        {**keys, "run": 2, "regularizer": "none", "lam": 0.0, "posthoc": "kde", "train_fraction": 0.65,
+         "map_split": "calibration", "test_wis": 9.0},  # a run the rerun does not hold
+    ])
+    ours = rs.with_rerun_maps(full, rerun)
+    assert sorted(ours.loc[ours["test_wis"] > 4, "test_wis"]) == [5.0, 7.0, 8.0, 9.0]
+    kde = ours[(ours["posthoc"] == "kde") & (ours["regularizer"] == "none") & (ours["map_split"] == "calibration")]
+    assert sorted(kde["test_wis"].round(2)) == [1.19, 1.21, 9.0]
+    authors = rs.with_rerun_maps(full, rerun, kde="kde-resampled")
+    kde = authors[(authors["posthoc"] == "kde") & (authors["run"] < 2) & (authors["regularizer"] == "none")
+                  & (authors["map_split"] == "calibration")]
+    assert sorted(kde["test_wis"].round(2)) == [1.29, 1.31]
+    assert set(kde["method"]) == {"MIX-CRPS + Rec-KDE"} and "kde-resampled" not in set(authors["posthoc"])
+    # the stored Rec-KDE of the regularized model and of the training split (all PITs) go
+    assert sorted(authors.loc[authors["test_wis"] > 4, "test_wis"]) == [5.0, 9.0]
+    with pytest.raises(ValueError, match="kde must be"):
+        rs.with_rerun_maps(full, rerun, kde="lin")
+    with pytest.raises(ValueError, match="full_rows"):
+        rs.with_rerun_maps(full.drop(columns="map_split"), rerun)
+
+
+def test_map_rerun_tasks_and_store(tmp_path):
+    from calibtut.run.store import SweepStore
+
+    tasks = rs.map_rerun_tasks(rs.OFFLINE_DATASETS, range(rs.STUDY_RUNS), epochs=5000)
+    assert len(tasks) == 2 * 5 * len(rs.OFFLINE_DATASETS)
+    assert {(t["fit_full"], t["kde_resampled"], t["lambdas"]) for t in tasks} == {(False, True, "")}
+    published = tmp_path / "results" / "regression_study" / "06_paper_vs_ours"
+    store = SweepStore(published / "sweeps" / "map_rerun.jsonl")
+    per_run = len(tasks) // rs.STUDY_RUNS
+    for i, task in enumerate(tasks[: 2 * per_run]):
+        store.append({"key": str(i), "status": "ok", "task": task, "seconds": 1.0, "records": [{"test_wis": 1.0}]})
+    found = rs.full_map_rerun(root=tmp_path)
+    assert found.label == "full, 2 of 5 runs" and len(found.rows) == 2 * per_run
+    with pytest.raises(ValueError, match="bases"):
+        rs.map_rerun_tasks(["Yacht"], [0], bases=["sqr"])
+
+
+@needs_mirror
+def test_calibration_ties_match_pandas_duplicates():
+    ties = rs.calibration_ties(["wine_quality", "Yacht"], [0])
+    for row in ties.itertuples():
+        split = rs.study_split(row.dataset, row.run)
+        frame = pd.DataFrame(split.X[split.cal]).assign(y=split.y[split.cal])
+        assert row.n_cal == len(split.cal) and row.tied == frame.duplicated(keep=False).sum()
+    assert ties.set_index("dataset").loc["wine_quality", "tied"] > 0
+    with pytest.raises(ValueError, match="runs"):
+        rs.calibration_ties(["Yacht"], [-1])
+
+
+def test_rerun_claim_parts_read_c11_with_each_kde_fit(tmp_path):
+    full_rows = _claim_rows({}, n_datasets=15)
+    crps = full_rows[(full_rows["base"] == "mix-crps") & (full_rows["train_fraction"] == 0.65)]
+    rng = np.random.default_rng(5)
+    # refitted maps: EMP, LIN and our KDE alike; the resampled KDE worse on every dataset
+    refit = crps.assign(test_wis=1.0 + 0.01 * rng.normal(size=len(crps)))
+    kde = refit[refit["posthoc"] == "kde"]
+    resampled = kde.assign(posthoc="kde-resampled", test_wis=kde["test_wis"] + 0.2)
+    rerun = rs.FullStudy(pd.concat([refit, resampled], ignore_index=True), "full", "")
+    full = rs.FullStudy(full_rows, "full", "")
+    table = rs.calibration_test_table(full_rows, n_sim=300, seed=0)
+    parts = rs.rerun_claim_parts(full, rerun, test_table=table, root=tmp_path)
+    assert set(parts["maps"]) == set(rs.REFIT_LABELS)
+    c11 = parts[parts["claim"] == "C11"].groupby("maps")["verdict"].agg(set)
+    assert c11["kde-resampled"] == {"holds"} and "holds" not in c11["kde"]
+    stored = rs.claim_verdicts(full_rows, test_table=table, n_boot=10, parts=True)
+    verdicts = rs.rerun_claims_table(stored, parts).set_index("claim")
+    assert verdicts.loc["C11", "maps refitted, authors' Rec-KDE"] == "holds"
+    assert verdicts.loc["C11", "changed"] and not verdicts.loc["C1", "changed"]
+    resampled = parts[parts["maps"] == "kde-resampled"]
+    assert resampled.loc[resampled["claim"].isin(["C13", "C14"]), "verdict"].tolist() == ["not run"] * 2
+    assert list(dict.fromkeys(resampled["claim"])) == [f"C{i}" for i in range(1, 18)]
+    # published parts are read back for the full runs only
+    published = tmp_path / "results" / "regression_study" / "06_paper_vs_ours"
+    published.mkdir(parents=True)
+    parts.assign(verdict="holds").to_csv(published / "rerun_claim_parts.csv", index=False)
+    (published / "provenance.json").write_text('{"finished": "2026-11-27", "parameters": {"seed": 0}}')
+    assert (rs.rerun_claim_parts(full, rerun, root=tmp_path)["verdict"] == "holds").all()
+    interim = rs.FullStudy(rerun.rows, "full, 2 of 5 runs", "")
+    assert rs.rerun_claim_parts(full, interim, test_table=table, root=tmp_path).equals(parts)
+    with pytest.raises(TypeError, match="full must be"):
+        rs.rerun_claim_parts(full, rerun.rows)
+    with pytest.raises(ValueError, match="rerun_parts lack"):
+        rs.rerun_claims_table(stored, parts[parts["maps"] == "kde"])
+
+
+def test_lin_refit_table_subtracts_the_base_change_by_hand():
+    def rows(lin, base, dataset, run, extra=()):
+        keys = {"dataset": dataset, "run": run, "base": "mix-crps", "regularizer": "none",
+                "train_fraction": 0.65, "map_split": "calibration", "test_wis": 1.0}
+        return [{**keys, "posthoc": "none", "test_nll": base}, {**keys, "posthoc": "lin", "test_nll": lin},
+                *({**keys, "posthoc": p, "test_nll": 0.0} for p in extra)]
+
+    full = pd.DataFrame(rows(2.0, 1.0, "a", 0) + rows(3.0, 2.0, "b", 0) + rows(9.0, 9.0, "c", 0))
+    rerun = pd.DataFrame(rows(1.5, 1.1, "a", 0, ["kde-resampled"]) + rows(3.2, 2.1, "b", 0, ["kde-resampled"]))
+    ties = pd.DataFrame({"dataset": ["a", "b", "c"], "run": 0, "n_cal": 10, "tied": [4, 0, 0]})
+    table = rs.lin_refit_table(full, rerun, ties)
+    # a: (1.5 - 2.0) - (1.1 - 1.0) = -0.6; b: (3.2 - 3.0) - (2.1 - 2.0) = 0.1; c is not rerun
+    assert table.index.get_level_values("dataset").tolist() == ["a", "b"]
+    assert np.allclose(table["excess"], [-0.6, 0.1]) and table["tied"].tolist() == [4.0, 0.0]
+    summary = rs.lin_refit_summary(table)
+    assert summary.loc[("mix-crps", "tied"), "lowered"] == 1
+    assert summary.loc[("mix-crps", "no ties"), "lowered"] == 0
+    with pytest.raises(ValueError, match="share no"):
+        rs.lin_refit_table(full[full["dataset"] == "c"], rerun, ties)
+    with pytest.raises(ValueError, match="ties"):
+        rs.lin_refit_table(full, rerun, ties.drop(columns="tied"))
+    with pytest.raises(TypeError, match="lin_refit_table"):
+        rs.lin_refit_summary(table.reset_index())

@@ -74,11 +74,16 @@ from calibtut.experiments.regression_study.figures import (
 )
 from calibtut.experiments.regression_study.map_rerun import (
     MAP_RERUN_BASES,
+    REFIT_LABELS,
     calibration_ties,
     full_map_rerun,
     kde_resampling_summary,
     kde_resampling_table,
+    lin_refit_summary,
+    lin_refit_table,
     map_rerun_tasks,
+    rerun_claim_parts,
+    rerun_claims_table,
     with_rerun_maps,
 )
 from calibtut.experiments.regression_study.sqr_forms import (
@@ -202,7 +207,12 @@ __all__ = [
     "full_map_rerun",
     "kde_resampling_summary",
     "kde_resampling_table",
+    "lin_refit_summary",
+    "lin_refit_table",
     "map_rerun_tasks",
+    "REFIT_LABELS",
+    "rerun_claim_parts",
+    "rerun_claims_table",
     "with_rerun_maps",
     # sqr_forms
     "SQR_FORMS",

@@ -6,6 +6,8 @@ nothing outside the package imports them.
 
 from __future__ import annotations
 
+import pandas as pd
+
 from calibtut._validation import check_int
 from calibtut.models.study_training import BASE_MODEL_NAMES
 from calibtut.run import load_result, stored_rows
@@ -52,3 +54,22 @@ def published_or_stored(notebook, table, store, keys, complete, total, n_runs, m
     return rows, label, (f"The full {what} is not yet published: shown are the {len(runs)} runs complete "
                          f"in its store (runs {', '.join(map(str, runs))} of {covers}; "
                          f"{done} of {total} tasks stored), an interim result.")
+
+
+def check_full_arguments(full, recompute, seed):
+    """The checked ``seed`` of a reader of the full run, after refusing a bad ``full`` or ``recompute``."""
+    if not hasattr(full, "rows") or not hasattr(full, "label") or not isinstance(full.rows, pd.DataFrame):
+        raise TypeError(f"full must be a FullStudy with rows, got {full!r}")
+    if not isinstance(recompute, bool):
+        raise TypeError(f"recompute must be True or False, got {recompute!r}")
+    return check_int(seed, "seed", minimum=0)
+
+
+def published_table(table, seed, root):
+    """A table chapter 6 published, if its run used ``seed``; else None."""
+    seed = check_int(seed, "seed", minimum=0)
+    try:
+        rows, provenance = load_result("regression_study", "06_paper_vs_ours", table, root=root)
+    except FileNotFoundError:
+        return None
+    return rows if provenance.get("parameters", {}).get("seed") == seed else None

@@ -46,6 +46,7 @@ import numpy as np
 import pandas as pd
 
 from calibtut._validation import check_frame, check_int, check_real
+from calibtut.experiments.regression_study._common import check_full_arguments, published_table
 from calibtut.experiments.regression_study.ablations import ABLATIONS, ablation_effects
 from calibtut.experiments.regression_study.figures import combined_results, figure_methods
 from calibtut.experiments.regression_study.tables import (
@@ -58,7 +59,6 @@ from calibtut.experiments.regression_study.tables import (
 from calibtut.experiments.regression_study.tasks import STUDY_RUNS, method_label
 from calibtut.papers import paper_table
 from calibtut.plots import MIN_FONT_PT, column_subplots
-from calibtut.run import load_result
 from calibtut.stats import friedman_wilcoxon, paired_wilcoxon
 
 __all__ = [
@@ -679,15 +679,6 @@ def _best_calibrated_parts(checks, sqr):
                   differ=len(table))]
 
 
-def _check_full_arguments(full, recompute, seed):
-    """The checked ``seed`` of a reader of the full run, after refusing a bad ``full`` or ``recompute``."""
-    if not hasattr(full, "rows") or not hasattr(full, "label") or not isinstance(full.rows, pd.DataFrame):
-        raise TypeError(f"full must be a FullStudy with rows, got {full!r}")
-    if not isinstance(recompute, bool):
-        raise TypeError(f"recompute must be True or False, got {recompute!r}")
-    return check_int(seed, "seed", minimum=0)
-
-
 def full_calibration_test(full, *, recompute=False, seed=0, root=None):
     """The per-dataset PCE test of the full run's MIX-NLL (claim C1), 10,000 null draws.
 
@@ -726,7 +717,7 @@ def full_calibration_test(full, *, recompute=False, seed=0, root=None):
     >>> table[["dataset", "reject_paper"]].values.tolist()
     [['a', True]]
     """
-    seed = _check_full_arguments(full, recompute, seed)
+    seed = check_full_arguments(full, recompute, seed)
     if full.label == "full" and not recompute:
         table = published_calibration_test(seed=seed, root=root)
         if table is not None:
@@ -771,9 +762,9 @@ def full_claim_parts(full, *, ablations=None, test_table=None, recompute=False, 
     ...
     TypeError: full must be a FullStudy with rows, got FullStudy(rows=None, label='full', note='')
     """
-    seed = _check_full_arguments(full, recompute, seed)
+    seed = check_full_arguments(full, recompute, seed)
     if full.label == "full" and not recompute:
-        parts = _published("claim_parts", seed, root)
+        parts = published_table("claim_parts", seed, root)
         if parts is not None:
             return parts
     return claim_verdicts(full.rows, ablations=ablations, test_table=test_table, seed=seed, parts=True)
@@ -799,17 +790,7 @@ def published_calibration_test(*, seed=0, root=None):
     >>> published_calibration_test(root=tempfile.mkdtemp()) is None
     True
     """
-    return _published("full_calibration_test", seed, root)
-
-
-def _published(table, seed, root):
-    """A table chapter 6 published, if its run used ``seed``; else None."""
-    seed = check_int(seed, "seed", minimum=0)
-    try:
-        rows, provenance = load_result("regression_study", "06_paper_vs_ours", table, root=root)
-    except FileNotFoundError:
-        return None
-    return rows if provenance.get("parameters", {}).get("seed") == seed else None
+    return published_table("full_calibration_test", seed, root)
 
 
 def claims_table(ci, full=None, label="full"):

@@ -20,8 +20,9 @@ the published or stored run, :func:`kde_resampling_table` and
 :func:`kde_resampling_summary` compare the two Rec-KDE fits,
 :func:`with_rerun_maps` puts the refitted maps into the full run so that
 :func:`~calibtut.experiments.regression_study.claim_verdicts` reads every
-claim again, and :func:`calibration_ties` counts the repeated calibration
-rows.
+claim again (:func:`rerun_claim_parts`, :func:`rerun_claims_table`), and
+:func:`calibration_ties` counts the repeated calibration rows, which
+:func:`lin_refit_table` sets beside the change of Rec-LIN's NLL.
 """
 
 from __future__ import annotations
@@ -31,8 +32,9 @@ import functools
 import numpy as np
 import pandas as pd
 
-from calibtut._validation import check_frame
-from calibtut.experiments.regression_study._common import published_or_stored
+from calibtut._validation import check_frame, check_int
+from calibtut.experiments.regression_study._common import check_full_arguments, published_or_stored, published_table
+from calibtut.experiments.regression_study.claims import claim_verdicts, claims_from_parts
 from calibtut.experiments.regression_study.tasks import (
     OFFLINE_DATASETS,
     STUDY_RUNS,
@@ -49,7 +51,12 @@ __all__ = [
     "full_map_rerun",
     "kde_resampling_summary",
     "kde_resampling_table",
+    "lin_refit_summary",
+    "lin_refit_table",
     "map_rerun_tasks",
+    "REFIT_LABELS",
+    "rerun_claim_parts",
+    "rerun_claims_table",
     "with_rerun_maps",
 ]
 
@@ -57,6 +64,12 @@ __all__ = [
 MAP_RERUN_BASES = ("mix-nll", "mix-crps")
 
 _KDE_FORMS = {"kde": "Rec-KDE (all PITs)", "kde-resampled": "Rec-KDE (resampled)"}
+
+#: Claims on the Appendix B models (maps on regularized models, maps fitted on the training split).
+_APPENDIX_B_CLAIMS = ("C13", "C14")
+
+#: The two readings of the full run with its maps refitted, by the Rec-KDE fit that stands for Rec-KDE.
+REFIT_LABELS = {"kde": "maps refitted", "kde-resampled": "maps refitted, authors' Rec-KDE"}
 
 
 def map_rerun_tasks(datasets, runs, bases=MAP_RERUN_BASES, **fixed):
@@ -215,7 +228,10 @@ def with_rerun_maps(full_rows, rerun_rows, *, kde="kde"):
 
     Only the (dataset, run, base) the rerun holds are replaced; the 80%
     models, the regularized models and the maps fitted on the training split
-    (Appendix B) stay as stored.
+    (Appendix B) stay as stored. With ``kde="kde-resampled"`` the stored
+    Rec-KDE rows of those Appendix B models are dropped: they were fitted on
+    every PIT, and a claim that set them against the resampled map would
+    compare two fits of Rec-KDE, so such parts are "not run".
 
     Parameters
     ----------
@@ -258,8 +274,11 @@ def with_rerun_maps(full_rows, rerun_rows, *, kde="kde"):
     new["method"] = [method_label(b, "none", p) for b, p in zip(new["base"], new["posthoc"])]
     keys = ["dataset", "run", "base"]
     held = pd.MultiIndex.from_frame(new[keys].drop_duplicates())
-    replaced = (pd.MultiIndex.from_frame(full_rows[keys]).isin(held) & (full_rows["regularizer"] == "none")
-                & (full_rows["train_fraction"] == 0.65) & full_rows["map_split"].isin(["none", "calibration"]))
+    rerun_held = pd.MultiIndex.from_frame(full_rows[keys]).isin(held)
+    replaced = (rerun_held & (full_rows["regularizer"] == "none") & (full_rows["train_fraction"] == 0.65)
+                & full_rows["map_split"].isin(["none", "calibration"]))
+    if kde == "kde-resampled":
+        replaced |= rerun_held & (full_rows["posthoc"] == "kde")
     return pd.concat([full_rows[~replaced], new], ignore_index=True)
 
 
@@ -292,6 +311,7 @@ def calibration_ties(datasets, runs, *, crime="code"):
     """
     if isinstance(datasets, str) or isinstance(runs, (str, int)):
         raise TypeError("datasets and runs must be sequences (e.g. ['Yacht'], [0])")
+    runs = [check_int(r, "runs", minimum=0) for r in runs]
     out = []
     for dataset in datasets:
         for run in runs:
@@ -301,3 +321,212 @@ def calibration_ties(datasets, runs, *, crime="code"):
             out.append({"dataset": dataset, "run": run, "n_cal": len(split.cal),
                         "tied": int((counts[inverse.ravel()] > 1).sum())})
     return pd.DataFrame(out)
+
+
+def rerun_claim_parts(full, rerun, *, ablations=None, test_table=None, recompute=False, seed=0, root=None):
+    """Every claim's parts on the full run with its mixtures' maps refitted, once per Rec-KDE fit.
+
+    :func:`with_rerun_maps` puts the rerun's maps into the full run, with our
+    Rec-KDE and then with the authors' resample standing for Rec-KDE, and
+    :func:`~calibtut.experiments.regression_study.claim_verdicts` reads every
+    claim on each. Chapter 6 publishes the result with its full profile
+    (table ``rerun_claim_parts``) and reads it back at ``ci``.
+
+    Parameters
+    ----------
+    full : FullStudy
+        The full study (:func:`~calibtut.experiments.regression_study.full_study`, with rows).
+    rerun : FullStudy
+        The map rerun (:func:`full_map_rerun`, with rows).
+    ablations, test_table : pandas.DataFrame, optional
+        As for :func:`~calibtut.experiments.regression_study.claim_verdicts`.
+    recompute : bool, default False
+        Compute the parts even when they are published.
+    seed : int, default 0
+        Seed of the bootstrap power, >= 0.
+    root : str or path-like, optional
+        Repository root; found from the working directory by default.
+
+    Returns
+    -------
+    pandas.DataFrame
+        The parts of ``claim_verdicts(..., parts=True)`` with a ``maps`` column
+        (a key of :data:`REFIT_LABELS`). With the resampled Rec-KDE, claims
+        C13 and C14 are one "not run" part each: the Appendix B models keep
+        Rec-KDE fitted on every PIT. Only when both runs are the
+        published full ones (label ``"full"``) is the published table read,
+        and only when it was drawn with ``seed``.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from calibtut.experiments.regression_study import FullStudy
+    >>> rerun_claim_parts(FullStudy(None, "full", ""), FullStudy(None, "full", ""), root=tempfile.mkdtemp())
+    Traceback (most recent call last):
+    ...
+    TypeError: full must be a FullStudy with rows, got FullStudy(rows=None, label='full', note='')
+    """
+    seed = check_full_arguments(full, recompute, seed)
+    check_full_arguments(rerun, recompute, seed)
+    if full.label == "full" and rerun.label == "full" and not recompute:
+        parts = published_table("rerun_claim_parts", seed, root)
+        if parts is not None:
+            return parts
+    found = []
+    for kde in REFIT_LABELS:
+        rows = with_rerun_maps(full.rows, rerun.rows, kde=kde)
+        parts = claim_verdicts(rows, ablations=ablations, test_table=test_table, seed=seed, parts=True)
+        if kde == "kde-resampled":
+            parts = _appendix_b_not_run(parts)
+        found.append(parts.assign(maps=kde))
+    return pd.concat(found, ignore_index=True)
+
+
+def _appendix_b_not_run(parts):
+    """Claims C13 and C14 as one "not run" part each: their maps are not refitted with the resample."""
+    keep = parts[~parts["claim"].isin(_APPENDIX_B_CLAIMS)]
+    lines = []
+    for claim in _APPENDIX_B_CLAIMS:
+        first = parts[parts["claim"] == claim].iloc[0]
+        lines.append({**first.to_dict(), "part": 1, "rule": "not run", "verdict": "not run", "agree": np.nan,
+                      "differ": np.nan, "ties": np.nan, "pvalue": np.nan, "power": np.nan,
+                      "evidence": "the resampled Rec-KDE is refitted on the vanilla 65% models only; the "
+                                  "Appendix B models (regularized + map, map on the training split) keep "
+                                  "Rec-KDE on every PIT"})
+    out = pd.concat([keep, pd.DataFrame(lines)], ignore_index=True)
+    order = {c: i for i, c in enumerate(dict.fromkeys(parts["claim"]))}
+    return out.sort_values(["claim", "part"], key=lambda col: col.map(order) if col.name == "claim" else col,
+                           kind="stable").reset_index(drop=True)
+
+
+def rerun_claims_table(parts, rerun_parts):
+    """Each claim's verdict on the full run as stored beside its two readings with the maps refitted.
+
+    Parameters
+    ----------
+    parts : pandas.DataFrame
+        The full run's parts (:func:`~calibtut.experiments.regression_study.full_claim_parts`).
+    rerun_parts : pandas.DataFrame
+        As :func:`rerun_claim_parts` returns them.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per claim: ``claim``, ``stored`` and one column per label
+        of :data:`REFIT_LABELS` (verdicts), and ``changed`` (the verdicts
+        differ).
+
+    Examples
+    --------
+    >>> part = {"claim": "C11", "part": 1, "rule": "significantly", "agree": 1, "differ": 2, "ties": 0,
+    ...         "pvalue": 0.5, "power": float("nan"), "evidence": "", "datasets": 23}
+    >>> stored = pd.DataFrame([{**part, "verdict": "does not hold"}])
+    >>> refit = pd.DataFrame([{**part, "verdict": "does not hold", "maps": "kde"},
+    ...                       {**part, "verdict": "holds", "maps": "kde-resampled"}])
+    >>> row = rerun_claims_table(stored, refit).iloc[0]
+    >>> row.tolist()[:4], bool(row["changed"])
+    (['C11', 'does not hold', 'does not hold', 'holds'], True)
+    """
+    columns = ["claim", "part", "verdict", "evidence"]
+    check_frame(parts, "parts", columns)
+    check_frame(rerun_parts, "rerun_parts", [*columns, "maps"])
+    missing = set(REFIT_LABELS) - set(rerun_parts["maps"])
+    if missing:
+        raise ValueError(f"rerun_parts lack the maps {sorted(missing)}: pass rerun_claim_parts's table")
+    table = claims_from_parts(parts).set_index("claim")[["verdict"]].rename(columns={"verdict": "stored"})
+    for kde, label in REFIT_LABELS.items():
+        verdicts = claims_from_parts(rerun_parts[rerun_parts["maps"] == kde].drop(columns="maps"))
+        table[label] = verdicts.set_index("claim")["verdict"]
+    table["changed"] = table.nunique(axis=1) > 1
+    return table.reset_index()
+
+
+def lin_refit_table(full_rows, rerun_rows, ties):
+    """Rec-LIN's test NLL as stored and refitted, per (base, dataset, run), beside the calibration ties.
+
+    The refitted base is trained again, so its own NLL moves too; ``excess``
+    is the change of Rec-LIN's NLL less that of its base, the part due to the
+    map. Where calibration PITs tie, the stored map's density integrated to
+    less than 1, so its NLL was too high: there the excess should be
+    negative, elsewhere near 0.
+
+    Parameters
+    ----------
+    full_rows : pandas.DataFrame
+        Rows of the full study.
+    rerun_rows : pandas.DataFrame
+        Rows of :func:`map_rerun_tasks`.
+    ties : pandas.DataFrame
+        As :func:`calibration_ties` returns it, for the same datasets and runs.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per (base, dataset, run) held by both runs: ``tied``,
+        ``stored``, ``refitted`` (Rec-LIN's test NLL), ``base_change`` (the
+        65% base's NLL, refitted less stored) and ``excess``.
+
+    Examples
+    --------
+    >>> keys = {"dataset": "a", "run": 0, "base": "mix-nll", "regularizer": "none", "train_fraction": 0.65,
+    ...         "map_split": "calibration"}
+    >>> full = pd.DataFrame({**keys, "posthoc": ["none", "lin"], "test_nll": [1.0, 1.5]})
+    >>> rerun = pd.DataFrame({**keys, "posthoc": ["none", "lin", "kde-resampled"], "test_nll": [1.1, 1.3, 0.0],
+    ...                       "test_wis": 0.0})
+    >>> ties = pd.DataFrame({"dataset": ["a"], "run": [0], "n_cal": [10], "tied": [2]})
+    >>> lin_refit_table(full, rerun, ties)[["tied", "base_change", "excess"]].round(2).values.tolist()
+    [[2.0, 0.1, -0.3]]
+    """
+    check_frame(full_rows, "full_rows", ["dataset", "run", "base", "regularizer", "posthoc", "train_fraction",
+                                         "map_split", "test_nll"])
+    _check_rerun(rerun_rows, "rerun_rows")
+    check_frame(ties, "ties", ["dataset", "run", "tied"])
+    keys = ["base", "dataset", "run"]
+
+    def nll(rows, posthoc):
+        picked = rows[(rows["posthoc"] == posthoc) & (rows["regularizer"] == "none")
+                      & (rows["train_fraction"] == 0.65) & (rows["map_split"] != "train")
+                      & rows["base"].isin(MAP_RERUN_BASES)]
+        return picked.set_index(keys)["test_nll"]
+
+    table = pd.DataFrame({"stored": nll(full_rows, "lin"), "refitted": nll(rerun_rows, "lin"),
+                          "base_change": nll(rerun_rows, "none") - nll(full_rows, "none")}).dropna()
+    if table.empty:
+        raise ValueError("full_rows and rerun_rows share no mixture's Rec-LIN row of one (dataset, run)")
+    table["excess"] = table["refitted"] - table["stored"] - table["base_change"]
+    tied = ties.set_index(["dataset", "run"])["tied"]
+    table.insert(0, "tied", tied.reindex(table.index.droplevel("base")).to_numpy(dtype=float))
+    return table.sort_index()
+
+
+def lin_refit_summary(table):
+    """The excess change of Rec-LIN's NLL where calibration rows tie and where they do not.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        As :func:`lin_refit_table` returns it.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per (base, calibration rows tied or not): ``pairs``
+        (dataset-run pairs), ``lowered`` (pairs whose excess is negative),
+        ``median_excess`` and ``median_abs_excess``.
+
+    Examples
+    --------
+    >>> index = pd.MultiIndex.from_tuples([("mix-nll", "a", 0), ("mix-nll", "a", 1), ("mix-nll", "b", 0)],
+    ...                                   names=["base", "dataset", "run"])
+    >>> table = pd.DataFrame({"tied": [3.0, 0.0, 0.0], "excess": [-0.2, 0.01, -0.03]}, index=index)
+    >>> lin_refit_summary(table)[["pairs", "lowered"]].values.tolist()
+    [[2, 1], [1, 1]]
+    """
+    check_frame(table, "table", ["tied", "excess"])
+    if "base" not in table.index.names:
+        raise TypeError("table must be the DataFrame lin_refit_table returns")
+    ties = table["tied"].gt(0).map({True: "tied", False: "no ties"}).rename("calibration rows")
+    grouped = table["excess"].groupby([table.index.get_level_values("base"), ties])
+    return pd.DataFrame({"pairs": grouped.size(), "lowered": grouped.apply(lambda e: int((e < 0).sum())),
+                         "median_excess": grouped.median(),
+                         "median_abs_excess": grouped.apply(lambda e: e.abs().median())})
