@@ -35,8 +35,10 @@ weighted interval score that the figures call CRPS), ``crps`` (closed form
 for unrecalibrated mixtures, 64 centred levels for SQR, NaN after a post-hoc
 map, as in the code), ``nll`` (infinite for Rec-EMP, NaN for quantile
 models), ``std`` (closed form for unrecalibrated mixtures, else the sample
-standard deviation of the 19 quantiles) and ``std_quantile`` (the latter for
-every model), and the test frequencies ``freq_05 ... freq_95`` of the PIT
+standard deviation of the 19 quantiles), ``std_quantile`` (the latter for
+every model) and ``pce_batch`` (mixtures: the PCE averaged over consecutive
+batches of 512 rows, as the authors' code reports it; NaN for SQR), and the
+test frequencies ``freq_05 ... freq_95`` of the PIT
 reliability diagram.
 
 Sibling modules turn those rows into what the chapters show:
@@ -66,6 +68,7 @@ from calibtut.data import Standardizer, train_val_cal_test_split
 from calibtut.data.regression_study import STUDY_DATASETS, load_study_dataset, study_subsample
 from calibtut.experiments.regression_study._common import base_family, check_base, published_or_stored
 from calibtut.metrics import (
+    batch_pce,
     crps_mixture,
     crps_quantile,
     mixture_std,
@@ -125,6 +128,7 @@ FREQ_COLUMNS = tuple(f"freq_{round(100 * a):02d}" for a in EVAL_LEVELS)
 
 _CRPS_LEVELS = (np.arange(64) + 0.5) / 64
 _SPLIT_SEED, _MODEL_SEED = 2000, 1000  # the authors' seeds: split 2000 + run, model 1000 + run
+_AUTHORS_BATCH = 512  # rows per batch of the authors' validation and test loaders
 
 
 def method_label(base, regularizer="none", posthoc="none", map_split="calibration"):
@@ -444,6 +448,7 @@ def _mixture_metrics(y, params, rec=None):
         pit = rec.transform(pit)
     out.update(
         pce=pce(pit),
+        pce_batch=batch_pce(pit, _AUTHORS_BATCH),
         wis=weighted_interval_score(y, quantiles, EVAL_LEVELS),
         std_quantile=quantile_std(quantiles),
     )
@@ -461,6 +466,7 @@ def _quantile_metrics(y, quantiles, crps_quantiles=None):
         "std": quantile_std(quantiles),
     }
     out["std_quantile"] = out["std"]
+    out["pce_batch"] = math.nan
     return out, (y[:, None] <= quantiles).mean(axis=0)
 
 
