@@ -1,6 +1,7 @@
 """The per-batch PCE reading of paper 002's code (calibtut.experiments.regression_study.pce_protocol)."""
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from calibtut.experiments.regression_study import per_batch_reading
@@ -39,3 +40,46 @@ def test_per_batch_reading_refuses_bad_arguments():
         per_batch_reading([100], level=1.0)
     with pytest.raises(ValueError, match="n_sim"):
         per_batch_reading([100], n_sim=5)
+
+
+def _calibrated_rows(sizes, runs=2, seed=0):
+    """Rows of a perfectly calibrated MIX-NLL: PCE and per-batch PCE of uniform PITs."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for i, n in enumerate(sizes):
+        for run in range(runs):
+            u = rng.random(n)
+            rows.append({"dataset": f"d{i}", "run": run, "method": "MIX-NLL", "train_fraction": 0.8,
+                         "n_test": n, "test_pce": pce(u), "test_pce_batch": batch_pce(u)})
+    return pd.DataFrame(rows)
+
+
+def test_per_batch_test_table_rejects_a_calibrated_model_only_in_the_mixed_reading():
+    from calibtut.experiments.regression_study import per_batch_test_table
+
+    sizes = [100, 300, 900, 2064, 3000, 5000]
+    table = per_batch_test_table(_calibrated_rows(sizes), n_sim=1000, seed=0).set_index("dataset")
+    assert table["batches"].tolist() == [1, 1, 2, 5, 6, 10]
+    # the consistent readings reject no calibrated model (Holm at 0.01 over six)
+    assert not table["reject (full set)"].any() and not table["reject (per batch, per-batch null)"].any()
+    # the mixed one rejects it wherever the set spans several batches: a calibrated model's
+    # mean per-batch PCE is 2-4 times its full-set PCE at these sizes
+    mixed = table["reject (per batch, full-set null)"]
+    assert not mixed[table["batches"] == 1].any() and mixed[table["batches"] >= 5].all(), table
+    # one batch: the per-batch statistic is the full-set one
+    one = table[table["batches"] == 1]
+    assert np.allclose(one["pce"], one["pce_batch"])
+
+
+def test_per_batch_test_table_refuses_rows_without_the_per_batch_pce():
+    from calibtut.experiments.regression_study import per_batch_test_table
+
+    rows = _calibrated_rows([100, 900])
+    with pytest.raises(ValueError, match="test_pce_batch"):
+        per_batch_test_table(rows.drop(columns="test_pce_batch"))
+    with pytest.raises(ValueError, match="per-batch PCE"):
+        per_batch_test_table(rows.assign(test_pce_batch=np.nan))
+    with pytest.raises(ValueError, match="MIX-NLL"):
+        per_batch_test_table(rows.assign(method="MIX-CRPS"))
+    with pytest.raises(ValueError, match="n_sim"):
+        per_batch_test_table(rows, n_sim=5)

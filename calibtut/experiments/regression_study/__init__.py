@@ -94,7 +94,11 @@ from calibtut.experiments.regression_study.sqr_forms import (
     sqr_form_table,
     sqr_form_tasks,
 )
-from calibtut.experiments.regression_study.pce_protocol import per_batch_reading
+from calibtut.experiments.regression_study.pce_protocol import (
+    per_batch_reading,
+    per_batch_test_table,
+    published_per_batch_test,
+)
 from calibtut.experiments.regression_study.synthetic import (
     gaussian_scale_pce,
     plot_qr_scale_curve,
@@ -137,6 +141,8 @@ from calibtut.experiments.regression_study.tasks import (
 
 __all__ = [
     "per_batch_reading",
+    "per_batch_test_table",
+    "published_per_batch_test",
     # tasks
     "BASE_LABELS",
     "FREQ_COLUMNS",
