@@ -207,7 +207,32 @@ def test_weight_variants_reproduce_the_runner_and_order_their_diagnostics():
     assert iw["disc_ece"].between(0, 1).all() and (iw["beta_g_value"] > 0).all()
 
 
+def test_weight_variants_run_the_authors_source_and_discriminator_schedules():
+    # the source LeNet-5 halves its Adam rate every lr_step epochs; the authors' discriminator schedule
+    # trains up to 500 epochs with patience 100 (the book's: 100 epochs, patience 20)
+    small = {"n_source": 400, "n_target": 400, "epochs": 3, "lr": 1e-2, "discriminators": ["mlp"],
+             "uppers": [1e3]}
+    book = cs.run_weight_variants("U->M", repeat=0, lr_step=2, **small)
+    authors = cs.run_weight_variants("U->M", repeat=0, lr_step=2, disc_schedule="authors", **small)
+    _, history = cs.tasks._source_model("U", 0, 400, 3, 1e-2, 2, "cpu")
+    assert history.lr == pytest.approx([1e-2, 1e-2, 5e-3])
+    assert (book["source_kept"] == history.best_epoch + 1).all()
+    net_book, net_authors = (r[r["discriminator"] == "mlp"] for r in (book, authors))
+    assert net_book["disc_epochs"].iloc[0] <= 100
+    epochs, kept = net_authors[["disc_epochs", "disc_kept"]].iloc[0]
+    assert 100 < epochs <= 500 and (epochs - kept == 100 or epochs == 500), (epochs, kept)
+    # one source model: Temp and the oracle do not depend on the discriminator's schedule
+    same = ["discriminator", "ece"]
+    pd.testing.assert_frame_equal(book.loc[book["discriminator"] != "mlp", same],
+                                  authors.loc[authors["discriminator"] != "mlp", same])
+    assert not np.allclose(net_book["ece"], net_authors["ece"])
+
+
 @pytest.mark.parametrize("change, error, name", [
+    ({"lr_step": 0}, ValueError, "lr_step"),
+    ({"lr_step": 2.5}, TypeError, "lr_step"),
+    ({"disc_schedule": "fast"}, ValueError, "disc_schedule"),
+    ({"disc_schedule": None}, TypeError, "disc_schedule"),
     ({"discriminators": "mlp"}, TypeError, "discriminators"),
     ({"discriminators": ["forest"]}, ValueError, "discriminators"),
     ({"uppers": [0.5]}, ValueError, "uppers"),
@@ -218,3 +243,34 @@ def test_weight_variants_reproduce_the_runner_and_order_their_diagnostics():
 def test_weight_variants_refuse_bad_arguments_before_any_work(change, error, name):
     with pytest.raises(error, match=name):
         cs.run_weight_variants("U->M", **change)
+
+
+def _variant_rows(eces, **recipe):
+    """Temp, oracle and the paper's IW+Temp. pipeline rows of run_weight_variants, one repeat per ECE."""
+    one = {"discriminator": ["none", "oracle", "mlp"], "beta_g": ["none", "none", "fitted"],
+           "upper": [np.nan, np.nan, 1000.0], "kind": ["none", "target labels", "bound"],
+           "temperature": ["sgd", "exact", "sgd"], "ess_frac": [np.nan, np.nan, 0.004], "cls_error": 52.0}
+    return pd.concat([pd.DataFrame({"shift": "U->M", "repeat": r, **recipe, **one, "ece": [34.0, 3.0, e]})
+                      for r, e in enumerate(eces)], ignore_index=True)
+
+
+def test_source_recipe_table_averages_the_paper_pipeline_per_recipe():
+    book = _variant_rows([27.0, 29.0])
+    extra = {"source_kept": 300, "disc_epochs": 250, "disc_kept": 150}
+    recipes = pd.concat([_variant_rows([20.0, 22.0, 24.0], source_recipe="authors", disc_schedule="book", **extra),
+                         _variant_rows([10.0], source_recipe="authors", disc_schedule="authors", **extra),
+                         _variant_rows([1.0], source_recipe="book", disc_schedule="book", **extra)])
+    table = cs.source_recipe_vs_paper(book, recipes)
+    assert table.index.tolist() == [("book", "book"), ("authors", "book"), ("authors", "authors")]
+    assert table["IW+Temp"].tolist() == [28.0, 22.0, 10.0]  # the book's row is book's, not a rerun's
+    assert table["IW+Temp sd"].iloc[:2].tolist() == [pytest.approx(math.sqrt(2)), 2.0]
+    assert math.isnan(table["IW+Temp sd"].iloc[2]) and math.isnan(table.loc[("book", "book"), "source_kept"])
+    assert table["repeats"].tolist() == [2, 3, 1] and (table["oracle"] == 3.0).all()
+    assert table["iw_below_temp"].tolist() == [2, 3, 1]  # Temp is 34 in every repeat
+    assert (table[["paper Temp", "paper IW+Temp", "paper IW+Temp sd"]] == [36.89, 7.68, 1.80]).all().all()
+    with pytest.raises(ValueError, match="recipes"):
+        cs.source_recipe_vs_paper(book, recipes.drop(columns="disc_schedule"))
+    with pytest.raises(ValueError, match="no Temp rows of shift 'M->U'"):
+        cs.source_recipe_vs_paper(book, recipes, shift="M->U")
+    with pytest.raises(ValueError, match="shift"):
+        cs.source_recipe_vs_paper(book, recipes, shift="U-M")

@@ -190,6 +190,41 @@ def test_qr_training_runs_with_fixed_spacing_and_drop_last():
         fit(GaussianMLP(2, hidden=(8,), seed=0), X[:37], y[:37], loss=loss, epochs=1, batch_size=32, progress=False)
 
 
+def test_sgd_with_step_lr_follows_the_schedule_and_batches_are_used():
+    # paper 004's schedules: SGD with momentum, the rate halved every lr_step epochs
+    X, y = _data(n=64)
+    hist = fit(GaussianMLP(2, hidden=(4,), seed=0), X, y, epochs=5, batch_size=32, lr=0.01, optimizer="sgd",
+               momentum=0.9, lr_step=2, lr_gamma=0.5, seed=0, progress=False)
+    assert hist.lr == pytest.approx([0.01, 0.01, 0.005, 0.005, 0.0025])
+    assert fit(GaussianMLP(2, hidden=(4,), seed=0), X, y, epochs=2, seed=0, progress=False).lr == [0.01, 0.01]
+    # a batches callable replaces the shuffled batches: three batches of 10 rows an epoch, seen by the loss
+    sizes = []
+
+    def loss(out, t):
+        sizes.append(len(t))
+        return torch.mean((out[0] - t) ** 2)
+
+    fit(GaussianMLP(2, hidden=(4,), seed=0), X, y, loss=loss, epochs=2, batch_size=32, seed=0, progress=False,
+        batches=lambda g: [torch.randperm(64, generator=g)[:10] for _ in range(3)])
+    assert sizes == [10] * 6
+
+
+@pytest.mark.parametrize(("change", "error", "match"), [
+    ({"optimizer": "rmsprop"}, ValueError, "optimizer"),
+    ({"optimizer": ["sgd"]}, ValueError, "optimizer"),
+    ({"momentum": 0.9}, ValueError, "momentum=0.9 needs optimizer='sgd'"),
+    ({"optimizer": "sgd", "momentum": 1.0}, ValueError, "momentum"),
+    ({"lr_step": 0}, ValueError, "lr_step"),
+    ({"lr_step": 1.5}, TypeError, "lr_step"),
+    ({"lr_gamma": 0.0}, ValueError, "lr_gamma"),
+    ({"batches": [[0]]}, TypeError, "batches must be callable"),
+    ({"batches": lambda g: [], "drop_last": True}, ValueError, "drop_last"),
+])
+def test_fit_refuses_bad_schedules(change, error, match):
+    with pytest.raises(error, match=match):
+        fit(GaussianMLP(1, hidden=(2,)), [[0.0]], [0.0], progress=False, **change)
+
+
 def test_fgsm_step_is_bounded_and_increases_loss():
     X, y = _data()
     x, t = torch.as_tensor(X, dtype=torch.float32), torch.as_tensor(y, dtype=torch.float32)

@@ -63,6 +63,19 @@ def test_early_stopping_on_validation_error():
     assert np.mean(predict_logits(model, Xv).argmax(1) != yv) == pytest.approx(hist.best_loss)
 
 
+def test_step_lr_schedule_of_the_source_models():
+    # paper 004's source recipe halves Adam's rate every lr_step epochs (100 there, 2 here)
+    X, y = _bars(60, 0)
+    model = torch.nn.Linear(784, 2)
+    hist = fit_classifier(model, X, y, val=(X, y), epochs=5, batch_size=30, lr=0.01, lr_step=2, seed=0,
+                          progress=False)
+    assert hist.lr == pytest.approx([0.01, 0.01, 0.005, 0.005, 0.0025])
+    with pytest.raises(ValueError, match="lr_step"):
+        fit_classifier(model, X, y, lr_step=0, progress=False)
+    with pytest.raises(ValueError, match="lr_gamma"):
+        fit_classifier(model, X, y, lr_step=2, lr_gamma=-0.5, progress=False)
+
+
 def test_classifier_input_checks():
     model = LeNet5(seed=0)
     with pytest.raises(ValueError, match="classes below 10"):

@@ -25,6 +25,7 @@ from calibtut.shift import (
     theorem1_terms,
     weight_summary,
 )
+from calibtut.shift.discriminators import _BalancedBatches
 
 # ---------------------------------------------------------------- weights
 
@@ -300,6 +301,24 @@ def test_mlp_discriminator_is_seeded_and_sensible():
     assert g[0] > 0.75 and g[2] < 0.25 and 0.25 < g[1] < 0.75
 
 
+def test_mlp_discriminator_runs_the_paper_codes_schedule():
+    # SGD with momentum, StepLR and batches of equal source and target halves, the shorter domain cycled
+    rng = np.random.default_rng(6)
+    Xs, Xt = rng.normal(size=(300, 2)), rng.normal(1.5, 1.0, size=(120, 2))
+    d = MLPDiscriminator(hidden=8, epochs=5, lr=0.05, optimizer="sgd", momentum=0.9, lr_step=2, patience=None,
+                         balanced_batches=True, seed=0).fit(Xs, Xt)
+    assert d.history_.lr == pytest.approx([0.05, 0.05, 0.025, 0.025, 0.0125])
+    assert len(d.history_.train_loss) == 5
+    g = d.predict_source_proba([[-1.0, -1.0], [2.5, 2.5]])
+    assert g[0] > g[1]
+    batches = _BalancedBatches(210, 84, 50)(torch.Generator().manual_seed(0))
+    assert len(batches) == 5  # ceil(210 / 50)
+    for idx in batches:
+        assert (idx < 210).sum() == 50 and (idx >= 210).sum() == 50
+    # over one epoch the shorter domain is cycled: all of its 84 points were drawn
+    assert set(torch.cat(batches)[torch.cat(batches) >= 210].tolist()) == set(range(210, 294))
+
+
 def test_discriminator_seed_is_a_setting_as_in_scikit_learn():
     # an int seed gives the same split at every fit; a Generator goes on with its stream
     rng = np.random.default_rng(9)
@@ -452,6 +471,16 @@ def test_arguments_are_rejected_where_they_are_given():
         LogisticDiscriminator(val_fraction=1.5)
     with pytest.raises(ValueError, match="seed"):
         MLPDiscriminator(seed=-1)
+    with pytest.raises(ValueError, match="optimizer"):
+        MLPDiscriminator(optimizer="lbfgs")
+    with pytest.raises(ValueError, match="momentum=0.9 needs optimizer='sgd'"):
+        MLPDiscriminator(momentum=0.9)
+    with pytest.raises(ValueError, match="lr_step must be >= 1, got 0"):
+        MLPDiscriminator(lr_step=0)
+    with pytest.raises(ValueError, match="lr_gamma"):
+        MLPDiscriminator(lr_gamma=0.0)
+    with pytest.raises(TypeError, match="balanced_batches must be True or False"):
+        MLPDiscriminator(balanced_batches="yes")
     # the design of gaussian_bound_terms: an amplitude delta >= 0 and increasing laws
     shift = GaussianShift(1.0, 0.7)
     with pytest.raises(ValueError, match="perturbation must be >= 0, got -0.1"):

@@ -38,6 +38,9 @@ class FitHistory:
         stops and the best weights so far (the initial ones before the first
         validation) are restored, as an early stop on a non-finite monitor
         would.
+    lr : list of float
+        Learning rate of each epoch (:func:`fit` fills it; constant unless
+        ``lr_step`` is given).
     """
 
     train_loss: list = field(default_factory=list)
@@ -46,6 +49,7 @@ class FitHistory:
     best_loss: float = float("inf")
     stopped_early: bool = False
     diverged: bool = False
+    lr: list = field(default_factory=list)
 
 
 def gaussian_nll_loss(output, y):
@@ -97,6 +101,24 @@ def _mc_passes(model, n_samples):
         model.n_samples = previous
 
 
+#: The optimizers of :func:`fit`; each takes ``(params, lr, weight_decay, momentum)``.
+_OPTIMIZERS = {
+    "adam": lambda params, lr, weight_decay, momentum: torch.optim.Adam(params, lr=lr, weight_decay=weight_decay),
+    "sgd": lambda params, lr, weight_decay, momentum: torch.optim.SGD(
+        params, lr=lr, momentum=momentum, weight_decay=weight_decay
+    ),
+}
+
+
+def _epoch_batches(n, batch_size, drop_last, batches, generator):
+    """One epoch's minibatch indices: ``batches(generator)``, else a permutation cut into ``batch_size``."""
+    if batches is not None:
+        return batches(generator)
+    order = torch.randperm(n, generator=generator)
+    stop = n - n % batch_size if drop_last else n
+    return [order[start : start + batch_size] for start in range(0, stop, batch_size)]
+
+
 def _seed_int(seed):
     if isinstance(seed, np.random.Generator):
         return int(seed.integers(2**63 - 1))
@@ -122,8 +144,13 @@ def fit(
     progress=True,
     adversarial_eps=None,
     drop_last=False,
+    optimizer="adam",
+    momentum=0.0,
+    lr_step=None,
+    lr_gamma=0.5,
+    batches=None,
 ):
-    """Train ``model`` with Adam on minibatches, keeping the best weights.
+    """Train ``model`` with Adam (or SGD) on minibatches, keeping the best weights.
 
     Parameters
     ----------
@@ -138,7 +165,7 @@ def fit(
     epochs : int, default 100
     batch_size : int, default 128
     lr : float, default 1e-2
-        Adam learning rate (paper 003 uses 1e-2).
+        Initial learning rate (paper 003 uses 1e-2 with Adam).
     weight_decay : float, default 0.0
     patience : int, optional
         Stop after this many epochs without improvement of the monitored loss
@@ -168,6 +195,22 @@ def fit(
         ``adversarial_eps * (per-feature range of X)``.
     drop_last : bool, default False
         Drop the last incomplete batch (useful with a fixed QR spacing).
+    optimizer : {"adam", "sgd"}, default "adam"
+        Adam, or SGD with ``momentum`` (paper 004's discriminators and DANN).
+    momentum : float, default 0.0
+        SGD momentum in ``[0, 1)``; only ``optimizer="sgd"`` takes a non-zero one.
+    lr_step : int, optional
+        StepLR: multiply the learning rate by ``lr_gamma`` every ``lr_step``
+        epochs (>= 1; paper 004's code: 100). ``None`` keeps it constant.
+    lr_gamma : float, default 0.5
+        The StepLR factor (> 0), used with ``lr_step``.
+    batches : callable, optional
+        ``batches(generator)`` gives the index tensors of one epoch's
+        minibatches (rows of ``X``), drawn with the seeded ``torch.Generator``
+        it is passed (for example equal source and target halves, as
+        :class:`calibtut.shift.MLPDiscriminator` draws them). Default: a
+        fresh permutation cut into batches of ``batch_size``, which still sets
+        the chunks of the validation pass. Not with ``drop_last``.
 
     Returns
     -------
@@ -184,6 +227,13 @@ def fit(
     >>> hist = fit(model, X, y, epochs=5, batch_size=32, seed=0, progress=False)
     >>> len(hist.train_loss)
     5
+
+    SGD with momentum, the learning rate halved every two epochs:
+
+    >>> hist = fit(GaussianMLP(1, hidden=(8,), seed=0), X, y, epochs=5, batch_size=32, lr=1e-3,
+    ...            optimizer="sgd", momentum=0.9, lr_step=2, seed=0, progress=False)
+    >>> hist.lr
+    [0.001, 0.001, 0.0005, 0.0005, 0.00025]
     """
     if not isinstance(model, torch.nn.Module):
         raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
@@ -207,6 +257,19 @@ def fit(
     weight_decay = check_real(weight_decay, "weight_decay", low=0)
     if adversarial_eps is not None:
         adversarial_eps = check_real(adversarial_eps, "adversarial_eps", low=0, low_open=True)
+    if not isinstance(optimizer, str) or optimizer not in _OPTIMIZERS:
+        raise ValueError(f"optimizer must be one of {tuple(_OPTIMIZERS)}, got {optimizer!r}")
+    momentum = check_real(momentum, "momentum", low=0, high=1, high_open=True)
+    if momentum and optimizer != "sgd":
+        raise ValueError(f"momentum={momentum} needs optimizer='sgd', got optimizer={optimizer!r}")
+    if lr_step is not None:
+        lr_step = check_int(lr_step, "lr_step", minimum=1)
+    lr_gamma = check_real(lr_gamma, "lr_gamma", low=0, low_open=True)
+    if batches is not None:
+        if not callable(batches):
+            raise TypeError(f"batches must be callable, got {type(batches).__name__}")
+        if drop_last:
+            raise ValueError("drop_last cuts the default batches: give batches or drop_last=True, not both")
     dev = resolve_device(device)
     params = list(model.parameters())
     dtype = params[0].dtype if params else torch.float32
@@ -231,7 +294,8 @@ def fit(
         raise ValueError(f"drop_last=True with batch_size ({batch_size}) larger than the data ({n}) leaves no batch")
 
     model.to(dev)
-    optimizer = torch.optim.Adam(model.parameters(), lr=lr, weight_decay=weight_decay)
+    opt = _OPTIMIZERS[optimizer](model.parameters(), lr=lr, weight_decay=weight_decay, momentum=momentum)
+    scheduler = None if lr_step is None else torch.optim.lr_scheduler.StepLR(opt, step_size=lr_step, gamma=lr_gamma)
     history = FitHistory()
     best_state = copy.deepcopy(model.state_dict())
     stale = 0
@@ -247,20 +311,18 @@ def fit(
         bar = tqdm(range(epochs), desc="fit", disable=not progress, leave=False)
         for epoch in bar:
             model.train()
-            order = torch.randperm(n, generator=shuffler)
-            stop = n - n % batch_size if drop_last else n
+            history.lr.append(opt.param_groups[0]["lr"])
             running, seen = 0.0, 0
-            for start in range(0, stop, batch_size):
-                idx = order[start : start + batch_size]
+            for idx in _epoch_batches(n, batch_size, drop_last, batches, shuffler):
                 xb, yb = X_t[idx].to(dev), y_t[idx].to(dev)
                 if eps_vec is not None:
                     x_adv = fgsm_perturb(model, loss, xb, yb, eps_vec)
                     value = loss(model(xb), yb) + loss(model(x_adv), yb)
                 else:
                     value = loss(model(xb), yb)
-                optimizer.zero_grad(set_to_none=True)
+                opt.zero_grad(set_to_none=True)
                 value.backward()
-                optimizer.step()
+                opt.step()
                 if not all(bool(torch.isfinite(p).all()) for p in params):
                     history.diverged = history.stopped_early = True
                     break
@@ -268,6 +330,8 @@ def fit(
                 seen += len(idx)
             if history.diverged:
                 break
+            if scheduler is not None:
+                scheduler.step()
             history.train_loss.append(running / seen)
             if val is not None:
                 model.eval()

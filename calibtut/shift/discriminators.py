@@ -11,7 +11,9 @@ Eq. 8; the paper's code does the same with SGD):
   standardised inputs (the paper's Section 5.1 description);
 * :class:`MLPDiscriminator`: a one-hidden-layer torch network trained on the
   squared loss of its sigmoid output (the paper's experiments), with the
-  package's training loop (Adam, best held-out loss kept).
+  package's training loop (Adam by default, or the paper code's SGD with
+  momentum, StepLR and equal source and target batches; best held-out loss
+  kept).
 
 Both follow the estimator contract: settings (the held-out share
 ``val_fraction`` and the ``seed`` among them) are checked by the
@@ -22,6 +24,8 @@ of the inputs. Numpy in, numpy out.
 """
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 import torch
@@ -36,6 +40,7 @@ from calibtut._validation import as_float_array, check_fitted, check_int, check_
 from calibtut.models.mlp import check_hidden
 from calibtut.models.training import fit as fit_model
 from calibtut.recalibration.temperature import TemperatureScaling
+from calibtut.shift.dann import _Cycler
 from calibtut.shift.weights import discriminator_weights
 
 __all__ = ["LogisticDiscriminator", "MLPDiscriminator", "check_domains"]
@@ -213,6 +218,28 @@ class _BalancedSquaredLoss:
         return torch.sum(v * (torch.sigmoid(z) - s) ** 2) / torch.sum(v)
 
 
+class _BalancedBatches:
+    """``batches`` of :func:`calibtut.models.fit` on ``_stack``'s rows: equal source and target halves.
+
+    Each batch holds ``min(batch_size, n_source, n_target)`` points of each
+    domain, the shorter domain cycled, ``ceil(max(n_source, n_target) /
+    batch_size)`` batches an epoch (the paper code's ``JointLoader``, as
+    :func:`calibtut.shift.fit_dann` draws them).
+    """
+
+    def __init__(self, n_source, n_target, batch_size):
+        self.n_source, self.size = n_source, min(batch_size, n_source, n_target)
+        self.per_epoch = math.ceil(max(n_source, n_target) / batch_size)
+        self.n_target, self.cyclers = n_target, None
+
+    def __call__(self, generator):
+        if self.cyclers is None:
+            self.cyclers = _Cycler(self.n_source, generator), _Cycler(self.n_target, generator)
+        source, target = self.cyclers
+        return [torch.cat([source.take(self.size), self.n_source + target.take(self.size)])
+                for _ in range(self.per_epoch)]
+
+
 class MLPDiscriminator(_Discriminator):
     """A small torch MLP discriminator trained by the squared loss, then temperature-calibrated.
 
@@ -225,12 +252,27 @@ class MLPDiscriminator(_Discriminator):
     epochs : int, default 100
     batch_size : int, default 200
     lr : float, default 1e-3
-        Adam learning rate (>= 0).
+        Initial learning rate (>= 0).
     weight_decay : float, default 5e-4
         At least 0.
     patience : int or None, default 20
         Epochs without improvement of the held-out balanced loss before
         stopping (>= 1); ``None`` trains all epochs.
+    optimizer : {"adam", "sgd"}, default "adam"
+        Adam, or SGD with ``momentum`` (the paper's code).
+    momentum : float, default 0.0
+        SGD momentum in ``[0, 1)`` (the paper's code: 0.9); ``optimizer="sgd"`` only.
+    lr_step : int or None, default None
+        StepLR: multiply the learning rate by ``lr_gamma`` every ``lr_step``
+        epochs (>= 1; the paper's code: 100); ``None`` keeps it constant.
+    lr_gamma : float, default 0.5
+        The StepLR factor (> 0).
+    balanced_batches : bool, default False
+        Draw every minibatch as ``batch_size`` source plus ``batch_size``
+        target points, cycling the shorter domain, and train on their plain
+        mean squared loss (the paper's code); ``False`` shuffles the pooled
+        points into batches of ``batch_size`` and weights the two domains
+        equally in the loss.
     val_fraction : float, default 0.3
         Share of each domain held out for the temperature when ``fit`` is
         given no ``val`` pair, in ``(0, 1)``.
@@ -255,10 +297,18 @@ class MLPDiscriminator(_Discriminator):
     >>> g = d.predict_source_proba([[-1.0, -1.0], [3.0, 3.0]])
     >>> bool(g[0] > 0.8 and g[1] < 0.2)
     True
+
+    The paper code's schedule (SGD with momentum, StepLR, 200 + 200 batches):
+
+    >>> d = MLPDiscriminator(hidden=8, epochs=3, optimizer="sgd", momentum=0.9, lr_step=2,
+    ...                      balanced_batches=True, patience=None, seed=0).fit(Xs, Xt)
+    >>> d.history_.lr
+    [0.001, 0.001, 0.0005]
     """
 
     def __init__(self, hidden=(84,), dropout=0.5, epochs=100, batch_size=200, lr=1e-3, weight_decay=5e-4,
-                 patience=20, *, val_fraction=0.3, seed=None, device="cpu", progress=False):
+                 patience=20, *, optimizer="adam", momentum=0.0, lr_step=None, lr_gamma=0.5,
+                 balanced_batches=False, val_fraction=0.3, seed=None, device="cpu", progress=False):
         super().__init__(val_fraction, seed)
         self.hidden = check_hidden(hidden)
         self.dropout = check_real(dropout, "dropout", low=0, high=1, high_open=True)
@@ -267,6 +317,17 @@ class MLPDiscriminator(_Discriminator):
         self.lr = check_real(lr, "lr", low=0)
         self.weight_decay = check_real(weight_decay, "weight_decay", low=0)
         self.patience = None if patience is None else check_int(patience, "patience", minimum=1)
+        if not isinstance(optimizer, str) or optimizer not in ("adam", "sgd"):
+            raise ValueError(f"optimizer must be 'adam' or 'sgd', got {optimizer!r}")
+        self.optimizer = optimizer
+        self.momentum = check_real(momentum, "momentum", low=0, high=1, high_open=True)
+        if self.momentum and optimizer != "sgd":
+            raise ValueError(f"momentum={momentum} needs optimizer='sgd', got optimizer={optimizer!r}")
+        self.lr_step = None if lr_step is None else check_int(lr_step, "lr_step", minimum=1)
+        self.lr_gamma = check_real(lr_gamma, "lr_gamma", low=0, low_open=True)
+        if not isinstance(balanced_batches, (bool, np.bool_)):
+            raise TypeError(f"balanced_batches must be True or False, got {balanced_batches!r}")
+        self.balanced_batches = bool(balanced_batches)
         self.device = device
         self.progress = progress
 
@@ -276,12 +337,18 @@ class MLPDiscriminator(_Discriminator):
             self.model_ = _MLP(X_source.shape[1], self.hidden, self.dropout)
         X, s, _ = _stack(X_source, X_target)
         Xv, sv, _ = _stack(Xs_val, Xt_val)
-        loss = _BalancedSquaredLoss(0.5 / len(X_source), 0.5 / len(X_target))
+        if self.balanced_batches:  # equal halves already balance the domains: the plain mean
+            loss = _BalancedSquaredLoss(1.0, 1.0)
+            batches = _BalancedBatches(len(X_source), len(X_target), self.batch_size)
+        else:
+            loss = _BalancedSquaredLoss(0.5 / len(X_source), 0.5 / len(X_target))
+            batches = None
         val_loss = _BalancedSquaredLoss(0.5 / len(Xs_val), 0.5 / len(Xt_val))
         self.history_ = fit_model(
             self.model_, X, s, loss=loss, val=(Xv, sv), val_loss=val_loss, epochs=self.epochs,
             batch_size=self.batch_size, lr=self.lr, weight_decay=self.weight_decay, patience=self.patience,
-            seed=seed, device=self.device, progress=self.progress,
+            optimizer=self.optimizer, momentum=self.momentum, lr_step=self.lr_step, lr_gamma=self.lr_gamma,
+            batches=batches, seed=seed, device=self.device, progress=self.progress,
         )
         self.model_.cpu()
 

@@ -26,6 +26,7 @@ from calibtut.experiments.covariate_shift.tables import (
     ece_vs_rotation,
     iw_gain_by_shift,
     repeats_by_method,
+    source_recipe_vs_paper,
     table1_claims,
     table1_summary,
     table1_vs_paper,
@@ -33,6 +34,7 @@ from calibtut.experiments.covariate_shift.tables import (
 )
 from calibtut.experiments.covariate_shift.tasks import (
     DIGIT_SHIFTS,
+    DISC_SCHEDULES,
     METHODS,
     cs_tasks,
     parse_shift,
@@ -43,6 +45,7 @@ from calibtut.experiments.covariate_shift.tasks import (
 
 __all__ = [
     "DIGIT_SHIFTS",
+    "DISC_SCHEDULES",
     "METHODS",
     "STAND_INS",
     "TABLE1_VERDICTS",
@@ -58,6 +61,7 @@ __all__ = [
     "run_cs_config",
     "run_weight_variants",
     "shift_predictions",
+    "source_recipe_vs_paper",
     "table1_claims",
     "table1_summary",
     "table1_vs_paper",

@@ -9,7 +9,10 @@
   importance weights beside what IW+Temp. gains over Temp.;
 * :func:`weight_variants_summary`: the runs of
   :func:`~calibtut.experiments.covariate_shift.run_weight_variants` averaged
-  per variant, beside the paper's IW+Temp. and Temp.
+  per variant, beside the paper's IW+Temp. and Temp.;
+* :func:`source_recipe_vs_paper`: Temp., the paper's IW+Temp. pipeline and the
+  oracle temperature per source recipe and discriminator schedule (the book's
+  or the authors'), beside the paper.
 """
 
 from __future__ import annotations
@@ -19,12 +22,12 @@ from typing import NamedTuple
 import pandas as pd
 
 from calibtut._validation import check_frame
-from calibtut.experiments.covariate_shift.tasks import METHODS
+from calibtut.experiments.covariate_shift.tasks import METHODS, parse_shift
 from calibtut.papers import paper_table
 from calibtut.run import paper_vs_ours
 
-__all__ = ["STAND_INS", "TABLE1_VERDICTS", "ece_vs_rotation", "iw_gain_by_shift", "repeats_by_method", "table1_claims",
-           "table1_summary", "table1_vs_paper", "weight_variants_summary"]
+__all__ = ["STAND_INS", "TABLE1_VERDICTS", "ece_vs_rotation", "iw_gain_by_shift", "repeats_by_method",
+           "source_recipe_vs_paper", "table1_claims", "table1_summary", "table1_vs_paper", "weight_variants_summary"]
 
 #: The paper's shifts that we cannot run offline -> the stand-in shift we run for them (None: no stand-in).
 STAND_INS = {"S->M": "T->M", "M->S": "M->T", "A->W": "U->D8", "D->A": "D8->U", "W->A": None}
@@ -514,3 +517,86 @@ def weight_variants_summary(variants):
     columns = [*_VARIANT, "ece", "ece_std", "ess_frac", "top_fraction_share", "max_over_mean", "disc_ece",
                "repeats", "paper IW+Temp", "paper Temp"]
     return out[columns].reset_index(drop=True)
+
+
+#: The variant of :func:`run_weight_variants` that is the paper's IW+Temp. pipeline.
+_PAPER_PIPELINE = ("discriminator == 'mlp' and beta_g == 'fitted' and upper == 1000 and kind == 'bound' "
+                   "and temperature == 'sgd'")
+_RECIPE = ["source_recipe", "disc_schedule"]
+
+
+def source_recipe_vs_paper(book, recipes, shift="U->M"):
+    """Temp., the paper's IW+Temp. pipeline and the oracle per source recipe and discriminator schedule.
+
+    Parameters
+    ----------
+    book : pandas.DataFrame
+        Rows of :func:`run_weight_variants` with ``shift`` and ``repeat``, run
+        with the book's source recipe and discriminator schedule (the
+        published study, ``results/covariate_shift/weight_variants/``).
+    recipes : pandas.DataFrame
+        Rows of ``benchmarks/cs_weight_variants.py`` run with other recipes:
+        also ``source_recipe``, ``disc_schedule``, and the columns
+        ``source_kept``, ``disc_epochs`` and ``disc_kept`` of
+        :func:`run_weight_variants`. Its rows of the book's recipe and
+        schedule, if any, are left out: that row of the table is ``book``'s.
+    shift : str, default "U->M"
+
+    Returns
+    -------
+    pandas.DataFrame
+        Index ``(source_recipe, disc_schedule)``, the book's first, then in
+        the order of ``recipes``; columns ``repeats``, ``cls_error`` (the
+        source model's target error, %), ``Temp`` (SGD temperature),
+        ``IW+Temp`` and ``IW+Temp sd`` (the paper's pipeline: network
+        discriminator, fitted ``beta_g``, ``U = 1000``, ``1/g - 1/2``, SGD
+        temperature; mean and sd, ddof 1, over repeats), ``oracle`` (the
+        Brier temperature fitted on the target test labels), ``iw_below_temp``
+        (the repeats in which IW+Temp.'s ECE is below Temp.'s of the same
+        repeat), ``ess_frac`` (of the paper's weights), ``source_kept``,
+        ``disc_epochs`` and ``disc_kept`` (means; NaN where ``book`` lacks
+        them), and the paper's ``paper Temp``, ``paper IW+Temp`` and
+        ``paper IW+Temp sd``. ECEs x 100.
+
+    Examples
+    --------
+    >>> def rows(ece, **recipe):
+    ...     return pd.DataFrame({"shift": "U->M", "repeat": [0, 0, 0], **recipe,
+    ...                          "discriminator": ["none", "oracle", "mlp"], "beta_g": ["none", "none", "fitted"],
+    ...                          "upper": [None, None, 1000.0], "kind": ["none", "target labels", "bound"],
+    ...                          "temperature": ["sgd", "exact", "sgd"], "ece": [34.0, 3.0, ece],
+    ...                          "ess_frac": [None, None, 0.004], "cls_error": 52.0})
+    >>> new = rows(20.0, source_recipe="authors", disc_schedule="book", source_kept=300, disc_epochs=60,
+    ...            disc_kept=40)
+    >>> source_recipe_vs_paper(rows(28.0), new)[["IW+Temp", "paper IW+Temp"]].values.tolist()
+    [[28.0, 7.68], [20.0, 7.68]]
+    """
+    need = [*_VARIANT, "repeat", "ece", "ess_frac", "cls_error"]
+    check_frame(book, "book", need, allow_empty=False)
+    check_frame(recipes, "recipes", [*need, *_RECIPE, "source_kept", "disc_epochs", "disc_kept"],
+                allow_empty=False)
+    parse_shift(shift)
+    others = recipes[(recipes["source_recipe"] != "book") | (recipes["disc_schedule"] != "book")]
+    rows = pd.concat([book.assign(source_recipe="book", disc_schedule="book"), others], ignore_index=True)
+    rows = rows[rows["shift"] == shift]
+    parts = {"Temp": rows.query("discriminator == 'none' and temperature == 'sgd'"),
+             "IW+Temp": rows.query(_PAPER_PIPELINE), "oracle": rows.query("discriminator == 'oracle'")}
+    for name, part in parts.items():
+        if part.empty:
+            raise ValueError(f"no {name} rows of shift {shift!r} in book and recipes")
+    iw = parts["IW+Temp"].groupby(_RECIPE, sort=False)
+    per_repeat = {name: part.groupby([*_RECIPE, "repeat"])["ece"].mean() for name, part in parts.items()}
+    below = per_repeat["IW+Temp"] < per_repeat["Temp"].reindex(per_repeat["IW+Temp"].index)
+    out = pd.DataFrame({
+        "repeats": iw.size(), "cls_error": iw["cls_error"].mean(),
+        "Temp": parts["Temp"].groupby(_RECIPE)["ece"].mean(),
+        "IW+Temp": iw["ece"].mean(), "IW+Temp sd": iw["ece"].std(),
+        "oracle": parts["oracle"].groupby(_RECIPE)["ece"].mean(),
+        "iw_below_temp": below.groupby(level=_RECIPE).sum(),
+        **{c: iw[c].mean() for c in ("ess_frac", "source_kept", "disc_epochs", "disc_kept")},
+    }).reindex(iw.size().index)  # the book's first, then the order of recipes
+    paper = paper_table("covariate_shift", "table1").query("metric == 'ece' and shift == @shift").set_index("method")
+    for column, (method, stat) in {"paper Temp": ("Temp", "mean"), "paper IW+Temp": ("IW+Temp", "mean"),
+                                   "paper IW+Temp sd": ("IW+Temp", "std")}.items():
+        out[column] = paper[stat].get(method, float("nan"))
+    return out

@@ -38,7 +38,9 @@ task list that :func:`calibtut.run.sweep` runs through :func:`run_cs_config`.
 :func:`run_weight_variants` reruns IW+Temp. of one repeat under every way of
 estimating and using the weights (discriminator, its temperature, the clip,
 ``1/g - 1/2`` or ``1/g - 1``, exact or SGD temperature), with the weights'
-diagnostics.
+diagnostics; its ``lr_step`` and ``disc_schedule`` also give the authors'
+source training (with ``epochs=500, lr=1e-2``) and discriminator schedule
+(:data:`DISC_SCHEDULES`).
 
 Shifts (``source->target``): ``M`` MNIST (the 15,000 offline images, halved
 at random into a source half and a target half, so that ``M->M`` has disjoint
@@ -76,8 +78,8 @@ from calibtut.shift import (
     weight_summary,
 )
 
-__all__ = ["DIGIT_SHIFTS", "METHODS", "cs_tasks", "parse_shift", "run_cs_config", "run_weight_variants",
-           "shift_predictions"]
+__all__ = ["DIGIT_SHIFTS", "DISC_SCHEDULES", "METHODS", "cs_tasks", "parse_shift", "run_cs_config",
+           "run_weight_variants", "shift_predictions"]
 
 #: The columns of the paper's Table 1, then our two ablations (NLL temperature, density-ratio weights).
 METHODS = ("None", "Temp", "IW+Temp", "FL+Temp", "FL+IW+Temp", "Temp (NLL)", "IW(ratio)+Temp")
@@ -90,6 +92,16 @@ _SGD_LR = {"Temp": 1.0, "Temp (NLL)": 1.0, "IW+Temp": 0.1, "IW(ratio)+Temp": 0.1
            "FL+IW+Temp": 0.01}
 
 _DISCRIMINATORS = ("logistic", "mlp")
+
+#: Training settings of the network discriminator (:class:`calibtut.shift.MLPDiscriminator`):
+#: the book's (Adam, 100 epochs, patience 20, pooled batches of 200) and the paper code's (SGD
+#: lr 1e-3 with momentum 0.9 and weight decay 5e-4, StepLR(100, 0.5), at most 500 epochs,
+#: batches of 200 source + 200 target, the best held-out loss kept, patience 100).
+DISC_SCHEDULES = {
+    "book": {"epochs": 100, "patience": 20},
+    "authors": {"epochs": 500, "patience": 100, "optimizer": "sgd", "lr": 1e-3, "momentum": 0.9,
+                "weight_decay": 5e-4, "lr_step": 100, "lr_gamma": 0.5, "balanced_batches": True},
+}
 _TEMPERATURES = ("exact", "sgd")
 
 _DOMAIN = r"M|U|T|D8|R-?\d+(?:\.\d+)?"
@@ -184,12 +196,13 @@ def _texture(X, rng):
 
 
 @functools.lru_cache(maxsize=8)
-def _source_model(source, seed, n_source, epochs, lr, device):
+def _source_model(source, seed, n_source, epochs, lr, lr_step, device):
+    """The source LeNet-5 and its :class:`calibtut.models.FitHistory` (Adam, StepLR if ``lr_step``)."""
     Xtr, ytr, Xval, yval, _, _ = _domain(source, "source", seed, n_source)
     model = LeNet5(seed=seed)
-    fit_classifier(model, Xtr, ytr, val=(Xval, yval), epochs=epochs, batch_size=100, lr=lr, seed=seed,
-                   device=device, progress=False)
-    return model.cpu().eval()
+    history = fit_classifier(model, Xtr, ytr, val=(Xval, yval), epochs=epochs, batch_size=100, lr=lr,
+                             lr_step=lr_step, seed=seed, device=device, progress=False)
+    return model.cpu().eval(), history
 
 
 # ------------------------------------------------------------------------------------------- methods
@@ -204,11 +217,11 @@ def _temperature(method, logits, labels, weights, temperature, seed):
     return ts.fit(logits, labels, sample_weight=weights)
 
 
-def _discriminator(kind, X_source, X_target, val, seed, device):
+def _discriminator(kind, X_source, X_target, val, seed, device, schedule="book"):
     if kind == "logistic":
         d = LogisticDiscriminator(seed=seed)
     else:
-        d = MLPDiscriminator(hidden=(84,), epochs=100, patience=20, seed=seed, device=device)
+        d = MLPDiscriminator(hidden=(84,), **DISC_SCHEDULES[schedule], seed=seed, device=device)
     return d.fit(X_source, X_target, val=val)
 
 
@@ -240,11 +253,11 @@ def _check_run(shift, seed, repeat, n_source, n_target, epochs, lr, discriminato
 
 
 @functools.lru_cache(maxsize=8)
-def _features(shift, seed, n_source, n_target, epochs, lr, device):
+def _features(shift, seed, n_source, n_target, epochs, lr, lr_step, device):
     """The source model's features ``phi``, its logits on the source validation and target test sets,
     the source validation labels and the target test labels."""
     source, target = parse_shift(shift)
-    model = _source_model(source, seed, n_source, epochs, lr, device)
+    model, _ = _source_model(source, seed, n_source, epochs, lr, lr_step, device)
     Xs_tr, ys_tr, Xs_val, ys_val, _, _ = _domain(source, "source", seed, n_source)
     Xt_tr, _, Xt_val, _, Xt_te, yt_te = _domain(target, "target", seed, n_target)
     phi = {k: extract_features(model, X) for k, X in
@@ -263,7 +276,7 @@ def _repeat_seeds(seed, repeat):
 @functools.lru_cache(maxsize=32)
 def _run(shift, seed, repeat, n_source, n_target, epochs, lr, discriminator, dann_epochs, dann_lr, upper,
          temperature, device):
-    model, phi, logits, ys_tr, ys_val, yt_te = _features(shift, seed, n_source, n_target, epochs, lr, device)
+    model, phi, logits, ys_tr, ys_val, yt_te = _features(shift, seed, n_source, n_target, epochs, lr, None, device)
     pred = logits["t_te"].argmax(axis=1)
     correct = pred == yt_te
     rows = np.arange(len(pred))
@@ -437,7 +450,7 @@ def _sequence(values, name, check):
 
 def run_weight_variants(shift="U->M", seed=0, repeat=0, *, n_source=None, n_target=None, epochs=20, lr=1e-3,
                         discriminators=_DISCRIMINATORS, uppers=(10.0, 100.0, 1e3), temperatures=("exact",),
-                        device="cpu"):
+                        lr_step=None, disc_schedule="book", device="cpu"):
     """IW+Temp. under every way of estimating and using the weights: ECE and weight diagnostics.
 
     The source model, the data and the seeds are those of
@@ -457,6 +470,13 @@ def run_weight_variants(shift="U->M", seed=0, repeat=0, *, n_source=None, n_targ
       weighted temperature does not change when the weights are rescaled;
     * the temperature fit: exact (Brent) or the authors' SGD.
 
+    Two settings held fixed by the grid can be changed for the whole call:
+    the source model's StepLR (``lr_step``; the authors' source recipe is
+    ``epochs=500, lr=1e-2, lr_step=100``: Adam, learning rate halved every
+    100 epochs, batch 100, best validation error kept) and the network
+    discriminator's training (``disc_schedule``, :data:`DISC_SCHEDULES`).
+    With their defaults the results are those of :func:`run_cs_config`.
+
     A ``Temp`` row per temperature fit gives the unweighted baseline, and an
     ``oracle`` row the Brier temperature fitted on the labelled target test
     set itself: the lowest ECE that any weighting of the source validation
@@ -471,6 +491,15 @@ def run_weight_variants(shift="U->M", seed=0, repeat=0, *, n_source=None, n_targ
     uppers : sequence of float, default (10, 100, 1000)
         Clips ``U`` (each >= 1).
     temperatures : sequence of {"exact", "sgd"}, default ("exact",)
+    lr_step : int or None, default None
+        Halve the source model's Adam learning rate every ``lr_step`` epochs
+        (>= 1; the authors: 100); ``None`` keeps it constant (the book).
+    disc_schedule : {"book", "authors"}, default "book"
+        How the network discriminator is trained (:data:`DISC_SCHEDULES`):
+        the book's Adam for at most 100 epochs with patience 20, or the
+        authors' SGD with momentum and StepLR for at most 500 epochs on
+        200 + 200 batches, patience 100. The logistic discriminator has no
+        schedule.
 
     Returns
     -------
@@ -487,8 +516,11 @@ def run_weight_variants(shift="U->M", seed=0, repeat=0, *, n_source=None, n_targ
         ``disc_ece`` and ``disc_brier``, the balanced reliability of the
         ``g`` used on the held-out source-vs-target pair
         (:func:`calibtut.shift.discriminator_reliability`; with ``beta_g``
-        fitted on that pair, one parameter fitted in-sample); and
-        ``cls_error``.
+        fitted on that pair, one parameter fitted in-sample); ``disc_epochs``
+        and ``disc_kept``, the network discriminator's epochs trained and
+        epochs in the weights kept (NaN for the others); and, for every row,
+        ``cls_error`` and ``source_kept``, the source model's epochs in the
+        weights kept (its best validation error).
 
     Examples
     --------
@@ -496,13 +528,26 @@ def run_weight_variants(shift="U->M", seed=0, repeat=0, *, n_source=None, n_targ
     ...                            discriminators=["logistic"], uppers=[10.0])  # doctest: +SKIP
     >>> rows[["discriminator", "beta_g", "kind"]].values.tolist()[:2]  # doctest: +SKIP
     [['none', 'none', 'none'], ['logistic', 'fitted', 'bound']]
+
+    The authors' source recipe and discriminator schedule (minutes at full size):
+
+    >>> rows = run_weight_variants("U->M", epochs=500, lr=1e-2, lr_step=100, discriminators=["mlp"],
+    ...                            uppers=[1e3], temperatures=["sgd"],
+    ...                            disc_schedule="authors")  # doctest: +SKIP
     """
     _check_source(shift, seed, repeat, n_source, n_target, epochs, lr)
     discriminators = _sequence(discriminators, "discriminators",
                                lambda d: _check_choice(d, "discriminators", _DISCRIMINATORS))
     uppers = _sequence(uppers, "uppers", lambda u: check_real(u, "uppers", low=1))
     temperatures = _sequence(temperatures, "temperatures", lambda m: _check_choice(m, "temperatures", _TEMPERATURES))
-    _, phi, logits, _, ys_val, yt_te = _features(shift, int(seed), n_source, n_target, int(epochs), float(lr), device)
+    if lr_step is not None:
+        lr_step = check_int(lr_step, "lr_step", minimum=1)
+    if not isinstance(disc_schedule, str):
+        raise TypeError(f"disc_schedule must be a str, one of {tuple(DISC_SCHEDULES)}, got {disc_schedule!r}")
+    _check_choice(disc_schedule, "disc_schedule", tuple(DISC_SCHEDULES))
+    seed, epochs, lr = int(seed), int(epochs), float(lr)
+    _, phi, logits, _, ys_val, yt_te = _features(shift, seed, n_source, n_target, epochs, lr, lr_step, device)
+    _, source_history = _source_model(parse_shift(shift)[0], seed, n_source, epochs, lr, lr_step, device)
     pred = logits["t_te"].argmax(axis=1)
     correct = pred == yt_te
     points = np.arange(len(pred))
@@ -521,7 +566,10 @@ def run_weight_variants(shift="U->M", seed=0, repeat=0, *, n_source=None, n_targ
     rows.append({"discriminator": "oracle", "beta_g": "none", "kind": "target labels", "temperature": "exact",
                  **score(TemperatureScaling("brier").fit(logits["t_te"], yt_te))})
     for name in discriminators:
-        d = _discriminator(name, phi["s_tr"], phi["t_tr"], (phi["s_val"], phi["t_val"]), disc_seed, device)
+        d = _discriminator(name, phi["s_tr"], phi["t_tr"], (phi["s_val"], phi["t_val"]), disc_seed, device,
+                           disc_schedule)
+        trained = ({"disc_epochs": len(d.history_.train_loss), "disc_kept": d.history_.best_epoch + 1}
+                   if name == "mlp" else {"disc_epochs": np.nan, "disc_kept": np.nan})
         for beta_g in ("fitted", "none"):
             scale = 1.0 if beta_g == "fitted" else d.temperature_
             g = {k: special.expit(scale * d.decision_function(phi[k])) for k in ("s_val", "t_val")}
@@ -540,8 +588,9 @@ def run_weight_variants(shift="U->M", seed=0, repeat=0, *, n_source=None, n_targ
                                                           sgd_seed)),
                                      **diagnostics,
                                      "clipped_frac": float(np.mean(g_val <= 1 / (1 + upper))),
-                                     "disc_ece": rel.ece, "disc_brier": rel.brier})
-    return pd.DataFrame(rows).assign(cls_error=100 * float(1 - correct.mean()))
+                                     "disc_ece": rel.ece, "disc_brier": rel.brier, **trained})
+    return pd.DataFrame(rows).assign(cls_error=100 * float(1 - correct.mean()),
+                                     source_kept=source_history.best_epoch + 1)
 
 
 # ------------------------------------------------------------------------------------------- tasks
