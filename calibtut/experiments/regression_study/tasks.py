@@ -403,17 +403,22 @@ def study_split(dataset, run=0, *, crime="code"):
     >>> split is None or [len(split.train), len(split.val), len(split.cal), len(split.test)] == [200, 30, 46, 32]
     True
     """
-    if not isinstance(dataset, str):
-        raise TypeError(f"dataset must be a str, got {type(dataset).__name__}")
-    if dataset not in STUDY_DATASETS:
-        raise ValueError(f"dataset must be a key of STUDY_DATASETS, got {dataset!r}")
-    run = check_int(run, "run", minimum=0)
-    if crime not in ("code", "table1"):
-        raise ValueError(f"crime must be 'code' or 'table1', got {crime!r}")
+    run = _check_split(dataset, run, crime)
     X_all, y_all = _load(dataset, crime)
     keep = study_subsample(len(y_all), run)
     parts = (keep[i] for i in train_val_cal_test_split(len(keep), seed=_SPLIT_SEED + run))
     return StudySplit(X_all, y_all, *parts)
+
+
+def _check_split(dataset, run, crime):
+    """The checked ``run``, after refusing a bad ``dataset`` or ``crime``."""
+    if not isinstance(dataset, str):
+        raise TypeError(f"dataset must be a str, got {type(dataset).__name__}")
+    if dataset not in STUDY_DATASETS:
+        raise ValueError(f"dataset must be a key of STUDY_DATASETS, got {dataset!r}")
+    if crime not in ("code", "table1"):
+        raise ValueError(f"crime must be 'code' or 'table1', got {crime!r}")
+    return check_int(run, "run", minimum=0)
 
 
 @functools.lru_cache(maxsize=8)
@@ -620,11 +625,7 @@ def run_study_task(
     ...     "MIX-NLL + Rec-KDE"]
     True
     """
-    if not isinstance(dataset, str):
-        raise TypeError(f"dataset must be a str, got {type(dataset).__name__}")
-    if dataset not in STUDY_DATASETS:
-        raise ValueError(f"dataset must be a key of STUDY_DATASETS, got {dataset!r}")
-    run = check_int(run, "run", minimum=0)
+    run = _check_split(dataset, run, crime)
     base = check_base(base)
     lams = _parse_lambdas(lambdas)
     regs = _parse_regularizers(regularizers, base)
@@ -641,8 +642,6 @@ def run_study_task(
     epochs = check_int(epochs, "epochs", minimum=1)
     patience = check_int(patience, "patience", minimum=1)
     batch_size = check_int(batch_size, "batch_size", minimum=1)
-    if crime not in ("code", "table1"):
-        raise ValueError(f"crime must be 'code' or 'table1', got {crime!r}")
     arch = {"n_components": check_int(n_components, "n_components", minimum=1),
             "n_hidden": check_int(n_hidden, "n_hidden", minimum=1)}
     n_levels = check_int(n_levels, "n_levels", minimum=1)
