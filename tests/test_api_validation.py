@@ -346,6 +346,8 @@ VALID_FOR = {
     },
     "calibtut.plots.column_subplots": {"n_panels": 2},
     "calibtut.experiments.regression_study.per_batch_reading": {"sizes": [100], "n_sim": 20},
+    "calibtut.experiments.regression_study.per_batch_test_table": {
+        "rows": lambda: _study_rows().assign(test_pce_batch=0.1), "n_sim": 20},
     "calibtut.plots.plot_calibration_maps": {"maps": {"identity": lambda u: u}},
     "calibtut.plots.plot_predictive_band": {"x": np.arange(N, dtype=float)},
     "calibtut.plots.plot_quantile_paths": {"quantiles": _STEPS},

@@ -127,8 +127,8 @@ def per_batch_test_table(rows, *, n_sim=10_000, alpha=0.01, seed=0):
     pandas.DataFrame
         One row per dataset, sorted by name: ``dataset``, ``n_test`` (of the
         first run), ``batches``, ``pce`` and ``pce_batch`` (run means), and for
-        each reading of :data:`_READINGS` ``p (<reading>)`` and
-        ``reject (<reading>)``.
+        each reading (``full set``, ``per batch, full-set null``, ``per batch,
+        per-batch null``) ``p (<reading>)`` and ``reject (<reading>)``.
 
     Examples
     --------
