@@ -12,6 +12,9 @@ from calibtut._validation import check_int
 from calibtut.models.study_training import BASE_MODEL_NAMES
 from calibtut.run import load_result, stored_rows
 
+#: Rows per batch of the authors' validation and test loaders (their metrics average the batches).
+AUTHORS_BATCH = 512
+
 
 def check_base(base):
     """``base`` if it names a base model of the study, else a ValueError."""

@@ -384,20 +384,15 @@ def rerun_claim_parts(full, rerun, *, ablations=None, test_table=None, recompute
 
 def _appendix_b_not_run(parts):
     """Claims C13 and C14 as one "not run" part each: their maps are not refitted with the resample."""
-    keep = parts[~parts["claim"].isin(_APPENDIX_B_CLAIMS)]
-    lines = []
-    for claim in _APPENDIX_B_CLAIMS:
-        first = parts[parts["claim"] == claim].iloc[0]
-        lines.append({**first.to_dict(), "part": 1, "rule": "not run", "verdict": "not run", "agree": np.nan,
-                      "differ": np.nan, "ties": np.nan, "pvalue": np.nan, "power": np.nan,
-                      "evidence": "the resampled Rec-KDE is refitted on the vanilla 65% models only; the "
-                                  "Appendix B models (regularized + map, map on the training split) keep "
-                                  "Rec-KDE on every PIT"})
-    out = pd.concat([keep, pd.DataFrame(lines)], ignore_index=True)
-    order = {c: i for i, c in enumerate(dict.fromkeys(parts["claim"]))}
-    return out.sort_values(["claim", "part"], key=lambda col: col.map(order) if col.name == "claim" else col,
-                           kind="stable").reset_index(drop=True)
-
+    appendix_b = parts["claim"].isin(_APPENDIX_B_CLAIMS)
+    out = parts[~appendix_b | (parts.groupby("claim").cumcount() == 0)].reset_index(drop=True)
+    replaced = out["claim"].isin(_APPENDIX_B_CLAIMS)
+    out.loc[replaced, ["rule", "verdict"]] = "not run"
+    out.loc[replaced, ["agree", "differ", "ties", "pvalue", "power"]] = np.nan
+    out.loc[replaced, "evidence"] = ("the resampled Rec-KDE is refitted on the vanilla 65% models only; the "
+                                     "Appendix B models (regularized + map, map on the training split) keep "
+                                     "Rec-KDE on every PIT")
+    return out
 
 def rerun_claims_table(parts, rerun_parts):
     """Each claim's verdict on the full run as stored beside its two readings with the maps refitted.

@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 
 from calibtut._validation import check_frame, check_int, check_real, check_rng
-from calibtut.experiments.regression_study._common import published_table
+from calibtut.experiments.regression_study._common import AUTHORS_BATCH, published_table
 from calibtut.metrics import pce_null_distribution
 from calibtut.stats import holm
 
@@ -34,7 +34,7 @@ __all__ = ["per_batch_reading", "per_batch_test_table", "published_per_batch_tes
 
 #: The three readings of :func:`per_batch_test_table`: (statistic, null) columns.
 _READINGS = {"full set": ("pce", None), "per batch, full-set null": ("pce_batch", None),
-             "per batch, per-batch null": ("pce_batch", 512)}
+             "per batch, per-batch null": ("pce_batch", AUTHORS_BATCH)}
 
 
 def per_batch_reading(sizes, batch_size=512, n_sim=2000, level=0.01, seed=0):
@@ -151,11 +151,11 @@ def per_batch_test_table(rows, *, n_sim=10_000, alpha=0.01, seed=0):
     records = []
     for i, (name, group) in enumerate(vanilla.sort_values("run").groupby("dataset", sort=True)):
         sizes = [int(n) for n in group["n_test"]]
-        record = {"dataset": name, "n_test": sizes[0], "batches": -(-sizes[0] // 512),
+        record = {"dataset": name, "n_test": sizes[0], "batches": -(-sizes[0] // AUTHORS_BATCH),
                   "pce": float(group["test_pce"].mean()), "pce_batch": float(group["test_pce_batch"].mean())}
         rng = np.random.default_rng([seed, i])
         nulls = {batch: pce_null_distribution(sizes, n_sim=n_sim, seed=rng, batch_size=batch)
-                 for batch in (None, 512)}
+                 for batch in (None, AUTHORS_BATCH)}
         for reading, (statistic, batch) in _READINGS.items():
             null = nulls[batch]
             record[f"p ({reading})"] = float((1 + np.sum(null >= record[statistic])) / (1 + n_sim))

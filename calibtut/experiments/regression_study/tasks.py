@@ -66,7 +66,12 @@ from calibtut._validation import check_frame, check_int, check_real
 from calibtut.conformal import OneSidedCQR
 from calibtut.data import Standardizer, train_val_cal_test_split
 from calibtut.data.regression_study import STUDY_DATASETS, load_study_dataset, study_subsample
-from calibtut.experiments.regression_study._common import base_family, check_base, published_or_stored
+from calibtut.experiments.regression_study._common import (
+    AUTHORS_BATCH,
+    base_family,
+    check_base,
+    published_or_stored,
+)
 from calibtut.metrics import (
     batch_pce,
     crps_mixture,
@@ -128,7 +133,6 @@ FREQ_COLUMNS = tuple(f"freq_{round(100 * a):02d}" for a in EVAL_LEVELS)
 
 _CRPS_LEVELS = (np.arange(64) + 0.5) / 64
 _SPLIT_SEED, _MODEL_SEED = 2000, 1000  # the authors' seeds: split 2000 + run, model 1000 + run
-_AUTHORS_BATCH = 512  # rows per batch of the authors' validation and test loaders
 
 
 def method_label(base, regularizer="none", posthoc="none", map_split="calibration"):
@@ -453,7 +457,7 @@ def _mixture_metrics(y, params, rec=None):
         pit = rec.transform(pit)
     out.update(
         pce=pce(pit),
-        pce_batch=batch_pce(pit, _AUTHORS_BATCH),
+        pce_batch=batch_pce(pit, AUTHORS_BATCH),
         wis=weighted_interval_score(y, quantiles, EVAL_LEVELS),
         std_quantile=quantile_std(quantiles),
     )
