@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import base64
 import hashlib
+import importlib.util
 import io
 import json
 import os
@@ -58,6 +59,22 @@ NPM_FILES = (
 NOTEBOOK_BUDGET_S = float(os.environ.get("CALIBTUT_NOTEBOOK_BUDGET", "60"))
 
 
+def _numerics():
+    """``calibtut/numerics.py``, loaded from its file: it uses the standard library only, and
+    tasks.py runs before the virtual environment (and so the package) is installed."""
+    spec = importlib.util.spec_from_file_location("calibtut_numerics", ROOT / "calibtut" / "numerics.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+NUMERICS = _numerics()
+#: The numerics profile every command runs its notebooks and tests under, one thread per process
+#: (``CALIBTUT_NUMERICS`` picks another: ``CALIBTUT_NUMERICS=native python3 tasks.py test`` runs them
+#: with the CPU's own kernels).
+PROFILE = os.environ.get(NUMERICS.PROFILE_ENV) or NUMERICS.DEFAULT_PROFILE
+
+
 def say(msg: str) -> None:
     print(f"[tasks] {msg}", flush=True)
 
@@ -66,13 +83,18 @@ def run(cmd, *, log: Path | None = None, env=None, check=True) -> int:
     """Run a command from the repository root, echoing it; tee its output to ``log``."""
     cmd = [str(c) for c in cmd]
     say("$ " + " ".join(cmd))
-    full_env = dict(os.environ, **(env or {}))
+    full_env = dict(os.environ)
+    # The numerics profile (calibtut/numerics.py): every library's CPU kernels limited alike and
+    # one thread per process, so that the notebooks see the same bits on any x86-64 machine (and
+    # two notebooks or test workers at once do not oversubscribe two cores).
+    for name, value in NUMERICS.profile_environment(PROFILE, threads=1).items():
+        if value is None:
+            full_env.pop(name, None)
+        else:
+            full_env[name] = value
+    full_env.update(env or {})
     full_env.setdefault("JUPYTER_PLATFORM_DIRS", "1")
     full_env.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")
-    # Two notebooks or test workers run at once on two cores: one thread each
-    # (torch, OpenMP and BLAS would otherwise oversubscribe the cores).
-    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
-        full_env.setdefault(var, "1")
     full_env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), full_env.get("PYTHONPATH")]))
     if log is None:
         rc = subprocess.run(cmd, cwd=ROOT, env=full_env, stdin=subprocess.DEVNULL).returncode

@@ -407,6 +407,7 @@ VALID_FOR = {
     # a bad stall is refused at the call, before the client (a dask Client) is used
     "calibtut.run.engine.run_dask": {"client": None, "fn": lambda: _square_task, "todo": [("k0", {"seed": 0})],
                                      "reserved": (), "threads": 1, "label": "demo"},
+    "calibtut.run.engine.run_task": {"fn": lambda: _square_task, "task": {"seed": 0}, "reserved": ()},
     "calibtut.online": {"y": np.zeros((1, 10)), "labels": np.zeros((1, 10)), "quantiles": _STEPS[None]},
     "calibtut.online.theorem1_bound": {"delta": 0.1},
     "calibtut.online.spring_bound_check": {"quantiles": _STEPS, "y": np.zeros(10), "labels": np.zeros(10),

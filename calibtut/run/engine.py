@@ -45,6 +45,7 @@ from functools import partial
 import pandas as pd
 
 from calibtut._validation import check_int, check_real
+from calibtut.numerics import DEFAULT_PROFILE, ISA_VARS, PROFILE_ENV, numerics_label, profile_environment
 from calibtut.run.provenance import cpu_label
 from calibtut.run.store import FAILED, OK, dumps
 
@@ -68,6 +69,7 @@ __all__ = [
     "stall_timeout",
     "to_records",
     "wants_gpu",
+    "worker_numerics",
 ]
 
 #: Environment variable: number of local worker processes (unset or empty: serial).
@@ -315,7 +317,9 @@ def run_task(fn, task, reserved, threads=None):
 
     Returns a dict with ``status`` (``"ok"`` or ``"failed"``), ``seconds``,
     ``worker``, ``cpu`` (:func:`calibtut.run.provenance.cpu_label` of the
-    machine that ran it) and either ``records`` or ``error`` (the traceback). The rows
+    machine that ran it), ``numerics`` (:func:`calibtut.numerics.numerics_label`
+    of the process that ran it, read back from its libraries after the task)
+    and either ``records`` or ``error`` (the traceback). The rows
     may not use the task's keys nor the names in ``reserved`` (the seconds
     column). ``threads`` limits BLAS/OpenMP/torch threads while it runs.
 
@@ -327,6 +331,8 @@ def run_task(fn, task, reserved, threads=None):
     'failed'
     """
     fn_name = getattr(fn, "__qualname__", type(fn).__name__)
+    if threads is not None:
+        threads = _positive_int(threads, "threads")
     start = time.perf_counter()
     try:
         if threads is None:
@@ -345,7 +351,8 @@ def run_task(fn, task, reserved, threads=None):
         outcome = {"status": OK, "records": records}
     except Exception:  # the task's own failure is data: recorded, reported, retried on the next run
         outcome = {"status": FAILED, "error": traceback.format_exc()}
-    return {**outcome, "seconds": time.perf_counter() - start, "worker": _where(), "cpu": cpu_label()}
+    seconds = time.perf_counter() - start
+    return {**outcome, "seconds": seconds, "worker": _where(), "cpu": cpu_label(), "numerics": numerics_label()}
 
 
 def run_serial(fn, todo, reserved):
@@ -382,8 +389,38 @@ def _worker_env(threads):
     return env
 
 
+def worker_numerics(threads):
+    """The numerics variables local workers must have before they start (and import numpy or torch).
+
+    Workers run under the numerics of the process that starts them (its
+    ``CALIBTUT_NUMERICS`` profile and instruction-set limits), so that a sweep
+    gives the same bits serially and on workers; a process started under no
+    profile gives them the reference profile (:mod:`calibtut.numerics`).
+    Threads are ``threads``.
+
+    Examples
+    --------
+    >>> import os
+    >>> env = worker_numerics(2)
+    >>> env["OMP_NUM_THREADS"], env["CALIBTUT_NUMERICS"] == os.environ.get("CALIBTUT_NUMERICS", "reference")
+    ('2', True)
+    """
+    threads = _positive_int(threads, "threads")
+    if os.environ.get(PROFILE_ENV):
+        own = {name: os.environ.get(name) for name in (PROFILE_ENV, *ISA_VARS)}
+    else:
+        own = profile_environment(DEFAULT_PROFILE)
+    own.update({var: str(threads) for var in _THREAD_VARS})
+    return {name: value for name, value in own.items() if value is not None}
+
+
 def local_cluster(engine):
-    """The local cluster of ``engine`` (started once per process and reused by later sweeps)."""
+    """The local cluster of ``engine`` (started once per process and reused by later sweeps).
+
+    Its workers start under :func:`worker_numerics`, set before each worker
+    process is spawned (Dask's ``pre-spawn-environ``, which also leaves the
+    variables in this process's environment, for the processes it starts).
+    """
     distributed = _import_distributed()
     spec = (engine.workers, engine.threads_per_worker, engine.gpu_workers)
     cluster = _CLUSTERS.get(spec)
@@ -413,7 +450,11 @@ def local_cluster(engine):
     # could reach `allowed-failures` (3) and fail without ever having run.
     import dask
 
-    settings = {"distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None,
+    # The numerics variables must be there when a worker process starts, before it imports numpy or
+    # torch: a Nanny's `env` is applied only once the worker runs, too late for the kernels' choice.
+    numerics = {f"distributed.nanny.pre-spawn-environ.{name}": value
+                for name, value in worker_numerics(engine.threads_per_worker).items()}
+    settings = {**numerics, "distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None,
                 "distributed.worker.profile.enabled": False,
                 "distributed.scheduler.worker-saturation": 1.0}
     with dask.config.set(settings):
@@ -571,10 +612,13 @@ def run_dask(client, fn, todo, reserved, threads, label, *, stall=None):
 
     Parameters
     ----------
+    threads : int
+        BLAS/OpenMP/torch threads each task may use (>= 1).
     stall : float, optional
         Seconds to wait without a worker (positive, finite); default: that
         of :func:`stall_timeout`.
     """
+    threads = _positive_int(threads, "threads")
     stall = stall_timeout() if stall is None else check_real(stall, "stall", low=0, low_open=True)
     return _dask_outcomes(client, fn, todo, reserved, threads, label, stall)
 

@@ -14,6 +14,7 @@ from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 
+from calibtut.numerics import DEFAULT_PROFILE, profile_environment
 from calibtut.run._paths import RUN_DIR_ENV, SWEEP_DIR_ENV, find_root
 from calibtut.run.artifacts import PROVENANCE, SWEEPS, atomic_write_text, list_tables
 from calibtut.run.engine import (
@@ -25,7 +26,7 @@ from calibtut.run.engine import (
 )
 from calibtut.run.profiles import check_profile
 from calibtut.run.progress import PROGRESS_LOG_ENV
-from calibtut.run.provenance import git_state, machine, package_versions
+from calibtut.run.provenance import git_state, libraries, machine, package_versions
 
 __all__ = [
     "NotebookFailed",
@@ -314,7 +315,7 @@ def _failure_message(exc, notebook, output):
 
 
 def run_notebook(notebook, profile="ci", parameters=None, *, out=None, fresh=False, progress=True,
-                 log_output=False, kernel_name=None, engine=None):
+                 log_output=False, kernel_name=None, engine=None, numerics=DEFAULT_PROFILE):
     """Execute ``notebook`` with papermill at ``profile`` and record its provenance.
 
     The notebook runs with its own folder as working directory and with the
@@ -347,6 +348,12 @@ def run_notebook(notebook, profile="ci", parameters=None, *, out=None, fresh=Fal
     engine : calibtut.run.engine.Engine, optional
         Where the sweeps run (default: serial, unless the environment already
         asks for workers); see :func:`calibtut.run.engine.resolve_engine`.
+    numerics : {"reference", "native"}, default "reference"
+        The numerics profile of the kernel and of the sweeps' local workers
+        (:mod:`calibtut.numerics`): ``"reference"`` limits every library's
+        CPU kernels to AVX2 and runs one thread, so that the run gives the
+        same bits on any x86-64 machine; ``"native"`` uses the CPU's fastest
+        kernels and the libraries' own thread counts.
 
     Returns
     -------
@@ -368,6 +375,7 @@ def run_notebook(notebook, profile="ci", parameters=None, *, out=None, fresh=Fal
     from papermill.exceptions import PapermillExecutionError
 
     check_profile(profile)
+    numerics_env = profile_environment(numerics)
     parameters = dict(parameters or {})
     for name in parameters:
         if not isinstance(name, str) or not name.isidentifier():
@@ -418,13 +426,15 @@ def run_notebook(notebook, profile="ci", parameters=None, *, out=None, fresh=Fal
         "engine": (engine or Engine()).describe(),
         **git_state(root),
         "packages": package_versions(),
+        "libraries": libraries(),
         "machine": machine(),
+        "numerics": {"profile": numerics, "environment": {k: v for k, v in numerics_env.items() if v}},
     }
     started = datetime.now(timezone.utc)
     clock = time.perf_counter()
     error = None
     try:
-        env = {RUN_DIR_ENV: run_dir, SWEEP_DIR_ENV: stores, PROGRESS_LOG_ENV: run_dir / "progress.log",
+        env = {**numerics_env, RUN_DIR_ENV: run_dir, SWEEP_DIR_ENV: stores, PROGRESS_LOG_ENV: run_dir / "progress.log",
                **(engine_environment(engine) if engine is not None else {})}
         with _environment(env), _Echo(run_dir / "progress.log", progress):
             papermill.execute_notebook(

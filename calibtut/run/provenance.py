@@ -9,7 +9,9 @@ import subprocess
 import sys
 from importlib import metadata
 
-__all__ = ["PACKAGES", "SIMD_FLAGS", "cpu_label", "git_state", "machine", "package_versions"]
+from calibtut.numerics import cpu_flags, numerics_state
+
+__all__ = ["PACKAGES", "SIMD_DETAIL", "SIMD_FLAGS", "cpu_label", "git_state", "libraries", "machine", "package_versions"]
 
 #: Import name -> distribution name of the packages recorded in provenance.
 PACKAGES = {
@@ -84,13 +86,48 @@ def _cpuinfo(field):
     return None
 
 
-#: SIMD extensions that change which CPU kernels torch and BLAS pick (and so their last bits).
+#: SIMD extensions that change which CPU kernels torch and BLAS pick (and so their last bits): the
+#: ones a store line's CPU label names (kept short, and comparable with the labels stored so far).
 SIMD_FLAGS = ("avx512f", "avx512_bf16", "amx_tile", "avx2", "fma", "neon", "asimd", "sve")
+#: Every vector extension a numeric library may dispatch on, as a run's provenance lists them.
+SIMD_DETAIL = (
+    "sse4_2", "avx", "avx2", "fma", "f16c", "avx512f", "avx512cd", "avx512bw", "avx512dq", "avx512vl",
+    "avx512_vnni", "avx512_bf16", "avx512_fp16", "avx512_vpopcntdq", "avx512ifma", "avx512vbmi",
+    "amx_tile", "neon", "asimd", "asimdhp", "sve", "sve2",
+)
 
 
-def _cpu_simd():
-    flags = set((_cpuinfo("flags") or _cpuinfo("features") or "").split())
-    return [flag for flag in SIMD_FLAGS if flag in flags] or None
+def _cpu_simd(names=SIMD_FLAGS):
+    flags = cpu_flags()
+    return [flag for flag in names if flag in flags] or None
+
+
+def libraries():
+    """Versions of the numeric libraries whose kernels a result depends on.
+
+    torch with the MKL and oneDNN it was built with, numpy, and every BLAS
+    that threadpoolctl finds loaded (numpy's and scipy's OpenBLAS): the
+    versions that, with the CPU's instruction set and the numerics profile
+    (:mod:`calibtut.numerics`), decide a result's last bits. Imports numpy,
+    scipy and torch.
+
+    Examples
+    --------
+    >>> libs = libraries()
+    >>> sorted(libs)
+    ['blas', 'mkl', 'numpy', 'onednn', 'torch']
+    """
+    import scipy.linalg  # noqa: F401 - loads scipy's own BLAS, so that it is listed
+
+    state = numerics_state(load=True)
+    torch = state["torch"]
+    return {
+        "torch": torch["version"],
+        "mkl": torch["mkl"],
+        "onednn": torch["onednn"],
+        "numpy": state["numpy"]["version"],
+        "blas": sorted({f"{b['internal_api']} {b['version']} ({b['library']})" for b in state["blas"]}),
+    }
 
 
 @functools.lru_cache(maxsize=1)
@@ -144,7 +181,7 @@ def machine():
     usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else count
     return {
         "cpu_model": _cpuinfo("model name") or platform.processor() or None,
-        "cpu_simd": _cpu_simd(),
+        "cpu_simd": _cpu_simd(SIMD_DETAIL),
         "cpu_count": count,
         "cpu_usable": usable,
         "gpu": _gpu_name(),

@@ -4,6 +4,16 @@
 checks that a published run is reproducible: it recomputes a seeded random
 sample of the store's finished tasks (on any engine) and compares every stored
 value exactly (NaN equals NaN). The exit status is 0 when all match.
+
+The sample is recomputed under the numerics profile its lines record
+(:mod:`calibtut.numerics`: the instruction-set limits and thread count of the
+process that computed them), in a new process started under that profile when
+this one runs under another. Lines stored before profiles were recorded came
+from the AVX2 development machines, whose kernels the ``"reference"`` profile
+selects, so they are recomputed under it. The comparison is exact only between
+machines of one architecture (x86-64 with AVX2): on ARM, or for tasks computed
+on a GPU, the kernels are others and the table says how far the values moved
+(``max_rel_diff``) instead.
 """
 
 from __future__ import annotations
@@ -11,19 +21,26 @@ from __future__ import annotations
 import argparse
 import importlib
 import math
+import os
+import subprocess
 import sys
 import tempfile
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from calibtut._validation import check_real
+from calibtut.numerics import DEFAULT_PROFILE, PROFILES, numerics_state, profile_environment
 from calibtut.run.engine import resolve_engine
 from calibtut.run.store import SweepStore
-from calibtut.run.sweep import sweep
+from calibtut.run.sweep import function_reference, sweep
 
-__all__ = ["differing", "main", "recheck", "resolve_function"]
+__all__ = ["differing", "main", "max_relative_difference", "recheck", "resolve_function", "stored_numerics"]
+
+#: What ``numerics=`` accepts besides a profile name.
+_NUMERICS_CHOICES = ("stored", "current", *PROFILES)
 
 
 def resolve_function(reference):
@@ -70,8 +87,115 @@ def differing(stored, fresh):
     return sorted(names)
 
 
+def max_relative_difference(stored, fresh):
+    """The largest relative difference between the numbers of two lists of result rows.
+
+    ``|a - b| / max(|a|, |b|)`` over every numeric value present in both (0
+    when both are 0, NaN equal to NaN); what a recheck across architectures
+    reports, where exact equality cannot be expected.
+
+    Examples
+    --------
+    >>> max_relative_difference([{"a": 4.0, "b": "x"}], [{"a": 5.0, "b": "x"}])
+    0.2
+    """
+    largest = 0.0
+    for old, new in zip(stored, fresh):
+        for name in set(old) & set(new):
+            a, b = old[name], new[name]
+            if isinstance(a, bool) or isinstance(b, bool) or not isinstance(a, (int, float)) \
+                    or not isinstance(b, (int, float)):
+                continue
+            if math.isnan(a) and math.isnan(b) or a == b:
+                continue
+            scale = max(abs(a), abs(b))
+            largest = max(largest, math.inf if math.isnan(scale) or math.isinf(scale) else abs(a - b) / scale)
+    return largest
+
+
+def stored_numerics(entries):
+    """The numerics profile and threads that a store's lines record (the most common one).
+
+    Parameters
+    ----------
+    entries : list of dict
+        Store lines.
+
+    Returns
+    -------
+    tuple
+        ``(profile, threads, recorded)``: the profile name (None for lines
+        computed under no profile, which are recomputed under ``"native"``),
+        the threads, and whether the lines recorded their numerics. Lines from
+        before profiles were recorded ran with the CPU's own kernels and one
+        thread (the runner's workers): on a CPU with AVX-512 (its label names
+        ``avx512f``) that is ``("native", 1, False)``, on an AVX2 one the
+        kernels of the reference profile, ``("reference", 1, False)``.
+
+    Examples
+    --------
+    >>> stored_numerics([{"numerics": {"profile": "reference", "threads": 1}}])
+    ('reference', 1, True)
+    >>> stored_numerics([{"cpu": "AMD EPYC (avx2, fma)"}])
+    ('reference', 1, False)
+    >>> stored_numerics([{"cpu": "AMD EPYC (avx512f, avx2, fma)"}])
+    ('native', 1, False)
+    """
+    seen = Counter((e["numerics"].get("profile"), e["numerics"].get("threads"))
+                   for e in entries if isinstance(e.get("numerics"), dict))
+    if seen:
+        (profile, threads), _ = seen.most_common(1)[0]
+        return profile, threads, True
+    avx512 = Counter("avx512f" in (e.get("cpu") or "") for e in entries).most_common(1)[0][0]
+    return ("native" if avx512 else DEFAULT_PROFILE), 1, False
+
+
+def _label(numerics):
+    if not isinstance(numerics, dict):
+        return "not recorded"
+    blas = ", ".join(numerics.get("blas") or [])
+    return f"{numerics.get('profile') or 'no profile'}: torch {numerics.get('torch')}, {blas}, " \
+           f"{numerics.get('threads')} thread(s)"
+
+
+def _recheck_elsewhere(path, profile, threads, *, sample, seed, max_seconds, fn, workers, scheduler, progress):
+    """Run the recheck in a new process started under ``profile``; returns its table."""
+    reference = None
+    if fn is not None:
+        reference = function_reference(fn)
+        try:
+            resolve_function(reference)
+        except (ValueError, ImportError, AttributeError) as exc:
+            raise ValueError(f"the store was computed under the numerics profile {profile!r}, and this process "
+                             f"runs under another: recomputing it means a new process, which must import fn "
+                             f"({exc}); pass numerics='current' to recompute here") from None
+    env = dict(os.environ)
+    for name, value in profile_environment(profile, threads=threads).items():
+        if value is None:
+            env.pop(name, None)
+        else:
+            env[name] = value
+    with tempfile.TemporaryDirectory() as folder:
+        table_path = Path(folder) / "recheck.json"
+        command = [sys.executable, "-m", "calibtut.run.recheck", str(path), "--sample", str(sample), "--seed",
+                   str(seed), "--numerics", "current", "--table", str(table_path)]
+        command += ["--max-seconds", repr(max_seconds)] if max_seconds is not None else []
+        command += ["--fn", reference] if reference else []
+        command += ["--workers", str(workers)] if workers is not None else []
+        command += ["--scheduler", scheduler] if scheduler is not None else []
+        command += [] if progress else ["--no-progress"]
+        done = subprocess.run(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                              check=False)
+        if not table_path.is_file():
+            raise RuntimeError(f"the recheck under the numerics profile {profile!r} failed "
+                               f"(exit status {done.returncode}):\n{done.stderr.strip()}")
+        if progress and done.stderr:
+            sys.stderr.write(done.stderr)
+        return pd.read_json(table_path, orient="records", dtype=False)
+
+
 def recheck(store, *, sample=20, seed=0, max_seconds=None, fn=None, workers=None, scheduler=None,
-            progress=True):
+            progress=True, numerics="stored"):
     """Recompute a seeded random sample of a store's finished tasks and compare them exactly.
 
     Parameters
@@ -90,15 +214,23 @@ def recheck(store, *, sample=20, seed=0, max_seconds=None, fn=None, workers=None
     workers, scheduler
         Engine of the recomputation, as for :func:`calibtut.run.sweep`.
     progress : bool, default True
+    numerics : {"stored", "current", "reference", "native"}, default "stored"
+        The numerics profile to recompute under: the one the sampled lines
+        record (see :func:`stored_numerics`), this process as it runs, or a
+        named profile. When it is not this process's own, the sample is
+        recomputed in a new process started under it (``fn`` must then be
+        importable).
 
     Returns
     -------
     pandas.DataFrame
         One row per recomputed task: ``key``, ``stored_seconds``,
         ``seconds``, ``match``, ``differing`` (the names of the values
-        that changed), and ``stored_cpu`` and ``cpu``, the machines that
-        computed the stored and the fresh rows
-        (:func:`calibtut.run.provenance.cpu_label`).
+        that changed), ``max_rel_diff`` (:func:`max_relative_difference`),
+        ``stored_cpu`` and ``cpu``, the machines that computed the stored and
+        the fresh rows (:func:`calibtut.run.provenance.cpu_label`), and
+        ``stored_numerics`` and ``numerics``, their numerics
+        (:func:`calibtut.numerics.numerics_label`, in words).
 
     Examples
     --------
@@ -114,6 +246,8 @@ def recheck(store, *, sample=20, seed=0, max_seconds=None, fn=None, workers=None
         raise ValueError(f"sample must be an integer >= 1, got {sample!r}")
     if max_seconds is not None:
         max_seconds = check_real(max_seconds, "max_seconds", low=0, low_open=True)
+    if not isinstance(numerics, str) or numerics not in _NUMERICS_CHOICES:
+        raise ValueError(f"numerics must be one of {list(_NUMERICS_CHOICES)}, got {numerics!r}")
     resolve_engine(workers, scheduler)  # checks the engine's arguments before any work
     stored = SweepStore(store)
     path = stored.path
@@ -126,6 +260,15 @@ def recheck(store, *, sample=20, seed=0, max_seconds=None, fn=None, workers=None
         limit = f" of at most {max_seconds} s" if max_seconds else ""
         raise ValueError(f"store {path} has no finished task{limit}")
     chosen = sorted(np.random.default_rng(seed).choice(keys, size=min(sample, len(keys)), replace=False))
+    if numerics != "current":
+        if numerics == "stored":
+            profile, threads, _ = stored_numerics([done[k] for k in chosen])
+            profile = profile or "native"
+        else:
+            profile, threads = numerics, PROFILES[numerics][1]
+        if (numerics_state()["profile"] or "native") != profile:
+            return _recheck_elsewhere(path, profile, threads, sample=sample, seed=seed, max_seconds=max_seconds,
+                                      fn=fn, workers=workers, scheduler=scheduler, progress=progress)
     if fn is None:
         references = {done[k]["fn"] for k in chosen}
         if len(references) != 1:
@@ -141,7 +284,10 @@ def recheck(store, *, sample=20, seed=0, max_seconds=None, fn=None, workers=None
         changed = differing(done[key]["records"], fresh[key]["records"])
         rows.append({"key": key, "stored_seconds": done[key].get("seconds"), "seconds": fresh[key]["seconds"],
                      "match": not changed, "differing": ",".join(changed),
-                     "stored_cpu": done[key].get("cpu") or "not recorded", "cpu": fresh[key].get("cpu")})
+                     "max_rel_diff": max_relative_difference(done[key]["records"], fresh[key]["records"]),
+                     "stored_cpu": done[key].get("cpu") or "not recorded", "cpu": fresh[key].get("cpu"),
+                     "stored_numerics": _label(done[key].get("numerics")),
+                     "numerics": _label(fresh[key].get("numerics"))})
     return pd.DataFrame(rows)
 
 
@@ -153,26 +299,38 @@ def main(argv=None):
     parser.add_argument("--sample", type=int, default=20, help="tasks to recompute (default 20)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the sample (default 0)")
     parser.add_argument("--max-seconds", type=float, help="only tasks whose stored time is at most this")
+    parser.add_argument("--numerics", default="stored", choices=_NUMERICS_CHOICES,
+                        help="numerics profile to recompute under (default: the one the store's lines record)")
+    parser.add_argument("--fn", help="the task function as module:qualname (default: the one the lines name)")
+    parser.add_argument("--table", help="also write the table to this JSON file")
+    parser.add_argument("--no-progress", dest="progress", action="store_false", help="hide the progress bar")
     place = parser.add_mutually_exclusive_group()
     place.add_argument("--workers", type=int, help="local Dask worker processes")
     place.add_argument("--scheduler", help="address of an existing Dask scheduler")
     args = parser.parse_args(argv)
     try:
-        table = recheck(args.store, sample=args.sample, seed=args.seed, max_seconds=args.max_seconds,
-                        workers=args.workers, scheduler=args.scheduler)
-    except (FileNotFoundError, ValueError, TypeError, ImportError, AttributeError) as exc:
+        fn = resolve_function(args.fn) if args.fn else None
+        table = recheck(args.store, sample=args.sample, seed=args.seed, max_seconds=args.max_seconds, fn=fn,
+                        workers=args.workers, scheduler=args.scheduler, progress=args.progress,
+                        numerics=args.numerics)
+    except (FileNotFoundError, ValueError, TypeError, ImportError, AttributeError, RuntimeError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    with pd.option_context("display.width", 160, "display.max_rows", None):
-        print(table.to_string(index=False))
+    if args.table:
+        table.to_json(args.table, orient="records")
+    with pd.option_context("display.width", 200, "display.max_rows", None, "display.max_colwidth", 60):
+        print(table.drop(columns=["stored_numerics", "numerics"]).to_string(index=False))
+    for column, who in (("stored_numerics", "stored under"), ("numerics", "recomputed under")):
+        for label, count in table[column].value_counts().items():
+            print(f"{count} task(s) {who}: {label}")
     matched = int(table["match"].sum())
     print(f"{matched} of {len(table)} recomputed tasks match the store exactly")
     elsewhere = table[~table["match"] & (table["stored_cpu"] != table["cpu"])]
     if len(elsewhere):
         cpus = ", ".join(sorted(set(elsewhere["stored_cpu"])))
         print(f"{len(elsewhere)} of the differing tasks were stored from another CPU ({cpus}; this one: "
-              f"{table['cpu'].iloc[0]}). torch and BLAS choose their kernels by CPU, so long trainings can "
-              f"differ in their last bits: recheck those on the CPU type that stored them.")
+              f"{table['cpu'].iloc[0]}). Under one numerics profile, x86-64 CPUs with AVX2 give the same bits; "
+              f"another architecture (ARM) or a GPU does not: there, read max_rel_diff.")
     return 0 if matched == len(table) else 1
 
 
