@@ -202,6 +202,12 @@ _COLLECTION_INFO = {
         ("wilson2016deep", "evans_uci_datasets", "dua2019uci"),
         "https://github.com/treforevans/uci_datasets",
     ),
+    "covshift_authors_networks": (
+        "The trained LeNet-5 source networks of Park et al.'s public code: USPS (for U->M) and MNIST (for M->U)",
+        "Apache-2.0 (LICENSE beside the networks)",
+        ("park2020calibrated",),
+        "https://github.com/sangdon/calibration-under-covariateshift",
+    ),
     "usps": (
         "USPS handwritten digits (16 x 16, train 7291, test 2007)",
         "not stated in the source repository",
