@@ -6,6 +6,8 @@ import argparse
 import signal
 import sys
 
+from calibtut.numerics import DEFAULT_PROFILE
+from calibtut.numerics import PROFILES as NUMERICS_PROFILES
 from calibtut.run.artifacts import publish
 from calibtut.run.engine import connect, resolve_engine
 from calibtut.run.execute import NotebookFailed, parse_value, run_notebook
@@ -40,6 +42,10 @@ def build_parser():
     parser.set_defaults(fresh=False)
     parser.add_argument("--publish", action="store_true",
                         help="copy tables and provenance of a full run into results/<part>/<nb>/")
+    parser.add_argument("--numerics", default=DEFAULT_PROFILE, choices=list(NUMERICS_PROFILES),
+                        help="numerics profile of the kernel and the local workers (default: reference, every "
+                             "library limited to AVX2 and one thread, the same bits on any x86-64 machine; "
+                             "native: the CPU's fastest kernels)")
     parser.add_argument("--no-progress", dest="progress", action="store_false", help="hide the progress bar")
     parser.add_argument("--log-output", action="store_true", help="stream the notebook's outputs to the terminal")
     where = parser.add_argument_group(
@@ -92,7 +98,7 @@ def main(argv=None):
     try:
         run_dir = run_notebook(
             args.notebook, args.profile, parameters, out=args.out, fresh=args.fresh,
-            progress=args.progress, log_output=args.log_output, engine=engine,
+            progress=args.progress, log_output=args.log_output, engine=engine, numerics=args.numerics,
         )
     except KeyboardInterrupt:
         print("interrupted: finished sweep tasks are stored; run the same command again to resume",

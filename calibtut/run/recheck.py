@@ -266,7 +266,7 @@ def recheck(store, *, sample=20, seed=0, max_seconds=None, fn=None, workers=None
             profile = profile or "native"
         else:
             profile, threads = numerics, PROFILES[numerics][1]
-        if (numerics_state()["profile"] or "native") != profile:
+        if numerics_state()["profile"] != profile:
             return _recheck_elsewhere(path, profile, threads, sample=sample, seed=seed, max_seconds=max_seconds,
                                       fn=fn, workers=workers, scheduler=scheduler, progress=progress)
     if fn is None:
