@@ -263,12 +263,14 @@ def recheck(store, *, sample=20, seed=0, max_seconds=None, fn=None, workers=None
     if numerics != "current":
         if numerics == "stored":
             profile, threads, _ = stored_numerics([done[k] for k in chosen])
-            profile = profile or "native"
         else:
             profile, threads = numerics, PROFILES[numerics][1]
+        # lines computed under no profile are recomputed here when this process runs under none either,
+        # else under the CPU's own kernels
         if numerics_state()["profile"] != profile:
-            return _recheck_elsewhere(path, profile, threads, sample=sample, seed=seed, max_seconds=max_seconds,
-                                      fn=fn, workers=workers, scheduler=scheduler, progress=progress)
+            return _recheck_elsewhere(path, profile or "native", threads, sample=sample, seed=seed,
+                                      max_seconds=max_seconds, fn=fn, workers=workers, scheduler=scheduler,
+                                      progress=progress)
     if fn is None:
         references = {done[k]["fn"] for k in chosen}
         if len(references) != 1:
