@@ -4,6 +4,7 @@
     python3 tasks.py book   # set up .venv, execute every notebook (ci profile), render the HTML book
     python3 tasks.py test   # the whole test suite (what CI runs)
     python3 tasks.py pair   # regenerate every notebooks/**/*.ipynb from its .md, outputs stripped
+    python3 tasks.py variants   # every chapter under five numerics variants: book/reproducibility.md
     python3 tasks.py lock   # rewrite constraints.txt from the versions installed in .venv
 
 ``.venv`` is created when missing and (re)installed with
@@ -298,6 +299,7 @@ def cmd_book(args) -> int:
 def cmd_test(args) -> int:
     start = time.perf_counter()
     install_s = ensure_env()
+    say(f"numerics profile: {PROFILE}, one thread per process (calibtut/numerics.py; CALIBTUT_NUMERICS chooses)")
     steps: list[tuple[str, int, float, str]] = []
 
     def step(name, func, note=""):
@@ -350,6 +352,12 @@ def cmd_test(args) -> int:
     return 0
 
 
+def cmd_variants(args) -> int:
+    """Every chapter at ``ci`` under several numerics variants; rewrites the reproducibility report."""
+    ensure_env()
+    return run([PY, "-m", "tools.variants", *args.options], check=False)
+
+
 def cmd_lock(_args) -> int:
     """Write the exact versions installed in ``.venv`` to ``constraints.txt``."""
     ensure_venv()
@@ -377,6 +385,10 @@ def main(argv=None) -> int:
     test.set_defaults(func=cmd_test)
     pair = sub.add_parser("pair", help="regenerate notebooks/**/*.ipynb from the .md sources")
     pair.set_defaults(func=cmd_pair)
+    variants = sub.add_parser("variants", help="every chapter under several numerics variants (the reproducibility "
+                                               "report); options after it go to tools/variants.py (--help there)")
+    variants.add_argument("options", nargs=argparse.REMAINDER)
+    variants.set_defaults(func=cmd_variants)
     lock = sub.add_parser("lock", help="rewrite constraints.txt from the versions installed in .venv")
     lock.set_defaults(func=cmd_lock)
     args = parser.parse_args(argv)

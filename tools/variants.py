@@ -182,6 +182,34 @@ def run_one(md_path: Path, variant: Variant, python: str, timeout: int) -> dict:
             "wall_s": round(result["wall_s"], 1), "numerics": _numerics_summary(_readback(result["last_stdout"]))}
 
 
+def check_report(report: dict, chapters: dict) -> list[str]:
+    """What makes a report not describe ``chapters`` (name -> source path) as they are now.
+
+    A chapter or a variant without a row, a row written from another version
+    of the chapter's source (its sha256 differs), a failed row, a row for a
+    chapter that is gone: each is one message naming the command that
+    rewrites it. An empty list means the report is current and every row passed.
+    """
+    problems = []
+    rerun = "python3 tasks.py variants --chapters {}"
+    for name, path in chapters.items():
+        rows = report["chapters"].get(name, {})
+        missing = [v.name for v in VARIANTS if v.name not in rows]
+        if missing:
+            problems.append(f"{name} has no row for {missing}: {rerun.format(name)}")
+        digest = source_sha256(path)
+        stale = sorted(variant for variant, row in rows.items() if row["source_sha256"] != digest)
+        if stale:
+            problems.append(f"{name} changed after its rows {stale} were written: {rerun.format(name)}")
+        failed = {variant: row["failed"] for variant, row in rows.items() if row["status"] != "pass"}
+        if failed:
+            problems.append(f"{name} fails under {failed}")
+    gone = sorted(set(report["chapters"]) - set(chapters))
+    if gone:
+        problems.append(f"the report has rows for chapters that are not in the book: {gone}")
+    return problems
+
+
 def load_report(path: Path = DATA) -> dict:
     """The stored report (empty when there is none yet)."""
     if path.is_file():
