@@ -263,6 +263,7 @@ def cmd_book(args) -> int:
     rc, executed = book_build(strict=False)
     if executed:
         say(f"the build executed {executed} notebook(s) itself (their pre-execution failed)")
+    print("\nPer-notebook execution time (ci profile; the budget holds the kernel's CPU time):", flush=True)
     run([PY, "-m", "tools.nbcache", "timings", "--book-only", "--budget", str(NOTEBOOK_BUDGET_S)], check=False)
     index = HTML / "index.html"
     if rc != 0 or failed or not index.exists():
