@@ -30,6 +30,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
+import tasks
 from tools import nbcache
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -126,8 +127,10 @@ def _run(repo: Path, program: str, *args) -> subprocess.CompletedProcess:
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
     """The book command with the failing chapter, what the test command's steps then see, and the fixed chapter."""
-    if not (ROOT / ".venv").is_dir() or not (ROOT / "book" / "_vendor" / "widgets").is_dir():
-        pytest.skip("needs the project's .venv and book/_vendor (python3 tasks.py book sets them up)")
+    stamp = tasks.STAMP.read_text().strip() if tasks.STAMP.exists() else None
+    if stamp != tasks.install_key() or not tasks.VENDOR.is_dir():
+        # the copy's tasks.py would otherwise install into the linked .venv
+        pytest.skip("needs the project's .venv, up to date, and book/_vendor (python3 tasks.py book sets them up)")
     repo = tmp_path_factory.mktemp("book")
     _copy_repository(repo)
     failures = repo / "_build" / "failed-chapters.json"
