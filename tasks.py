@@ -45,6 +45,8 @@ CONSTRAINTS = ROOT / "constraints.txt"
 BUILD = ROOT / "_build"
 HTML = BUILD / "html"
 LOGS = BUILD / "logs"
+#: The chapters that failed under ``tools.nbcache execute`` (written by it, read by the book's Sphinx glue).
+FAILED_CHAPTERS = BUILD / "failed-chapters.json"
 VENDOR = ROOT / "book" / "_vendor" / "widgets"
 NPM_REGISTRY = "https://registry.npmjs.org"
 #: npm package, version, {file in the tarball: name under book/_vendor/widgets/}
@@ -272,6 +274,22 @@ def book_build(strict: bool) -> tuple[int, int]:
     return rc, executed
 
 
+def failed_chapters() -> list[dict]:
+    """The chapters whose execution by ``tools.nbcache execute`` failed, in the order it listed them."""
+    if not FAILED_CHAPTERS.exists():
+        return []
+    return list(json.loads(FAILED_CHAPTERS.read_text(encoding="utf8")).values())
+
+
+def report_failed_chapters(failures: list[dict]) -> None:
+    """Print each failed chapter, what failed and the command that reruns it alone."""
+    print(f"\n{len(failures)} chapter(s) failed to execute; their pages show the outputs up to the error, "
+          "under a marker at the top:", flush=True)
+    for failure in failures:
+        print(f"  {failure['source']}: {failure['summary']}\n"
+              f"      reproduce: {PY.relative_to(ROOT)} -m calibtut.run {failure['source']}", flush=True)
+
+
 # --------------------------------------------------------------------------- commands
 
 def cmd_pair(_args) -> int:
@@ -280,16 +298,31 @@ def cmd_pair(_args) -> int:
 
 
 def cmd_book(args) -> int:
+    """Execute the notebooks the cache lacks and render the book, also when chapters fail.
+
+    A chapter that fails is rendered with its outputs up to the error and a
+    marker; the failed chapters are listed at the end and make the exit status
+    1, as does a failed build.
+    """
     start = time.perf_counter()
     ensure_env()
-    failed = run([PY, "-m", "tools.nbcache", "execute", "--jobs", str(args.jobs)], check=False)
+    execute_rc = run([PY, "-m", "tools.nbcache", "execute", "--jobs", str(args.jobs)], check=False)
+    failures = failed_chapters()
     rc, executed = book_build(strict=False)
     if executed:
-        say(f"the build executed {executed} notebook(s) itself (their pre-execution failed)")
+        say(f"the build executed {executed} notebook(s) itself (the execution step did not store them)")
+    print("\nPer-notebook execution time (ci profile; the budget holds the kernel's CPU time):", flush=True)
     run([PY, "-m", "tools.nbcache", "timings", "--book-only", "--budget", str(NOTEBOOK_BUDGET_S)], check=False)
     index = HTML / "index.html"
-    if rc != 0 or failed or not index.exists():
+    if failures:
+        report_failed_chapters(failures)
+    if rc != 0 or not index.exists() or (execute_rc != 0 and not failures):
         say(f"book build FAILED (see {LOGS.relative_to(ROOT)}/)")
+        return 1
+    if failures:
+        say(f"book built in {time.perf_counter() - start:.0f} s, but {len(failures)} chapter(s) failed to execute "
+            "(listed above)")
+        print(index)
         return 1
     say(f"book built in {time.perf_counter() - start:.0f} s")
     print(index)

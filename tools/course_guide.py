@@ -14,8 +14,9 @@ page stays true when the book changes:
   (:func:`dependency_figure`);
 * each chapter's running time is the one the execution cache recorded for the
   current version of the chapter (:func:`chapter_timings`): the kernel's CPU
-  seconds of the test command's nbval run (``tools/pytest_nbcache.py``), or the
-  wall seconds of the build's own execution.
+  seconds of the test command's nbval run (``tools/pytest_nbcache.py``) or of
+  the book command's execution step (``tools/nbcache.py``), or the wall
+  seconds of the build's own execution.
 
 Loaded by the book as the Sphinx extension ``tools.course_guide``; it adds the
 directives ``chapter-dependency-figure``, ``chapter-timings`` and
@@ -181,7 +182,7 @@ def load_guide(path: Path = DATA, toc: Path = nbcache.TOC) -> dict:
 class Timing:
     """The execution time the cache recorded for one chapter.
 
-    ``cpu_s`` is the kernel's CPU time (recorded by the nbval run), ``wall_s``
+    ``cpu_s`` is the kernel's CPU time (recorded by both commands), ``wall_s``
     the wall time; either may be None. ``current`` is False when the record is
     of an earlier version of the chapter (no execution of this version yet).
     """

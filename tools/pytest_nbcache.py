@@ -11,7 +11,10 @@ nothing again.
 
 A notebook with a failed or skipped cell, or whose ``.ipynb`` no longer matches
 its ``.md`` (the pair check reports that), is not stored: the book build then
-executes it itself and reports any error there too.
+executes it itself and reports any error there too. For that to hold after
+``tasks.py book`` stored a failed execution of a chapter (with its error
+outputs, so that the page shows them), the plugin removes every failed
+execution from the cache when the session starts (:func:`tools.nbcache.forget_failed`).
 """
 
 from __future__ import annotations
@@ -129,6 +132,7 @@ def pytest_runtest_teardown(item, nextitem):
 
 def pytest_configure(config):
     # Create the cache database once, in the controller, before xdist workers
-    # write to it concurrently.
+    # write to it concurrently; no failed execution stored by `tasks.py book`
+    # may reach the strict build.
     if not hasattr(config, "workerinput"):
-        nbcache.get_cache().list_cache_records()
+        nbcache.forget_failed()

@@ -1,6 +1,6 @@
 """Sphinx glue for the calibtut book (loaded through ``_config.yml``).
 
-It does five things:
+It does six things:
 
 * writes one API page per public module of ``calibtut`` into ``book/api/``
   (ignored by git; ``_toc.yml`` lists it with a glob) at every build, so a
@@ -17,21 +17,33 @@ It does five things:
 * keeps napoleon from reading ``#: A phrase: text`` on a constant as a type
   (counted with the nitpicky item above);
 * stops the build early with a clear message when the vendored widget
-  JavaScript is missing (``python3 tasks.py book`` downloads it).
+  JavaScript is missing (``python3 tasks.py book`` downloads it);
+* marks the pages of the chapters that failed to execute: ``python3 tasks.py
+  book`` stores such a chapter in the execution cache with its outputs up to
+  the error and lists it in ``_build/failed-chapters.json``; each listed page
+  gets an admonition after its title (which cell raised what, and the runner
+  command that reproduces it) and the build a warning, so that a strict
+  (``-W``) build fails on it.
 """
 
 from __future__ import annotations
 
 import builtins
+import hashlib
 import importlib
 import inspect
+import json
 import pkgutil
 import re
 import sys
 from pathlib import Path
 
+from docutils import nodes
 from sphinx.errors import ConfigError
+from sphinx.util import logging
 from sphinx_exercise.nodes import solution_node
+
+LOGGER = logging.getLogger(__name__)
 
 API_FOLDER = "book/api"
 #: id(object) -> its documented full name, rebuilt once per build (see _documented_index).
@@ -334,6 +346,104 @@ def _drop_solutions(app, doctree):
             node.parent.remove(node)
 
 
+#: Written by ``python -m tools.nbcache execute`` beside the HTML folder: ``{docname: failure}``
+#: for the chapters whose execution failed (see ``chapter_failure`` in ``tools/nbcache.py``).
+FAILED_CHAPTERS = "failed-chapters.json"
+#: docname -> failure of the chapters marked in this build, read once per build (see _read_failed_chapters).
+_FAILED: dict[str, dict] = {}
+
+
+def _read_failed_chapters(app, env, added, changed, removed):
+    """Load the failure list and have every page whose failure changed since its last reading read again.
+
+    An entry whose source changed since the execution it describes is left
+    out. A chapter can fail, or pass again, with an unchanged source (a fix in
+    the package), so without this Sphinx would keep its old page.
+    """
+    path = Path(app.outdir).parent / FAILED_CHAPTERS
+    listed = json.loads(path.read_text(encoding="utf8")) if path.exists() else {}
+    srcdir = Path(app.srcdir)
+    _FAILED.clear()
+    _FAILED.update(
+        (docname, failure)
+        for docname, failure in listed.items()
+        if (srcdir / failure["source"]).is_file()
+        and hashlib.sha256((srcdir / failure["source"]).read_bytes()).hexdigest() == failure["source_sha256"]
+    )
+    marked = getattr(env, "calibtut_failed", {})
+    read_anyway = added | changed | removed
+    return [
+        docname
+        for docname in env.found_docs
+        if _FAILED.get(docname) != marked.get(docname) and docname not in read_anyway
+    ]
+
+
+def failure_admonition(failure: dict) -> nodes.admonition:
+    """The marker at the top of a chapter that failed to execute.
+
+    Parameters
+    ----------
+    failure : dict
+        An entry of ``_build/failed-chapters.json``.
+
+    Returns
+    -------
+    docutils.nodes.admonition
+        A red admonition naming the cell, its line, the exception and the
+        command that reproduces it; with the traceback when the page does not
+        show it under the cell (a timeout, a dead kernel, a hidden output).
+    """
+    body = nodes.paragraph()
+    summary = failure["summary"] if failure["summary"].endswith(".") else failure["summary"] + "."
+    body += nodes.Text(f"This chapter failed to execute when this book was built: {summary} ")
+    if failure["shown"]:
+        body += nodes.Text("The outputs below stop at that cell, whose traceback is shown under it. ")
+    body += nodes.Text("Reproduce it with ")
+    body += nodes.literal(text=failure["command"])
+    body += nodes.Text(".")
+    admonition = nodes.admonition(classes=["error", "calibtut-failed-chapter"])
+    admonition += nodes.title(text="This chapter failed to execute")
+    admonition += body
+    if not failure["shown"]:
+        admonition += nodes.literal_block(text=failure["traceback"], language="none")
+    return admonition
+
+
+def _mark_failed_chapter(app, doctree):
+    """Put the failure marker after the title of a chapter that failed to execute, and warn."""
+    env = app.env
+    if not hasattr(env, "calibtut_failed"):
+        env.calibtut_failed = {}
+    failure = _FAILED.get(env.docname)
+    if failure is None:
+        env.calibtut_failed.pop(env.docname, None)
+        return
+    env.calibtut_failed[env.docname] = failure
+    LOGGER.warning(
+        f"the chapter failed to execute: {failure['summary']}; reproduce it with `{failure['command']}`",
+        location=env.docname,
+        type="calibtut",
+        subtype="failed-chapter",
+    )
+    section = next(doctree.findall(nodes.section), None)
+    parent = section if section is not None else doctree
+    at = 1 if len(parent) and isinstance(parent[0], nodes.title) else 0
+    parent.insert(at, failure_admonition(failure))
+
+
+def _purge_failed_mark(app, env, docname):
+    getattr(env, "calibtut_failed", {}).pop(docname, None)
+
+
+def _merge_failed_marks(app, env, docnames, other):
+    if not hasattr(env, "calibtut_failed"):
+        env.calibtut_failed = {}
+    env.calibtut_failed.update(
+        (docname, failure) for docname, failure in getattr(other, "calibtut_failed", {}).items() if docname in docnames
+    )
+
+
 def setup(app):
     app.add_config_value("calibtut_hide_solutions", False, "env")
     app.connect("config-inited", _take_over_hide_solutions)
@@ -343,4 +453,8 @@ def setup(app):
     app.connect("missing-reference", _resolve_alias)
     app.connect("env-updated", _forget_index)
     app.connect("html-page-context", _fix_page_scripts, priority=900)
+    app.connect("env-get-outdated", _read_failed_chapters)
+    app.connect("doctree-read", _mark_failed_chapter)
+    app.connect("env-purge-doc", _purge_failed_mark)
+    app.connect("env-merge-info", _merge_failed_marks)
     return {"parallel_read_safe": True, "parallel_write_safe": True, "version": "1"}
