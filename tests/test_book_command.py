@@ -93,7 +93,8 @@ MARKER = "This chapter failed to execute"
 def _copy_repository(dest: Path) -> None:
     for name in ("tasks.py", "_config.yml", "pyproject.toml", "constraints.txt"):
         shutil.copy2(ROOT / name, dest / name)
-    shutil.copytree(ROOT / "tools", dest / "tools", ignore=shutil.ignore_patterns("__pycache__"))
+    for name in ("tools", "calibtut"):  # tasks.py reads its numerics profile from calibtut/numerics.py
+        shutil.copytree(ROOT / name, dest / name, ignore=shutil.ignore_patterns("__pycache__"))
     (dest / "book").mkdir()
     for name in ("_ext", "_static"):
         shutil.copytree(ROOT / "book" / name, dest / "book" / name, ignore=shutil.ignore_patterns("__pycache__"))
