@@ -1,19 +1,145 @@
 """The runner never loses published work.
 
+- ``--fresh`` (``run_notebook(fresh=True)``) deletes nothing under ``results/``;
+  ``--out`` and ``publish`` cannot either;
 - ``pip install .``'s ``build/`` leaves the code version clean.
 """
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
+import textwrap
 from pathlib import Path
 
 import pytest
 
+from calibtut.run import RUN_DIR_ENV, publish, run_notebook
+from calibtut.run.__main__ import main
+from calibtut.run.execute import FreshRefused, default_run_dir
 from calibtut.run.provenance import git_state
 
 REPO = Path(__file__).resolve().parent.parent
+
+HEADER = textwrap.dedent(
+    """\
+    ---
+    kernelspec:
+      display_name: Python 3
+      language: python
+      name: python3
+    ---
+
+    """
+)
+
+
+def _cell(source, tags=None):
+    tag_line = f":tags: [{', '.join(tags)}]\n" if tags else ""
+    return f"```{{code-cell}} ipython3\n{tag_line}{textwrap.dedent(source).strip()}\n```\n\n"
+
+
+#: A sweep of three tasks, a table and two cells with asserts; the second fails when ``fail``.
+COUNTING = HEADER + _cell('profile = "ci"\nfail = False', ["parameters"]) + _cell(
+    """
+    from calibtut.run import save_table, sweep
+
+    def square(seed):
+        return {"value": seed * seed}
+
+    table = sweep([{"seed": seed} for seed in range(3)], square, desc="squares")
+    save_table(table, "squares")
+    assert table["value"].tolist() == [0, 1, 4]
+    """
+) + _cell('assert not fail, "failing on purpose"')
+
+@pytest.fixture
+def book(tmp_path, monkeypatch):
+    """A repository root holding ``notebooks/p9/``; the working directory while the test runs."""
+    monkeypatch.delenv(RUN_DIR_ENV, raising=False)
+    monkeypatch.delenv("CALIBTUT_ROOT", raising=False)
+    (tmp_path / "_toc.yml").write_text("root: intro\n")
+    (tmp_path / "notebooks" / "p9").mkdir(parents=True)
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def _notebook(book, name, text):
+    path = book / "notebooks" / "p9" / f"{name}.md"
+    path.write_text(text)
+    return path.relative_to(book).as_posix()
+
+
+# ---------------------------------------------------------------- nothing under results/ is deleted
+
+
+def test_fresh_refuses_when_the_stores_under_results_hold_files(book, capsys):
+    notebook = _notebook(book, "01_counting", COUNTING)
+    stores = book / "results" / "p9" / "01_counting" / "sweeps"
+    stores.mkdir(parents=True)
+    (stores / "squares.jsonl").write_text('{"key": "a", "status": "ok", "records": []}\n')
+    (stores / "old.jsonl.gz").write_bytes(b"")
+    run_dir = default_run_dir(book, "p9", "01_counting", "full", {"profile": "full", "fail": False})
+    run_dir.mkdir(parents=True)
+    (run_dir / "provenance.json").write_text("{}")
+
+    assert main([notebook, "--profile", "full", "--fresh", "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert "results/p9/01_counting/sweeps/squares.jsonl" in err
+    assert "results/p9/01_counting/sweeps/old.jsonl.gz" in err
+    assert "nothing was deleted" in err and "without --fresh" in err
+    assert "git rm -r results/p9/01_counting/sweeps" in err and "-p NAME VALUE" in err
+    # refused before anything was deleted: the stores and the run directory are still there
+    assert (stores / "squares.jsonl").read_text().startswith('{"key": "a"')
+    assert (stores / "old.jsonl.gz").is_file() and (run_dir / "provenance.json").is_file()
+
+    with pytest.raises(ValueError, match="never deletes anything under results/") as info:
+        run_notebook(notebook, "full", fresh=True)
+    assert isinstance(info.value, FreshRefused) and str(info.value) in err
+    assert (stores / "squares.jsonl").is_file()
+
+
+def test_fresh_help_says_what_it_deletes(capsys):
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "delete the run directory first" in text
+    assert "nothing under results/ is deleted" in text
+
+
+def test_out_cannot_be_a_folder_under_results(book, capsys):
+    notebook = _notebook(book, "01_counting", COUNTING)
+    published = book / "results" / "p9" / "01_counting"
+    published.mkdir(parents=True)
+    (published / "squares.csv").write_text("seed,value\n0,0\n")
+    (published / "provenance.json").write_text(json.dumps({"status": "completed", "profile": "full"}))
+    assert main([notebook, "--out", "results/p9/01_counting", "--fresh"]) == 1
+    assert "lies inside results/" in capsys.readouterr().err
+    assert sorted(p.name for p in published.iterdir()) == ["provenance.json", "squares.csv"]
+
+
+def test_publish_replaces_only_the_published_tables(book):
+    run = book / "_build" / "runs" / "p9" / "01_counting" / "full-abc"
+    run.mkdir(parents=True)
+    (run / "squares.csv").write_text("seed,value\n0,0\n")
+    prov = {"status": "completed", "profile": "full", "part": "p9", "notebook": "01_counting"}
+    (run / "provenance.json").write_text(json.dumps(prov))
+    dest = book / "results" / "p9" / "01_counting"
+    (dest / "sweeps").mkdir(parents=True)
+    (dest / "sweeps" / "squares.jsonl").write_text("{}\n")
+    (dest / "squares.csv").write_text("seed,value\n9,81\n")
+    (dest / "stale.csv.gz").write_bytes(b"")
+    (dest / "notes.md").write_text("kept\n")
+
+    assert publish(run) == dest
+    assert sorted(p.name for p in dest.iterdir()) == ["notes.md", "provenance.json", "squares.csv", "sweeps"]
+    assert (dest / "squares.csv").read_text() == "seed,value\n0,0\n"
+    assert (dest / "sweeps" / "squares.jsonl").read_text() == "{}\n"
+    # a published folder is not a run directory: publishing it onto itself is refused, nothing deleted
+    with pytest.raises(ValueError, match="lies under results/"):
+        publish(dest)
+    assert (dest / "squares.csv").is_file()
 
 
 # ---------------------------------------------------------------- build/ leaves the code clean

@@ -8,7 +8,7 @@ import sys
 
 from calibtut.run.artifacts import publish
 from calibtut.run.engine import connect, resolve_engine
-from calibtut.run.execute import NotebookFailed, parse_value, run_notebook
+from calibtut.run.execute import FreshRefused, NotebookFailed, parse_value, run_notebook
 from calibtut.run.profiles import PROFILES
 
 
@@ -32,11 +32,16 @@ def build_parser():
         "-p", "--parameter", dest="parameters", nargs=2, action="append", default=[],
         metavar=("NAME", "VALUE"), help="override a parameter (parsed like papermill's -p); repeatable",
     )
-    parser.add_argument("--out", help="run directory (default: _build/runs/<part>/<nb>/<profile>-<hash>)")
+    parser.add_argument("--out", help="run directory (default: _build/runs/<part>/<nb>/<profile>-<hash>; "
+                                      "not inside notebooks/ or results/)")
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--resume", dest="fresh", action="store_false",
                       help="reuse the run directory, skipping finished sweep tasks (the default)")
-    mode.add_argument("--fresh", dest="fresh", action="store_true", help="delete the run directory first")
+    mode.add_argument("--fresh", dest="fresh", action="store_true",
+                      help="delete the run directory first (with the sweep stores it holds); "
+                           "nothing under results/ is deleted: when the run keeps its sweep stores in "
+                           "results/<part>/<nb>/sweeps/ (a full run at the default parameters) and they hold "
+                           "files, the run is refused (exit status 2)")
     parser.set_defaults(fresh=False)
     parser.add_argument("--publish", action="store_true",
                         help="copy tables and provenance of a full run into results/<part>/<nb>/")
@@ -101,6 +106,9 @@ def main(argv=None):
     except NotebookFailed as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
+    except FreshRefused as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     except (FileNotFoundError, ValueError, TypeError, ImportError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

@@ -28,6 +28,7 @@ from calibtut.run.progress import PROGRESS_LOG_ENV
 from calibtut.run.provenance import git_state, machine, package_versions
 
 __all__ = [
+    "FreshRefused",
     "NotebookFailed",
     "default_run_dir",
     "engine_environment",
@@ -43,6 +44,10 @@ __all__ = [
 
 class NotebookFailed(RuntimeError):
     """A cell of the executed notebook raised; the message names the cell."""
+
+
+class FreshRefused(ValueError):
+    """``fresh=True`` would delete sweep stores under ``results/``; nothing was deleted."""
 
 
 def parse_value(text):
@@ -313,6 +318,26 @@ def _failure_message(exc, notebook, output):
     )
 
 
+def _refuse_fresh_over_results(stores, root):
+    """Raise :class:`FreshRefused` when the sweep stores lie under ``results/`` and hold files."""
+    results = Path(root) / "results"
+    files = sorted(p for p in stores.rglob("*") if p.is_file()) if stores.is_dir() else []
+    if not stores.is_relative_to(results) or not files:
+        return
+    folder = _relative(stores, root)
+    listed = "\n".join(f"    {_relative(p, root)}" for p in files)
+    raise FreshRefused(
+        f"--fresh (fresh=True) would delete this run's sweep stores, which lie under results/:\n{listed}\n"
+        f"--fresh never deletes anything under results/; nothing was deleted. Instead:\n"
+        f"  - resume from them: run the same command without --fresh (only missing or failed tasks "
+        f"are computed);\n"
+        f"  - start over: move or delete them yourself (`git rm -r {folder}` once committed, "
+        f"`rm -r {folder}` otherwise), then run again;\n"
+        f"  - or run with other parameters (-p NAME VALUE), whose stores live in the run directory "
+        f"under _build/."
+    )
+
+
 def run_notebook(notebook, profile="ci", parameters=None, *, out=None, fresh=False, progress=True,
                  log_output=False, kernel_name=None, engine=None):
     """Execute ``notebook`` with papermill at ``profile`` and record its provenance.
@@ -337,7 +362,12 @@ def run_notebook(notebook, profile="ci", parameters=None, *, out=None, fresh=Fal
     out : str or path-like, optional
         Run directory; default ``_build/runs/<part>/<notebook>/<profile>-<hash>``.
     fresh : bool, default False
-        Delete the run directory and the sweep stores first (no resuming).
+        Delete the run directory first, and with it the sweep stores kept
+        there, so that nothing is resumed. Nothing under ``results/`` is ever
+        deleted: when the sweeps keep their stores in
+        ``results/<part>/<nb>/sweeps/`` (a full run at the default
+        parameters, see :func:`sweep_folder`) and that folder holds files,
+        :class:`FreshRefused` is raised before anything is deleted.
     progress : bool, default True
         Show papermill's progress bar and the sweeps' progress lines.
     log_output : bool, default False
@@ -358,6 +388,8 @@ def run_notebook(notebook, profile="ci", parameters=None, *, out=None, fresh=Fal
     ------
     NotebookFailed
         If a cell raises; the message names the cell and the executed notebook.
+    FreshRefused
+        If ``fresh`` would delete sweep stores under ``results/``.
 
     Examples
     --------
@@ -390,15 +422,17 @@ def run_notebook(notebook, profile="ci", parameters=None, *, out=None, fresh=Fal
     part, name = notebook_identity(path, root)
     run_dir = Path(out).resolve() if out is not None else default_run_dir(root, part, name, profile, effective)
     output = run_dir / f"{name}.ipynb"
-    if run_dir.is_relative_to(root / "notebooks"):
-        raise ValueError(f"out {run_dir} lies inside notebooks/; executed copies must stay out of the sources")
+    for kept in ("notebooks", "results"):
+        if run_dir.is_relative_to(root / kept):
+            raise ValueError(f"out {run_dir} lies inside {kept}/; run directories stay out of the sources and "
+                             f"of the published results (--publish copies a full run into results/)")
     if run_dir.exists() and any(run_dir.iterdir()) and not _is_run_dir(run_dir, output):
         raise ValueError(f"out {run_dir} is not empty and holds no calibtut run; choose another folder")
     stores = sweep_folder(root, part, name, profile, injected, run_dir)
     if fresh:
-        for folder in {run_dir, stores}:
-            if folder.exists():
-                shutil.rmtree(folder)
+        _refuse_fresh_over_results(stores, root)
+        if run_dir.exists():
+            shutil.rmtree(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     for stale in [*run_dir.glob("*.csv"), run_dir / PROVENANCE, run_dir / SWEEPS]:
         stale.unlink(missing_ok=True)
