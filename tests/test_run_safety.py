@@ -1,7 +1,9 @@
-"""The runner never loses published work.
+"""The runner never loses published work and says what a run did.
 
 - ``--fresh`` (``run_notebook(fresh=True)``) deletes nothing under ``results/``;
   ``--out`` and ``publish`` cannot either;
+- every run ends with a summary (tasks computed now and read from the store,
+  tables written, the cells holding an assert), also recorded in provenance;
 - ``pip install .``'s ``build/`` leaves the code version clean.
 """
 
@@ -15,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from calibtut.run import RUN_DIR_ENV, publish, run_notebook
+from calibtut.run import RUN_DIR_ENV, publish, read_provenance, run_notebook
 from calibtut.run.__main__ import main
 from calibtut.run.execute import FreshRefused, default_run_dir
 from calibtut.run.provenance import git_state
@@ -140,6 +142,43 @@ def test_publish_replaces_only_the_published_tables(book):
     with pytest.raises(ValueError, match="lies under results/"):
         publish(dest)
     assert (dest / "squares.csv").is_file()
+
+
+# ---------------------------------------------------------------- the summary
+
+
+def test_a_run_ends_with_a_summary_also_when_it_fails(book, capsys):
+    notebook = _notebook(book, "01_counting", COUNTING)
+    out = book / "_build" / "runs" / "counting"
+    # a failing run: the sweep before the failing cell computed its three tasks, its table is written
+    assert main([notebook, "-p", "fail", "True", "--out", str(out), "--no-progress"]) == 1
+    captured = capsys.readouterr()
+    assert "failing on purpose" in captured.err
+    lines = captured.out.splitlines()
+    assert lines[0].startswith("summary: failed after ")
+    assert lines[1:] == [
+        "  sweep squares: 3 tasks, 3 computed now, 0 read from the store",
+        "  tables written: squares",
+        "  checks: 2 code cells with an assert ran, 1 passed, 1 raised",
+    ]
+    summary = read_provenance(out)["summary"]
+    assert summary["sweeps"] == {"squares": {"tasks": 3, "computed_now": 3, "from_store": 0}}
+    assert summary["checks"] == {"cells": 2, "ran": 2, "passed": 1} and summary["status"] == "failed"
+
+    # the same run directory again: every task is read from the store, every check passes
+    assert main([notebook, "--out", str(out), "--no-progress"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == f"run directory: {out}"
+    assert lines[1].startswith("summary: completed in ") and lines[1].endswith(" s")
+    assert lines[2:] == [
+        "  sweep squares: 3 tasks, 0 computed now, 3 read from the store",
+        "  tables written: squares",
+        "  checks: 2 code cells with an assert ran, all passed",
+    ]
+    prov = read_provenance(out)
+    assert prov["summary"]["wall_time_s"] == prov["wall_time_s"] > 0
+    assert prov["summary"]["tables"] == ["squares"] and prov["summary"]["other_stores"] == {}
+    assert prov["sweeps"]["squares"]["store"] == "_build/runs/counting/sweep/squares.jsonl"
 
 
 # ---------------------------------------------------------------- build/ leaves the code clean

@@ -6,9 +6,16 @@ import argparse
 import signal
 import sys
 
-from calibtut.run.artifacts import publish
+from calibtut.run.artifacts import publish, read_provenance
 from calibtut.run.engine import connect, resolve_engine
-from calibtut.run.execute import FreshRefused, NotebookFailed, parse_value, run_notebook
+from calibtut.run.execute import (
+    FreshRefused,
+    NotebookFailed,
+    RunInterrupted,
+    format_summary,
+    parse_value,
+    run_notebook,
+)
 from calibtut.run.profiles import PROFILES
 
 
@@ -99,12 +106,15 @@ def main(argv=None):
             args.notebook, args.profile, parameters, out=args.out, fresh=args.fresh,
             progress=args.progress, log_output=args.log_output, engine=engine,
         )
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
         print("interrupted: finished sweep tasks are stored; run the same command again to resume",
               file=sys.stderr)
+        if isinstance(exc, RunInterrupted):
+            _print_summary(exc.run_dir)
         return 130
     except NotebookFailed as exc:
         print(f"error: {exc}", file=sys.stderr)
+        _print_summary(exc.run_dir)
         return 1
     except FreshRefused as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -117,7 +127,13 @@ def main(argv=None):
     print(f"run directory: {run_dir}")
     if args.publish:
         print(f"published to: {publish(run_dir)}")
+    _print_summary(run_dir)
     return 0
+
+
+def _print_summary(run_dir):
+    """Print what the run in ``run_dir`` computed, stored, wrote and checked (see ``format_summary``)."""
+    print(format_summary(read_provenance(run_dir)["summary"]), flush=True)
 
 
 if __name__ == "__main__":

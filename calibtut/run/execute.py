@@ -6,6 +6,7 @@ import ast
 import hashlib
 import json
 import os
+import re
 import shutil
 import sys
 import threading
@@ -14,7 +15,7 @@ from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 
-from calibtut.run._paths import RUN_DIR_ENV, SWEEP_DIR_ENV, find_root
+from calibtut.run._paths import GZIP_SUFFIX, RUN_DIR_ENV, SWEEP_DIR_ENV, find_root
 from calibtut.run.artifacts import PROVENANCE, SWEEPS, atomic_write_text, list_tables
 from calibtut.run.engine import (
     GPU_WORKERS_ENV,
@@ -26,12 +27,15 @@ from calibtut.run.engine import (
 from calibtut.run.profiles import check_profile
 from calibtut.run.progress import PROGRESS_LOG_ENV
 from calibtut.run.provenance import git_state, machine, package_versions
+from calibtut.run.store import SweepStore
 
 __all__ = [
     "FreshRefused",
     "NotebookFailed",
+    "RunInterrupted",
     "default_run_dir",
     "engine_environment",
+    "format_summary",
     "notebook_identity",
     "parameter_defaults",
     "params_hash",
@@ -43,7 +47,28 @@ __all__ = [
 
 
 class NotebookFailed(RuntimeError):
-    """A cell of the executed notebook raised; the message names the cell."""
+    """A cell of the executed notebook raised; the message names the cell.
+
+    ``run_dir`` is the run directory, whose ``provenance.json`` says what the
+    run stored before the cell raised.
+    """
+
+    def __init__(self, message, run_dir):
+        super().__init__(message)
+        self.run_dir = Path(run_dir)
+
+
+class RunInterrupted(KeyboardInterrupt):
+    """The run was stopped (Ctrl-C, SIGTERM) and its kernel shut down.
+
+    ``run_dir`` is the run directory, whose ``provenance.json`` says what the
+    run stored before it was stopped. A ``KeyboardInterrupt``, so that code
+    that stops on Ctrl-C stops here too.
+    """
+
+    def __init__(self, run_dir):
+        super().__init__(f"the run was interrupted; what it finished is recorded in {run_dir}")
+        self.run_dir = Path(run_dir)
 
 
 class FreshRefused(ValueError):
@@ -338,6 +363,107 @@ def _refuse_fresh_over_results(stores, root):
     )
 
 
+#: A line of a code cell that starts an ``assert`` statement.
+_ASSERT = re.compile(r"^\s*assert\b", re.MULTILINE)
+
+
+def _assert_cells(output):
+    """Code cells of the executed notebook holding an ``assert``: how many, how many ran, how many passed."""
+    import nbformat
+
+    try:
+        cells = nbformat.read(output, as_version=4).cells
+    except (OSError, ValueError):  # the kernel did not start: nothing ran
+        cells = []
+    asserting = [c for c in cells if c.cell_type == "code" and _ASSERT.search(c.source)]
+    ran = [c for c in asserting if c.get("execution_count") is not None]
+    passed = [c for c in ran if not any(o.get("output_type") == "error" for o in c.get("outputs", []))]
+    return {"cells": len(asserting), "ran": len(ran), "passed": len(passed)}
+
+
+def _other_stores(stores, root, recorded):
+    """Finished and failed tasks of each store in the sweep folder that no finished sweep of the run recorded.
+
+    These are the stores of a sweep that failed or was interrupted (its
+    finished tasks are kept), or of a sweep that this run did not reach.
+    """
+    if not stores.is_dir():
+        return {}
+    known = {(Path(root) / r).resolve() for r in recorded if r}
+    counts = {}
+    for path in sorted([*stores.glob("*.jsonl"), *stores.glob("*.jsonl" + GZIP_SUFFIX)]):
+        if path.resolve() in known:
+            continue
+        try:
+            done, failed = SweepStore(path).load(repair=False)
+        except ValueError as exc:  # damaged: say so, the next run that opens it will too
+            counts[_relative(path, root)] = {"error": str(exc)}
+            continue
+        counts[_relative(path, root)] = {"finished": len(done), "failed": len(failed)}
+    return counts
+
+
+def format_summary(summary):
+    """The lines the runner prints at the end of a run, from the ``summary`` of its ``provenance.json``.
+
+    Parameters
+    ----------
+    summary : dict
+        ``read_provenance(run_dir)["summary"]``: the run's ``status`` and
+        ``wall_time_s``; per sweep that finished, its ``tasks``,
+        ``computed_now`` and ``from_store``; the finished and failed tasks in
+        the ``other_stores`` of the sweep folder (a sweep that failed, was
+        interrupted or was not reached); the ``tables`` written;
+        and ``checks``, the code cells holding an ``assert``: how many, how
+        many ran and how many of those passed.
+
+    Returns
+    -------
+    str
+
+    Examples
+    --------
+    >>> summary = {"status": "completed", "wall_time_s": 12.34,
+    ...            "sweeps": {"draw": {"tasks": 4, "computed_now": 3, "from_store": 1}},
+    ...            "other_stores": {}, "tables": ["calls", "draws"],
+    ...            "checks": {"cells": 2, "ran": 2, "passed": 2}}
+    >>> print(format_summary(summary))
+    summary: completed in 12.3 s
+      sweep draw: 4 tasks, 3 computed now, 1 read from the store
+      tables written: calls, draws
+      checks: 2 code cells with an assert ran, all passed
+    """
+    if not isinstance(summary, dict):
+        raise TypeError(f"summary must be the dict recorded in provenance.json, got {type(summary).__name__}")
+    status, seconds = summary["status"], summary["wall_time_s"]
+    lines = [f"summary: {status} {'in' if status == 'completed' else 'after'} {seconds:.1f} s"]
+    for label, sweep in summary["sweeps"].items():
+        lines.append(f"  sweep {label}: {_count(sweep['tasks'], 'task')}, {sweep['computed_now']} computed now, "
+                     f"{sweep['from_store']} read from the store")
+    for path, counts in summary["other_stores"].items():
+        if "error" in counts:
+            lines.append(f"  store {path}: cannot be read: {counts['error']}")
+        else:
+            failed = f", {counts['failed']} failed" if counts["failed"] else ""
+            lines.append(f"  store {path}: {_count(counts['finished'], 'finished task')} stored{failed} "
+                         f"(its sweep did not finish in this run)")
+    lines.append(f"  tables written: {', '.join(summary['tables']) or 'none'}")
+    checks = summary["checks"]
+    if not checks["cells"]:
+        lines.append("  checks: no code cell holds an assert")
+    else:
+        ran = f"{checks['ran']} of {checks['cells']}" if checks["ran"] < checks["cells"] else str(checks["ran"])
+        cells = "code cell" if checks["cells"] == 1 else "code cells"
+        failed = checks["ran"] - checks["passed"]
+        verdict = "all passed" if not failed else f"{checks['passed']} passed, {failed} raised"
+        lines.append(f"  checks: {ran} {cells} with an assert ran, {verdict}")
+    return "\n".join(lines)
+
+
+def _count(n, noun):
+    return f"{n} {noun}" + ("" if n == 1 else "s")
+
+
 def run_notebook(notebook, profile="ci", parameters=None, *, out=None, fresh=False, progress=True,
                  log_output=False, kernel_name=None, engine=None):
     """Execute ``notebook`` with papermill at ``profile`` and record its provenance.
@@ -382,12 +508,16 @@ def run_notebook(notebook, profile="ci", parameters=None, *, out=None, fresh=Fal
     -------
     pathlib.Path
         The run directory, holding ``<notebook>.ipynb`` (executed), the tables,
-        ``sweep/`` and ``provenance.json``.
+        ``sweep/`` and ``provenance.json``, whose ``summary`` says what the run
+        did (see :func:`format_summary`), also when it failed or was stopped.
 
     Raises
     ------
     NotebookFailed
         If a cell raises; the message names the cell and the executed notebook.
+    RunInterrupted
+        On Ctrl-C (or a SIGTERM that the caller turns into ``KeyboardInterrupt``):
+        the kernel is shut down; finished sweep tasks are stored.
     FreshRefused
         If ``fresh`` would delete sweep stores under ``results/``.
 
@@ -470,24 +600,35 @@ def run_notebook(notebook, profile="ci", parameters=None, *, out=None, fresh=Fal
     except BaseException as exc:
         record["status"] = "interrupted" if isinstance(exc, KeyboardInterrupt) else "failed"
         record["error"] = f"{type(exc).__name__}: {exc}"
-        _finish(record, run_dir, started, clock)
+        _finish(record, run_dir, output, stores, root, started, clock)
+        if isinstance(exc, KeyboardInterrupt):
+            raise RunInterrupted(run_dir) from None
         raise
     finally:
         _record_source_path(output, path)
     record["status"] = "failed" if error else "completed"
     if error:
         record["error"] = error
-    _finish(record, run_dir, started, clock)
+    _finish(record, run_dir, output, stores, root, started, clock)
     if error:
-        raise NotebookFailed(error)
+        raise NotebookFailed(error, run_dir)
     return run_dir
 
 
-def _finish(record, run_dir, started, clock):
+def _finish(record, run_dir, output, stores, root, started, clock):
     record["started"] = started.isoformat(timespec="seconds")
     record["finished"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
     record["wall_time_s"] = round(time.perf_counter() - clock, 3)
     record["tables"] = list_tables(run_dir)
     if (run_dir / SWEEPS).is_file():  # what computed the tasks, which a resumed run may not have
         record["sweeps"] = json.loads((run_dir / SWEEPS).read_text(encoding="utf-8"))
+    record["summary"] = {
+        "status": record["status"],
+        "wall_time_s": record["wall_time_s"],
+        "sweeps": {label: {k: s[k] for k in ("tasks", "computed_now", "from_store")}
+                   for label, s in record.get("sweeps", {}).items()},
+        "other_stores": _other_stores(stores, root, [s.get("store") for s in record.get("sweeps", {}).values()]),
+        "tables": record["tables"],
+        "checks": _assert_cells(output),
+    }
     atomic_write_text(run_dir / PROVENANCE, json.dumps(record, indent=2, default=str) + "\n")
