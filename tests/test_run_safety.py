@@ -1,20 +1,27 @@
-"""The runner never loses published work and says what a run did.
+"""The runner never loses published work, says what a run did, and stops cleanly.
 
 - ``--fresh`` (``run_notebook(fresh=True)``) deletes nothing under ``results/``;
   ``--out`` and ``publish`` cannot either;
 - every run ends with a summary (tasks computed now and read from the store,
   tables written, the cells holding an assert), also recorded in provenance;
+- Ctrl-C or SIGTERM ends with status 130, no traceback, the finished tasks
+  stored and the kernel shut down;
 - ``pip install .``'s ``build/`` leaves the code version clean.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import signal
 import subprocess
+import sys
 import textwrap
+import time
 from pathlib import Path
 
+import psutil
 import pytest
 
 from calibtut.run import RUN_DIR_ENV, publish, read_provenance, run_notebook
@@ -55,6 +62,21 @@ COUNTING = HEADER + _cell('profile = "ci"\nfail = False', ["parameters"]) + _cel
     assert table["value"].tolist() == [0, 1, 4]
     """
 ) + _cell('assert not fail, "failing on purpose"')
+
+#: One quick task, then one that sleeps until the run is stopped.
+SLOW = HEADER + _cell('profile = "ci"', ["parameters"]) + _cell(
+    """
+    import time
+    from calibtut.run import sweep
+
+    def wait(seed):
+        time.sleep(0.1 if seed == 0 else 300)
+        return {"seed_again": seed}
+
+    sweep([{"seed": 0}, {"seed": 1}], wait, desc="waits")
+    """
+)
+
 
 @pytest.fixture
 def book(tmp_path, monkeypatch):
@@ -179,6 +201,60 @@ def test_a_run_ends_with_a_summary_also_when_it_fails(book, capsys):
     assert prov["summary"]["wall_time_s"] == prov["wall_time_s"] > 0
     assert prov["summary"]["tables"] == ["squares"] and prov["summary"]["other_stores"] == {}
     assert prov["sweeps"]["squares"]["store"] == "_build/runs/counting/sweep/squares.jsonl"
+
+
+# ---------------------------------------------------------------- Ctrl-C and SIGTERM
+
+
+def _wait_for_lines(path, n, timeout):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if path.is_file() and len(path.read_text().splitlines()) >= n:
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"{path} did not get {n} line(s) within {timeout} s")
+
+
+def _kernels(pid):
+    return [p for p in psutil.Process(pid).children(recursive=True) if "ipykernel" in " ".join(p.cmdline())]
+
+
+def _gone(process, timeout=10):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not process.is_running() or process.status() == psutil.STATUS_ZOMBIE:
+            return True
+        time.sleep(0.1)
+    return False
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_stopping_the_runner_ends_cleanly(book, signum):
+    notebook = _notebook(book, "02_slow", SLOW)
+    runner = subprocess.Popen(
+        [sys.executable, "-m", "calibtut.run", notebook, "--no-progress"], cwd=book,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        start_new_session=True,  # its own process group, which a terminal's Ctrl-C signals as a whole
+    )
+    try:
+        store = default_run_dir(book, "p9", "02_slow", "ci", {"profile": "ci"}) / "sweep" / "waits.jsonl"
+        _wait_for_lines(store, 1, timeout=120)  # the quick task is stored; the slow one runs
+        (kernel,) = _kernels(runner.pid)
+        os.killpg(runner.pid, signum)
+        out, err = runner.communicate(timeout=60)
+    finally:
+        if runner.poll() is None:
+            os.killpg(runner.pid, signal.SIGKILL)
+            runner.wait()
+    assert runner.returncode == 130, err
+    assert "Traceback" not in err and "ZMQError" not in err, err
+    assert err.rstrip().endswith(
+        "interrupted: finished sweep tasks are stored; run the same command again to resume")
+    assert "summary: interrupted after" in out
+    assert "  store _build/runs/p9/02_slow/ci-" in out and "/sweep/waits.jsonl: 1 finished task stored" in out
+    assert _gone(kernel), f"kernel {kernel.pid} still running"
+    assert [json.loads(line)["task"] for line in store.read_text().splitlines()] == [{"seed": 0}]
+    assert read_provenance(store.parent.parent)["status"] == "interrupted"
 
 
 # ---------------------------------------------------------------- build/ leaves the code clean

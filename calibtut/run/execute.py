@@ -31,6 +31,7 @@ from calibtut.run.store import SweepStore
 
 __all__ = [
     "FreshRefused",
+    "KERNEL_MANAGER",
     "NotebookFailed",
     "RunInterrupted",
     "default_run_dir",
@@ -44,6 +45,10 @@ __all__ = [
     "run_notebook",
     "sweep_folder",
 ]
+
+
+#: The kernel manager papermill uses, by import string (``jupyter_client`` comes with the ``run`` extra).
+KERNEL_MANAGER = "calibtut.run.kernel.SettlingKernelManager"
 
 
 class NotebookFailed(RuntimeError):
@@ -517,7 +522,8 @@ def run_notebook(notebook, profile="ci", parameters=None, *, out=None, fresh=Fal
         If a cell raises; the message names the cell and the executed notebook.
     RunInterrupted
         On Ctrl-C (or a SIGTERM that the caller turns into ``KeyboardInterrupt``):
-        the kernel is shut down; finished sweep tasks are stored.
+        the running cell is interrupted and the kernel shut down once it has
+        answered (see :mod:`calibtut.run.kernel`); finished sweep tasks are stored.
     FreshRefused
         If ``fresh`` would delete sweep stores under ``results/``.
 
@@ -593,7 +599,7 @@ def run_notebook(notebook, profile="ci", parameters=None, *, out=None, fresh=Fal
         with _environment(env), _Echo(run_dir / "progress.log", progress):
             papermill.execute_notebook(
                 nb, str(output), parameters=injected, kernel_name=kernel_name, progress_bar=progress,
-                log_output=log_output, cwd=str(path.parent),
+                log_output=log_output, cwd=str(path.parent), kernel_manager_class=KERNEL_MANAGER,
             )
     except PapermillExecutionError as exc:
         error = _failure_message(exc, _relative(path, root), output)
