@@ -8,9 +8,16 @@ import sys
 
 from calibtut.numerics import DEFAULT_PROFILE
 from calibtut.numerics import PROFILES as NUMERICS_PROFILES
-from calibtut.run.artifacts import publish
+from calibtut.run.artifacts import publish, read_provenance
 from calibtut.run.engine import connect, resolve_engine
-from calibtut.run.execute import NotebookFailed, parse_value, run_notebook
+from calibtut.run.execute import (
+    FreshRefused,
+    NotebookFailed,
+    RunInterrupted,
+    format_summary,
+    parse_value,
+    run_notebook,
+)
 from calibtut.run.profiles import PROFILES
 
 
@@ -34,11 +41,16 @@ def build_parser():
         "-p", "--parameter", dest="parameters", nargs=2, action="append", default=[],
         metavar=("NAME", "VALUE"), help="override a parameter (parsed like papermill's -p); repeatable",
     )
-    parser.add_argument("--out", help="run directory (default: _build/runs/<part>/<nb>/<profile>-<hash>)")
+    parser.add_argument("--out", help="run directory (default: _build/runs/<part>/<nb>/<profile>-<hash>; "
+                                      "not inside notebooks/ or results/)")
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--resume", dest="fresh", action="store_false",
                       help="reuse the run directory, skipping finished sweep tasks (the default)")
-    mode.add_argument("--fresh", dest="fresh", action="store_true", help="delete the run directory first")
+    mode.add_argument("--fresh", dest="fresh", action="store_true",
+                      help="delete the run directory first (with the sweep stores it holds); "
+                           "nothing under results/ is deleted: when the run keeps its sweep stores in "
+                           "results/<part>/<nb>/sweeps/ (a full run at the default parameters) and they hold "
+                           "files, the run is refused (exit status 2)")
     parser.set_defaults(fresh=False)
     parser.add_argument("--publish", action="store_true",
                         help="copy tables and provenance of a full run into results/<part>/<nb>/")
@@ -100,13 +112,19 @@ def main(argv=None):
             args.notebook, args.profile, parameters, out=args.out, fresh=args.fresh,
             progress=args.progress, log_output=args.log_output, engine=engine, numerics=args.numerics,
         )
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
         print("interrupted: finished sweep tasks are stored; run the same command again to resume",
               file=sys.stderr)
+        if isinstance(exc, RunInterrupted):
+            _print_summary(exc.run_dir)
         return 130
     except NotebookFailed as exc:
         print(f"error: {exc}", file=sys.stderr)
+        _print_summary(exc.run_dir)
         return 1
+    except FreshRefused as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     except (FileNotFoundError, ValueError, TypeError, ImportError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
@@ -115,7 +133,13 @@ def main(argv=None):
     print(f"run directory: {run_dir}")
     if args.publish:
         print(f"published to: {publish(run_dir)}")
+    _print_summary(run_dir)
     return 0
+
+
+def _print_summary(run_dir):
+    """Print what the run in ``run_dir`` computed, stored, wrote and checked (see ``format_summary``)."""
+    print(format_summary(read_provenance(run_dir)["summary"]), flush=True)
 
 
 if __name__ == "__main__":

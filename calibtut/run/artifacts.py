@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pandas as pd
@@ -145,8 +144,11 @@ def read_provenance(folder):
 def publish(run_dir, part=None, notebook=None, *, root=None):
     """Copy the tables and provenance of a finished ``full`` run into ``results/``.
 
-    The destination ``results/<part>/<notebook>/`` is emptied of older CSV files
-    first, so it always holds exactly one run. A table larger than
+    The tables of the run replace the published tables of
+    ``results/<part>/<notebook>/``: each is written (atomically), then a
+    published table that the run did not write is deleted, so the folder
+    always holds the tables of exactly one run. Nothing else there is touched
+    (the sweep stores in ``sweeps/`` stay). A table larger than
     ``COMPRESS_ABOVE`` (200 kB) bytes is stored compressed, as
     ``<table>.csv.gz`` (the same table always gives the same bytes);
     :func:`load_result` reads either.
@@ -168,7 +170,8 @@ def publish(run_dir, part=None, notebook=None, *, root=None):
     Raises
     ------
     ValueError
-        If the run did not finish or its profile is not ``full``.
+        If the run did not finish, its profile is not ``full``, or ``run_dir``
+        lies under ``results/`` (a published folder is not a run directory).
 
     Examples
     --------
@@ -194,17 +197,23 @@ def publish(run_dir, part=None, notebook=None, *, root=None):
     notebook = check_name(notebook if notebook is not None else prov.get("notebook"), "notebook")
     if root is None:
         root = find_root(run_dir, required=False) or find_root()
-    dest = Path(root) / "results" / part / notebook
-    dest.mkdir(parents=True, exist_ok=True)
-    for old in _table_files(dest):
-        old.unlink()
+    results = Path(root) / "results"
+    if run_dir.resolve().is_relative_to(results.resolve()):
+        raise ValueError(f"run_dir {run_dir} lies under results/: publish copies a run directory "
+                         f"(_build/runs/...) into results/, never a published folder onto itself")
+    dest = results / part / notebook
+    written = set()
     for table in list_tables(run_dir):
         source = stored_path(run_dir / f"{table}.csv")
         if source.stat().st_size > COMPRESS_ABOVE and source.suffix != GZIP_SUFFIX:
-            atomic_write_bytes(dest / f"{table}.csv{GZIP_SUFFIX}", gzip_bytes(source.read_bytes()))
+            target = atomic_write_bytes(dest / f"{table}.csv{GZIP_SUFFIX}", gzip_bytes(source.read_bytes()))
         else:
-            shutil.copyfile(source, dest / source.name)
-    shutil.copyfile(run_dir / PROVENANCE, dest / PROVENANCE)
+            target = atomic_write_bytes(dest / source.name, source.read_bytes())
+        written.add(target.name)
+    for old in _table_files(dest):
+        if old.name not in written:
+            old.unlink()
+    atomic_write_bytes(dest / PROVENANCE, (run_dir / PROVENANCE).read_bytes())
     return dest
 
 

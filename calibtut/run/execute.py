@@ -6,6 +6,7 @@ import ast
 import hashlib
 import json
 import os
+import re
 import shutil
 import sys
 import threading
@@ -15,7 +16,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from calibtut.numerics import DEFAULT_PROFILE, profile_environment
-from calibtut.run._paths import RUN_DIR_ENV, SWEEP_DIR_ENV, find_root
+from calibtut.run._paths import GZIP_SUFFIX, RUN_DIR_ENV, SWEEP_DIR_ENV, find_root
 from calibtut.run.artifacts import PROVENANCE, SWEEPS, atomic_write_text, list_tables
 from calibtut.run.engine import (
     GPU_WORKERS_ENV,
@@ -27,11 +28,16 @@ from calibtut.run.engine import (
 from calibtut.run.profiles import check_profile
 from calibtut.run.progress import PROGRESS_LOG_ENV
 from calibtut.run.provenance import git_state, libraries, machine, package_versions
+from calibtut.run.store import SweepStore
 
 __all__ = [
+    "FreshRefused",
+    "KERNEL_MANAGER",
     "NotebookFailed",
+    "RunInterrupted",
     "default_run_dir",
     "engine_environment",
+    "format_summary",
     "notebook_identity",
     "parameter_defaults",
     "params_hash",
@@ -42,8 +48,37 @@ __all__ = [
 ]
 
 
+#: The kernel manager papermill uses, by import string (``jupyter_client`` comes with the ``run`` extra).
+KERNEL_MANAGER = "calibtut.run.kernel.SettlingKernelManager"
+
+
 class NotebookFailed(RuntimeError):
-    """A cell of the executed notebook raised; the message names the cell."""
+    """A cell of the executed notebook raised; the message names the cell.
+
+    ``run_dir`` is the run directory, whose ``provenance.json`` says what the
+    run stored before the cell raised.
+    """
+
+    def __init__(self, message, run_dir):
+        super().__init__(message)
+        self.run_dir = Path(run_dir)
+
+
+class RunInterrupted(KeyboardInterrupt):
+    """The run was stopped (Ctrl-C, SIGTERM) and its kernel shut down.
+
+    ``run_dir`` is the run directory, whose ``provenance.json`` says what the
+    run stored before it was stopped. A ``KeyboardInterrupt``, so that code
+    that stops on Ctrl-C stops here too.
+    """
+
+    def __init__(self, run_dir):
+        super().__init__(f"the run was interrupted; what it finished is recorded in {run_dir}")
+        self.run_dir = Path(run_dir)
+
+
+class FreshRefused(ValueError):
+    """``fresh=True`` would delete sweep stores under ``results/``; nothing was deleted."""
 
 
 def parse_value(text):
@@ -314,6 +349,127 @@ def _failure_message(exc, notebook, output):
     )
 
 
+def _refuse_fresh_over_results(stores, root):
+    """Raise :class:`FreshRefused` when the sweep stores lie under ``results/`` and hold files."""
+    results = Path(root) / "results"
+    files = sorted(p for p in stores.rglob("*") if p.is_file()) if stores.is_dir() else []
+    if not stores.is_relative_to(results) or not files:
+        return
+    folder = _relative(stores, root)
+    listed = "\n".join(f"    {_relative(p, root)}" for p in files)
+    raise FreshRefused(
+        f"--fresh (fresh=True) would delete this run's sweep stores, which lie under results/:\n{listed}\n"
+        f"--fresh never deletes anything under results/; nothing was deleted. Instead:\n"
+        f"  - resume from them: run the same command without --fresh (only missing or failed tasks "
+        f"are computed);\n"
+        f"  - start over: move or delete them yourself (`git rm -r {folder}` once committed, "
+        f"`rm -r {folder}` otherwise), then run again;\n"
+        f"  - or run with other parameters (-p NAME VALUE), whose stores live in the run directory "
+        f"under _build/."
+    )
+
+
+#: A line of a code cell that starts an ``assert`` statement.
+_ASSERT = re.compile(r"^\s*assert\b", re.MULTILINE)
+
+
+def _assert_cells(output):
+    """Code cells of the executed notebook holding an ``assert``: how many, how many ran, how many passed."""
+    import nbformat
+
+    try:
+        cells = nbformat.read(output, as_version=4).cells
+    except (OSError, ValueError):  # the kernel did not start: nothing ran
+        cells = []
+    asserting = [c for c in cells if c.cell_type == "code" and _ASSERT.search(c.source)]
+    ran = [c for c in asserting if c.get("execution_count") is not None]
+    passed = [c for c in ran if not any(o.get("output_type") == "error" for o in c.get("outputs", []))]
+    return {"cells": len(asserting), "ran": len(ran), "passed": len(passed)}
+
+
+def _other_stores(stores, root, recorded):
+    """Finished and failed tasks of each store in the sweep folder that no finished sweep of the run recorded.
+
+    These are the stores of a sweep that failed or was interrupted (its
+    finished tasks are kept), or of a sweep that this run did not reach.
+    """
+    if not stores.is_dir():
+        return {}
+    known = {(Path(root) / r).resolve() for r in recorded if r}
+    counts = {}
+    for path in sorted([*stores.glob("*.jsonl"), *stores.glob("*.jsonl" + GZIP_SUFFIX)]):
+        if path.resolve() in known:
+            continue
+        try:
+            done, failed = SweepStore(path).load(repair=False)
+        except ValueError as exc:  # damaged: say so, the next run that opens it will too
+            counts[_relative(path, root)] = {"error": str(exc)}
+            continue
+        counts[_relative(path, root)] = {"finished": len(done), "failed": len(failed)}
+    return counts
+
+
+def format_summary(summary):
+    """The lines the runner prints at the end of a run, from the ``summary`` of its ``provenance.json``.
+
+    Parameters
+    ----------
+    summary : dict
+        ``read_provenance(run_dir)["summary"]``: the run's ``status`` and
+        ``wall_time_s``; per sweep that finished, its ``tasks``,
+        ``computed_now`` and ``from_store``; the finished and failed tasks in
+        the ``other_stores`` of the sweep folder (a sweep that failed, was
+        interrupted or was not reached); the ``tables`` written;
+        and ``checks``, the code cells holding an ``assert``: how many, how
+        many ran and how many of those passed.
+
+    Returns
+    -------
+    str
+
+    Examples
+    --------
+    >>> summary = {"status": "completed", "wall_time_s": 12.34,
+    ...            "sweeps": {"draw": {"tasks": 4, "computed_now": 3, "from_store": 1}},
+    ...            "other_stores": {}, "tables": ["calls", "draws"],
+    ...            "checks": {"cells": 2, "ran": 2, "passed": 2}}
+    >>> print(format_summary(summary))
+    summary: completed in 12.3 s
+      sweep draw: 4 tasks, 3 computed now, 1 read from the store
+      tables written: calls, draws
+      checks: 2 code cells with an assert ran, all passed
+    """
+    if not isinstance(summary, dict):
+        raise TypeError(f"summary must be the dict recorded in provenance.json, got {type(summary).__name__}")
+    status, seconds = summary["status"], summary["wall_time_s"]
+    lines = [f"summary: {status} {'in' if status == 'completed' else 'after'} {seconds:.1f} s"]
+    for label, sweep in summary["sweeps"].items():
+        lines.append(f"  sweep {label}: {_count(sweep['tasks'], 'task')}, {sweep['computed_now']} computed now, "
+                     f"{sweep['from_store']} read from the store")
+    for path, counts in summary["other_stores"].items():
+        if "error" in counts:
+            lines.append(f"  store {path}: cannot be read: {counts['error']}")
+        else:
+            failed = f", {counts['failed']} failed" if counts["failed"] else ""
+            lines.append(f"  store {path}: {_count(counts['finished'], 'finished task')} stored{failed} "
+                         f"(its sweep did not finish in this run)")
+    lines.append(f"  tables written: {', '.join(summary['tables']) or 'none'}")
+    checks = summary["checks"]
+    if not checks["cells"]:
+        lines.append("  checks: no code cell holds an assert")
+    else:
+        ran = f"{checks['ran']} of {checks['cells']}" if checks["ran"] < checks["cells"] else str(checks["ran"])
+        cells = "code cell" if checks["cells"] == 1 else "code cells"
+        failed = checks["ran"] - checks["passed"]
+        verdict = "all passed" if not failed else f"{checks['passed']} passed, {failed} raised"
+        lines.append(f"  checks: {ran} {cells} with an assert ran, {verdict}")
+    return "\n".join(lines)
+
+
+def _count(n, noun):
+    return f"{n} {noun}" + ("" if n == 1 else "s")
+
+
 def run_notebook(notebook, profile="ci", parameters=None, *, out=None, fresh=False, progress=True,
                  log_output=False, kernel_name=None, engine=None, numerics=DEFAULT_PROFILE):
     """Execute ``notebook`` with papermill at ``profile`` and record its provenance.
@@ -338,7 +494,12 @@ def run_notebook(notebook, profile="ci", parameters=None, *, out=None, fresh=Fal
     out : str or path-like, optional
         Run directory; default ``_build/runs/<part>/<notebook>/<profile>-<hash>``.
     fresh : bool, default False
-        Delete the run directory and the sweep stores first (no resuming).
+        Delete the run directory first, and with it the sweep stores kept
+        there, so that nothing is resumed. Nothing under ``results/`` is ever
+        deleted: when the sweeps keep their stores in
+        ``results/<part>/<nb>/sweeps/`` (a full run at the default
+        parameters, see :func:`sweep_folder`) and that folder holds files,
+        :class:`FreshRefused` is raised before anything is deleted.
     progress : bool, default True
         Show papermill's progress bar and the sweeps' progress lines.
     log_output : bool, default False
@@ -359,12 +520,19 @@ def run_notebook(notebook, profile="ci", parameters=None, *, out=None, fresh=Fal
     -------
     pathlib.Path
         The run directory, holding ``<notebook>.ipynb`` (executed), the tables,
-        ``sweep/`` and ``provenance.json``.
+        ``sweep/`` and ``provenance.json``, whose ``summary`` says what the run
+        did (see :func:`format_summary`), also when it failed or was stopped.
 
     Raises
     ------
     NotebookFailed
         If a cell raises; the message names the cell and the executed notebook.
+    RunInterrupted
+        On Ctrl-C (or a SIGTERM that the caller turns into ``KeyboardInterrupt``):
+        the running cell is interrupted and the kernel shut down once it has
+        answered (see :mod:`calibtut.run.kernel`); finished sweep tasks are stored.
+    FreshRefused
+        If ``fresh`` would delete sweep stores under ``results/``.
 
     Examples
     --------
@@ -398,15 +566,17 @@ def run_notebook(notebook, profile="ci", parameters=None, *, out=None, fresh=Fal
     part, name = notebook_identity(path, root)
     run_dir = Path(out).resolve() if out is not None else default_run_dir(root, part, name, profile, effective)
     output = run_dir / f"{name}.ipynb"
-    if run_dir.is_relative_to(root / "notebooks"):
-        raise ValueError(f"out {run_dir} lies inside notebooks/; executed copies must stay out of the sources")
+    for kept in ("notebooks", "results"):
+        if run_dir.is_relative_to(root / kept):
+            raise ValueError(f"out {run_dir} lies inside {kept}/; run directories stay out of the sources and "
+                             f"of the published results (--publish copies a full run into results/)")
     if run_dir.exists() and any(run_dir.iterdir()) and not _is_run_dir(run_dir, output):
         raise ValueError(f"out {run_dir} is not empty and holds no calibtut run; choose another folder")
     stores = sweep_folder(root, part, name, profile, injected, run_dir)
     if fresh:
-        for folder in {run_dir, stores}:
-            if folder.exists():
-                shutil.rmtree(folder)
+        _refuse_fresh_over_results(stores, root)
+        if run_dir.exists():
+            shutil.rmtree(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     for stale in [*run_dir.glob("*.csv"), run_dir / PROVENANCE, run_dir / SWEEPS]:
         stale.unlink(missing_ok=True)
@@ -439,31 +609,42 @@ def run_notebook(notebook, profile="ci", parameters=None, *, out=None, fresh=Fal
         with _environment(env), _Echo(run_dir / "progress.log", progress):
             papermill.execute_notebook(
                 nb, str(output), parameters=injected, kernel_name=kernel_name, progress_bar=progress,
-                log_output=log_output, cwd=str(path.parent),
+                log_output=log_output, cwd=str(path.parent), kernel_manager_class=KERNEL_MANAGER,
             )
     except PapermillExecutionError as exc:
         error = _failure_message(exc, _relative(path, root), output)
     except BaseException as exc:
         record["status"] = "interrupted" if isinstance(exc, KeyboardInterrupt) else "failed"
         record["error"] = f"{type(exc).__name__}: {exc}"
-        _finish(record, run_dir, started, clock)
+        _finish(record, run_dir, output, stores, root, started, clock)
+        if isinstance(exc, KeyboardInterrupt):
+            raise RunInterrupted(run_dir) from None
         raise
     finally:
         _record_source_path(output, path)
     record["status"] = "failed" if error else "completed"
     if error:
         record["error"] = error
-    _finish(record, run_dir, started, clock)
+    _finish(record, run_dir, output, stores, root, started, clock)
     if error:
-        raise NotebookFailed(error)
+        raise NotebookFailed(error, run_dir)
     return run_dir
 
 
-def _finish(record, run_dir, started, clock):
+def _finish(record, run_dir, output, stores, root, started, clock):
     record["started"] = started.isoformat(timespec="seconds")
     record["finished"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
     record["wall_time_s"] = round(time.perf_counter() - clock, 3)
     record["tables"] = list_tables(run_dir)
     if (run_dir / SWEEPS).is_file():  # what computed the tasks, which a resumed run may not have
         record["sweeps"] = json.loads((run_dir / SWEEPS).read_text(encoding="utf-8"))
+    record["summary"] = {
+        "status": record["status"],
+        "wall_time_s": record["wall_time_s"],
+        "sweeps": {label: {k: s[k] for k in ("tasks", "computed_now", "from_store")}
+                   for label, s in record.get("sweeps", {}).items()},
+        "other_stores": _other_stores(stores, root, [s.get("store") for s in record.get("sweeps", {}).values()]),
+        "tables": record["tables"],
+        "checks": _assert_cells(output),
+    }
     atomic_write_text(run_dir / PROVENANCE, json.dumps(record, indent=2, default=str) + "\n")

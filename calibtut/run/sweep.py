@@ -226,14 +226,22 @@ def summarize_entries(entries, computed=0):
     }
 
 
-def _record_summary(label, entries, computed):
-    """Under the runner, add this sweep's summary to the run directory's ``sweeps.json``."""
+def _record_summary(label, entries, computed, store):
+    """Under the runner, add this sweep's summary to the run directory's ``sweeps.json``.
+
+    The summary names the sweep's store file, relative to the repository root
+    when it lies inside it, so that the runner can tell the stores of the
+    sweeps that finished from the others.
+    """
     folder = current_run_dir()
     if folder is None:
         return
     path = Path(folder) / SWEEPS
     summaries = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
-    summaries[label] = summarize_entries(entries, computed)
+    file = store.path.resolve()
+    root = find_root(required=False)
+    shown = file.relative_to(root).as_posix() if root is not None and file.is_relative_to(root) else str(file)
+    summaries[label] = {**summarize_entries(entries, computed), "store": shown}
     atomic_write_text(path, json.dumps(summaries, indent=2) + "\n")
 
 
@@ -375,7 +383,7 @@ def sweep(tasks, fn, *, store=None, desc=None, progress=True, seconds=None, work
             store.compact()
     if failures:
         raise SweepFailed(_failure_report(label, failures, store), failures)
-    _record_summary(label, [saved[key] for key in keys], computed=len(todo))
+    _record_summary(label, [saved[key] for key in keys], computed=len(todo), store=store)
 
     rows = [row for key in keys for row in entry_rows(saved[key], seconds)]
     if not rows:
