@@ -594,3 +594,43 @@ def test_engine_and_progress_check_their_counts():
 
     with pytest.raises(ValueError, match="max_seconds must be a finite real number, got inf"):
         recheck("missing.jsonl", max_seconds=float("inf"))  # refused before the store is read
+
+
+def test_recheck_recomputes_under_the_stored_thread_count(tmp_path, monkeypatch):
+    """Lines that record a thread count other than this process's are recomputed in a new process.
+
+    Lines stored before profiles were recorded came from one-thread workers
+    (``stored_numerics`` says 1 thread); a shell without a profile runs
+    torch's default thread count, whose reductions can give other bits (a
+    regression-study task gives other bits on 1 and on 2 threads), so the
+    profile alone must not decide that the sample can be recomputed here.
+    """
+    from calibtut.numerics import numerics_label, numerics_state
+    from calibtut.run import recheck as rechecking
+
+    path = tmp_path / "grid.jsonl"
+    sweep([{"seed": s} for s in range(3)], _square, store=path, progress=False)
+    state = numerics_state(load=True)
+    own = numerics_label(state)["threads"]
+    profile = state["profile"] or "native"
+    calls = []
+
+    def elsewhere(path, profile, threads, **kwargs):
+        calls.append((profile, threads))
+        return pd.DataFrame({"match": [True]})
+
+    monkeypatch.setattr(rechecking, "_recheck_elsewhere", elsewhere)
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    assert {entry["numerics"]["threads"] for entry in lines} == {own}
+    for entry in lines:
+        entry["numerics"]["threads"] = own + 6
+    path.write_text("".join(json.dumps(entry) + "\n" for entry in lines))
+    rechecking.recheck(path, sample=3, progress=False)
+    assert calls == [(profile, own + 6)]
+
+    calls.clear()
+    for entry in lines:
+        entry["numerics"]["threads"] = own
+    path.write_text("".join(json.dumps(entry) + "\n" for entry in lines))
+    table = rechecking.recheck(path, sample=3, progress=False)
+    assert calls == [] and table["match"].all()  # this process's own profile and threads: recomputed here

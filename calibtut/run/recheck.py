@@ -32,7 +32,7 @@ import numpy as np
 import pandas as pd
 
 from calibtut._validation import check_real
-from calibtut.numerics import DEFAULT_PROFILE, PROFILES, numerics_state, profile_environment
+from calibtut.numerics import DEFAULT_PROFILE, PROFILES, numerics_label, numerics_state, profile_environment
 from calibtut.run.engine import resolve_engine
 from calibtut.run.store import SweepStore
 from calibtut.run.sweep import function_reference, sweep
@@ -158,6 +158,33 @@ def _label(numerics):
            f"{numerics.get('threads')} thread(s)"
 
 
+def _runs_under(profile, threads, state=None):
+    """Whether this process computes under ``profile`` with ``threads`` threads (None: any).
+
+    ``profile`` None stands for lines computed under no profile, which only a
+    process started under none matches; the threads are those a store line
+    computed here would record
+    (:func:`calibtut.numerics.numerics_label`: torch's thread count, which
+    ``OMP_NUM_THREADS`` sets and which is otherwise the libraries' default).
+
+    Examples
+    --------
+    >>> state = {"profile": "reference", "env": {"OMP_NUM_THREADS": "1"}, "torch": {"threads": 1}}
+    >>> _runs_under("reference", 1, state), _runs_under("reference", None, state)
+    (True, True)
+    >>> _runs_under("native", 1, state), _runs_under("reference", 2, state)
+    (False, False)
+    >>> _runs_under("native", 1, {"profile": None, "env": {}, "torch": {"threads": 1}})
+    False
+    >>> _runs_under(None, 1, {"profile": None, "env": {}, "torch": {"threads": 1}})
+    True
+    """
+    state = numerics_state(load=True) if state is None else state
+    if state["profile"] != profile:
+        return False
+    return threads is None or numerics_label(state)["threads"] == threads
+
+
 def _recheck_elsewhere(path, profile, threads, *, sample, seed, max_seconds, fn, workers, scheduler, progress):
     """Run the recheck in a new process started under ``profile``; returns its table."""
     reference = None
@@ -217,9 +244,10 @@ def recheck(store, *, sample=20, seed=0, max_seconds=None, fn=None, workers=None
     numerics : {"stored", "current", "reference", "native"}, default "stored"
         The numerics profile to recompute under: the one the sampled lines
         record (see :func:`stored_numerics`), this process as it runs, or a
-        named profile. When it is not this process's own, the sample is
-        recomputed in a new process started under it (``fn`` must then be
-        importable).
+        named profile. When it is not this process's own, or its thread
+        count (the stored lines' threads, the profile's for a named profile)
+        is not the one this process computes with, the sample is recomputed in
+        a new process started under it (``fn`` must then be importable).
 
     Returns
     -------
@@ -265,9 +293,9 @@ def recheck(store, *, sample=20, seed=0, max_seconds=None, fn=None, workers=None
             profile, threads, _ = stored_numerics([done[k] for k in chosen])
         else:
             profile, threads = numerics, PROFILES[numerics][1]
-        # lines computed under no profile are recomputed here when this process runs under none either,
-        # else under the CPU's own kernels
-        if numerics_state()["profile"] != profile:
+        # lines computed under no profile are recomputed here when this process runs under none either
+        # (and the same threads), else under the CPU's own kernels
+        if not _runs_under(profile, threads):
             return _recheck_elsewhere(path, profile or "native", threads, sample=sample, seed=seed,
                                       max_seconds=max_seconds, fn=fn, workers=workers, scheduler=scheduler,
                                       progress=progress)
