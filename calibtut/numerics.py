@@ -14,7 +14,7 @@ variable                  library             ``avx2``           ``generic``
 ========================  ==================  =================  ==============
 ``ATEN_CPU_CAPABILITY``   torch (ATen)        ``avx2``           ``default``
 ``ONEDNN_MAX_CPU_ISA``    torch (oneDNN)      ``AVX2``           ``SSE41``
-``MKL_CBWR``              torch (MKL)         ``AVX2``           ``COMPATIBLE``
+``MKL_CBWR``              torch (MKL)         ``COMPATIBLE``     ``COMPATIBLE``
 ``OPENBLAS_CORETYPE``     numpy, scipy        ``Haswell``        ``Nehalem``
 ``NPY_DISABLE_CPU_...``   numpy's own loops   the AVX-512 sets   AVX2 and up
 ``FAISS_OPT_LEVEL``       faiss               ``AVX2``           ``generic``
@@ -23,17 +23,26 @@ variable                  library             ``avx2``           ``generic``
 Two profiles are named:
 
 - ``"reference"``, the numerics of the book: on x86-64, every library limited
-  to AVX2 (the instruction set of every x86-64 CPU sold since 2015, and of the
-  development machines that wrote the published runs), one thread per process.
+  to AVX2 (the instruction set of every x86-64 CPU sold since 2015), MKL to the
+  one code path it runs alike on Intel and AMD CPUs, one thread per process.
   The test command, the notebook runner, papermill runs and every local sweep
-  worker run under it, so a chapter's ``ci`` claims and a published full run
-  give the same bits on any x86-64 machine with AVX2. On other architectures
-  (ARM) only the thread count is fixed: their kernels are other kernels, and
-  their results are not bit-identical to x86-64's.
+  worker run under it, so that a chapter's ``ci`` claims and a published full
+  run give the same bits on any x86-64 machine with AVX2. On other
+  architectures (ARM) only the thread count is fixed: their kernels are other
+  kernels, and their results are not bit-identical to x86-64's.
 - ``"native"``: nothing limited, each library takes the fastest kernels of the
   CPU and its default thread count. Faster on AVX-512 machines (the appendix
   "Running the full experiments" measures by how much), at the price of results
   that are exact only on the same kind of CPU.
+
+MKL, which torch uses for its matrix products, chooses its kernels by the CPU's
+vendor as well as its instruction set: on an AMD CPU, ``MKL_CBWR=AVX2`` is
+ignored and MKL runs a kernel of its own for AMD's Zen cores, so a training run
+on an AMD EPYC and on an Intel Xeon differs in its last bits under the same
+AVX2 limit. ``MKL_CBWR=COMPATIBLE`` selects MKL's SSE2 path on both vendors;
+it makes a large matrix product about 2.7 times slower, and the book's small
+networks about 15 % slower (the appendix "Running the full experiments"
+measures it).
 
 A profile must be in the environment before numpy or torch is imported: set it
 for a new process with :func:`profile_environment`, or call
@@ -51,6 +60,7 @@ Command line::
 from __future__ import annotations
 
 import argparse
+import ctypes
 import json
 import os
 import platform
@@ -103,7 +113,7 @@ _NUMPY_AVX512 = (
     "AVX512_ICL AVX512_SPR"
 )
 _ISA_VALUES = {
-    "avx2": ("avx2", "AVX2", "AVX2", "Haswell", _NUMPY_AVX512, "AVX2"),
+    "avx2": ("avx2", "AVX2", "COMPATIBLE", "Haswell", _NUMPY_AVX512, "AVX2"),
     "generic": (
         "default",
         "SSE41",
@@ -169,7 +179,8 @@ def isa_environment(isa, arch=None):
     ----------
     isa : {"native", "avx2", "generic"}
         ``"native"`` unsets every limit (value None); ``"avx2"`` keeps the
-        kernels of AVX2 and FMA; ``"generic"`` those of SSE 4.
+        kernels of AVX2 and FMA, and MKL's SSE2 path (the one it runs alike
+        on every vendor's CPU); ``"generic"`` those of SSE 4.
     arch : str, optional
         The architecture (default this machine's). The limits exist on x86-64
         only: elsewhere every variable is unset.
@@ -300,6 +311,29 @@ def apply_profile(profile=DEFAULT_PROFILE, *, threads="profile"):
     return values
 
 
+#: MKL's conditional-numerical-reproducibility branches (mkl_cbwr.h), as MKL reports the one in use.
+_MKL_BRANCHES = {1: "off", 2: "auto", 3: "compatible", 4: "sse2", 6: "ssse3", 7: "sse4_1", 8: "sse4_2",
+                 9: "avx", 10: "avx2", 11: "avx512_mic", 12: "avx512", 13: "avx512_mic_e1", 14: "avx512_e1"}
+
+
+def _mkl_branch(torch):
+    """The code path MKL runs in torch, as MKL reports it (None where torch's library does not say).
+
+    Asked through MKL's service function ``mkl_serv_cbwr_get`` in torch's CPU
+    library: on an AMD CPU a branch that MKL does not honour there reads "auto".
+    """
+    folder = os.path.join(os.path.dirname(torch.__file__), "lib")
+    names = [name for name in sorted(os.listdir(folder)) if name.startswith("libtorch_cpu.")] \
+        if os.path.isdir(folder) else []
+    for name in names:
+        try:
+            get = getattr(ctypes.CDLL(os.path.join(folder, name)), "mkl_serv_cbwr_get")
+        except (OSError, AttributeError):
+            continue
+        return _MKL_BRANCHES.get(get(1), str(get(1)))
+    return None
+
+
 def _torch_state(torch):
     config = torch.__config__.show()
 
@@ -312,6 +346,7 @@ def _torch_state(torch):
         "cpu_capability": torch.backends.cpu.get_cpu_capability(),
         "threads": torch.get_num_threads(),
         "mkl": version_line("Math Kernel Library"),
+        "mkl_branch": _mkl_branch(torch),
         "onednn": version_line("MKL-DNN") or version_line("oneDNN"),
     }
 
@@ -336,7 +371,7 @@ def numerics_state(load=False):
         its loops dispatch to), ``blas`` (every BLAS and OpenMP library that
         threadpoolctl finds: its API, version, kernel architecture and
         threads), ``torch`` (version, ATen CPU capability, threads, MKL and
-        oneDNN versions) and ``faiss`` (the instruction set of the build it
+        oneDNN versions, the code path MKL runs) and ``faiss`` (the instruction set of the build it
         loaded).
 
     Examples
@@ -387,17 +422,18 @@ def numerics_label(state=None):
     -------
     dict
         ``profile`` (None when the process started under none), ``torch``
-        (ATen's CPU capability, None when torch is not loaded), ``blas``
+        (ATen's CPU capability, None when torch is not loaded), ``mkl`` (the
+        code path MKL runs), ``blas``
         (``api:architecture`` of each BLAS loaded) and ``threads`` (torch's, or
         ``OMP_NUM_THREADS``).
 
     Examples
     --------
     >>> label = numerics_label({"profile": "reference", "env": {"OMP_NUM_THREADS": "1"},
-    ...                         "torch": {"cpu_capability": "AVX2", "threads": 1},
+    ...                         "torch": {"cpu_capability": "AVX2", "mkl_branch": "compatible", "threads": 1},
     ...                         "blas": [{"internal_api": "openblas", "architecture": "Haswell"}]})
     >>> label
-    {'profile': 'reference', 'torch': 'AVX2', 'blas': ['openblas:Haswell'], 'threads': 1}
+    {'profile': 'reference', 'torch': 'AVX2', 'mkl': 'compatible', 'blas': ['openblas:Haswell'], 'threads': 1}
     """
     state = numerics_state() if state is None else state
     torch = state.get("torch") or {}
@@ -407,8 +443,8 @@ def numerics_label(state=None):
     if threads is None:
         omp = (state.get("env") or {}).get("OMP_NUM_THREADS")
         threads = int(omp) if omp and omp.isdigit() else None
-    return {"profile": state.get("profile"), "torch": torch.get("cpu_capability"), "blas": blas,
-            "threads": threads}
+    return {"profile": state.get("profile"), "torch": torch.get("cpu_capability"), "mkl": torch.get("mkl_branch"),
+            "blas": blas, "threads": threads}
 
 
 def main(argv=None):

@@ -63,7 +63,7 @@ def test_profile_environments_by_hand():
     ref = N.profile_environment("reference", arch="x86_64")
     assert ref == {
         "CALIBTUT_NUMERICS": "reference", "ATEN_CPU_CAPABILITY": "avx2", "ONEDNN_MAX_CPU_ISA": "AVX2",
-        "MKL_CBWR": "AVX2", "OPENBLAS_CORETYPE": "Haswell",
+        "MKL_CBWR": "COMPATIBLE", "OPENBLAS_CORETYPE": "Haswell",
         "NPY_DISABLE_CPU_FEATURES": ("X86_V4 AVX512F AVX512CD AVX512_KNL AVX512_KNM AVX512_SKX AVX512_CLX "
                                      "AVX512_CNL AVX512_ICL AVX512_SPR"),
         "FAISS_OPT_LEVEL": "AVX2", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
@@ -98,6 +98,7 @@ def test_bad_arguments_are_refused(call, message):
 def test_every_library_loads_the_kernels_it_is_limited_to(isa, capability, blas):
     state = _state_under({**N.isa_environment(isa), **N.thread_environment(1)})
     assert state["torch"]["cpu_capability"] == capability
+    assert state["torch"]["mkl_branch"] in ("compatible", None)  # None: this torch does not say
     assert state["torch"]["threads"] == 1
     assert _openblas(state) == {blas}
     assert not _above_avx2(state["numpy"]["simd"])
@@ -109,6 +110,7 @@ def test_every_library_loads_the_kernels_it_is_limited_to(isa, capability, blas)
 def test_native_takes_the_cpus_own_kernels():
     state = _state_under(N.profile_environment("native"))
     assert state["profile"] == "native"
+    assert state["torch"]["mkl_branch"] in ("off", None)
     assert state["torch"]["cpu_capability"] == ("AVX512" if ATEN_AVX512 else "AVX2")
     assert bool(_above_avx2(state["numpy"]["simd"])) == ("avx512f" in N.cpu_flags())
 
@@ -262,3 +264,18 @@ def test_recheck_recomputes_under_the_profile_the_store_records(tmp_path, monkey
     changed = {name for names in native["differing"] for name in names.split(",") if name}
     assert changed <= {"torch", "blas", "threads"}
     assert ("torch" in changed) == (X86_AVX2 and ATEN_AVX512)
+
+
+MIRROR = os.environ.get("CALIBTUT_DATA_MIRROR")
+RESULTS = HERE.parent / "results"
+
+
+@pytest.mark.skipif(not MIRROR, reason="CALIBTUT_DATA_MIRROR is not set to the offline data mirror")
+@pytest.mark.parametrize("store", [
+    "venn_admit/09_when_does_it_protect/sweeps/va9_protection.jsonl.gz",
+    "drift/05_hyperparameters/sweeps/hyperparameter_search.jsonl",
+])
+def test_a_committed_store_rechecks_exactly_under_its_recorded_profile(store):
+    """Two published stores of quick tasks (a few seconds each), recomputed here under the profile they record."""
+    table = recheck(RESULTS / store, sample=2, max_seconds=5, progress=False)
+    assert len(table) == 2 and table["match"].all(), table.to_dict("records")

@@ -80,8 +80,8 @@ class Variant:
 
 
 VARIANTS = (
-    Variant("reference", "avx2", 1, 0, "the test command's numerics: every library's kernels limited to AVX2, "
-                                       "one thread"),
+    Variant("reference", "avx2", 1, 0, "the test command's numerics: every library's kernels limited to AVX2 "
+                                       "(MKL to its vendor-independent path), one thread"),
     Variant("native", "native", 1, 0, "the CPU's own kernels (AVX-512 where it has them), one thread"),
     Variant("generic", "generic", 1, 0, "kernels limited to SSE4 (no AVX), as on the oldest x86-64 CPUs"),
     Variant("threads2", "avx2", 2, 0, "the reference kernels with two threads per library"),
@@ -139,7 +139,7 @@ def _numerics_summary(state: dict | None) -> dict:
     torch = state.get("torch") or {}
     blas = sorted({f"{b.get('internal_api')} {b.get('architecture')}" for b in state.get("blas", [])
                    if b.get("internal_api") in ("openblas", "mkl")})
-    return {"torch": torch.get("version"), "torch_isa": torch.get("cpu_capability"),
+    return {"torch": torch.get("version"), "torch_isa": torch.get("cpu_capability"), "mkl": torch.get("mkl_branch"),
             "threads": torch.get("threads"), "numpy_simd": (state.get("numpy") or {}).get("simd"), "blas": blas}
 
 
@@ -269,8 +269,8 @@ def render_page(report: dict) -> str:
     for variant in VARIANTS:
         back = seen.get(variant.name, {})
         simd = (back.get("numpy_simd") or ["none"])[-1]
-        readback = (f"torch {back.get('torch_isa')}, numpy up to {simd}, {', '.join(back.get('blas') or [])}, "
-                    f"{back.get('threads')} thread(s)") if back else "not run"
+        readback = (f"torch {back.get('torch_isa')}, MKL {back.get('mkl')}, numpy up to {simd}, "
+                    f"{', '.join(back.get('blas') or [])}, {back.get('threads')} thread(s)") if back else "not run"
         lines.append(f"| {variant.name} | {variant.description} | {readback} |")
     lines += ["", "The environment of each variant:", ""]
     for variant in VARIANTS:

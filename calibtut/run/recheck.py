@@ -154,8 +154,8 @@ def _label(numerics):
     if not isinstance(numerics, dict):
         return "not recorded"
     blas = ", ".join(numerics.get("blas") or [])
-    return f"{numerics.get('profile') or 'no profile'}: torch {numerics.get('torch')}, {blas}, " \
-           f"{numerics.get('threads')} thread(s)"
+    return f"{numerics.get('profile') or 'no profile'}: torch {numerics.get('torch')}, " \
+           f"MKL {numerics.get('mkl') or 'not recorded'}, {blas}, {numerics.get('threads')} thread(s)"
 
 
 def _runs_under(profile, threads, state=None):
@@ -359,8 +359,10 @@ def main(argv=None):
     if len(elsewhere):
         cpus = ", ".join(sorted(set(elsewhere["stored_cpu"])))
         print(f"{len(elsewhere)} of the differing tasks were stored from another CPU ({cpus}; this one: "
-              f"{table['cpu'].iloc[0]}). Under one numerics profile, x86-64 CPUs with AVX2 give the same bits; "
-              f"another architecture (ARM) or a GPU does not: there, read max_rel_diff.")
+              f"{table['cpu'].iloc[0]}). Under the reference profile, which runs MKL's vendor-independent path, "
+              f"x86-64 CPUs with AVX2 give the same bits. Lines stored without it (MKL not recorded) ran MKL's "
+              f"kernels for their CPU's vendor and instruction set, which another vendor's CPU cannot run; another "
+              f"architecture (ARM) or a GPU has other kernels too: there, read max_rel_diff.")
     return 0 if matched == len(table) else 1
 
 
