@@ -70,9 +70,16 @@ class Variant:
     description: str
 
     def environment(self) -> dict:
-        """The variables a kernel of this variant starts with (None: unset)."""
+        """The variables a kernel of this variant starts with (None: unset).
+
+        With several threads, OpenMP's idle threads sleep instead of spinning
+        (``OMP_WAIT_POLICY=PASSIVE``, which changes no result): two chapters run
+        at once on a shared machine, and spinning threads would burn the CPU
+        the other one needs (a chapter of 38 CPU-seconds took 142 with them).
+        """
+        wait = {"OMP_WAIT_POLICY": "PASSIVE" if self.threads > 1 else None}
         return {PROFILE_ENV: "reference" if self.is_reference_numerics else f"variant {self.name}",
-                **isa_environment(self.isa), **thread_environment(self.threads)}
+                **isa_environment(self.isa), **thread_environment(self.threads), **wait}
 
     @property
     def is_reference_numerics(self) -> bool:
@@ -344,7 +351,7 @@ def main(argv=None) -> int:
     parser.add_argument("--variants", nargs="+", choices=list(BY_NAME), help="default: every variant")
     parser.add_argument("-j", "--jobs", type=int, default=2, help="chapters executed at once (default 2)")
     parser.add_argument("--python", default=sys.executable, help="interpreter of the kernels (default this one)")
-    parser.add_argument("--timeout", type=int, default=300, help="seconds per cell (default 300)")
+    parser.add_argument("--timeout", type=int, default=900, help="seconds per cell (default 900)")
     parser.add_argument("--dry-run", action="store_true", help="print the rows; keep neither data nor page")
     parser.add_argument("--render", action="store_true", help="only rewrite the page from the stored rows")
     args = parser.parse_args(argv)
