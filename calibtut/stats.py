@@ -18,6 +18,10 @@
   :func:`paired_wilcoxon` with Holm's correction (:func:`holm`), and the
   average ranks; :func:`critical_difference_diagram` draws them
   (``scikit-posthocs``).
+* :func:`clustered_proportion_se`: the cluster-robust (CR1) standard error of a
+  proportion pooled over clusters of correlated points (the residues of one
+  protein, the tokens of one sentence), as ``statsmodels`` computes it for a
+  mean with ``cov_type="cluster"``.
 * :func:`letter_value_plot`: the distribution over datasets of each method's
   Cohen's d as letter-value ("boxen") plots (``seaborn.boxenplot``), methods
   sorted by median, on a symmetric-log axis, as in paper 002's Figures 3-10.
@@ -37,6 +41,7 @@ from calibtut.metrics.hypothesis_tests import pce_test
 __all__ = [
     "LAMBDA_GRID",
     "ComparisonResult",
+    "clustered_proportion_se",
     "cohens_d",
     "critical_difference_diagram",
     "friedman_wilcoxon",
@@ -143,6 +148,69 @@ def pce_study_test(pits, *, n_sim=10_000, alpha=0.01, seed=None):
     table["reject_paper"] = holm(table["pvalue_paper"].to_numpy(), alpha)[0]
     table["reject"] = holm(table["pvalue"].to_numpy(), alpha)[0]
     return table
+
+
+def clustered_proportion_se(successes, trials):
+    r"""Cluster-robust standard error of a proportion pooled over clusters.
+
+    The points of one cluster (the residues of a protein, the tokens of a
+    sentence) may be correlated; clusters are taken to be independent. With
+    :math:`k_g` successes among the :math:`m_g` points of cluster :math:`g`
+    and the pooled proportion :math:`\hat p = \sum_g k_g / \sum_g m_g`, the
+    cluster-robust ("sandwich", CR1) variance of :math:`\hat p` is
+
+    .. math::
+
+        \hat V = \frac{G}{G - 1}\,
+        \frac{\sum_g (k_g - \hat p\, m_g)^2}{\left(\sum_g m_g\right)^2},
+
+    over the :math:`G` clusters that hold points: the variance of a mean of
+    per-point indicators with errors clustered by :math:`g`, as
+    ``statsmodels`` computes it (``OLS(...).fit(cov_type="cluster")``; the
+    tests check the two agree). With one point per cluster it is the
+    binomial :math:`\hat p (1 - \hat p) / N` times :math:`N / (N - 1)`;
+    points of a cluster that tend to succeed or fail together make it
+    larger. It is estimated from the spread between clusters, so it is
+    undefined (NaN) with fewer than two clusters, and noisy with few.
+
+    Parameters
+    ----------
+    successes : array_like, shape (G,)
+        Successes per cluster (non-negative, at most ``trials``).
+    trials : array_like, shape (G,)
+        Points per cluster (non-negative; clusters with none are ignored).
+
+    Returns
+    -------
+    float
+        :math:`\sqrt{\hat V}`; NaN when fewer than two clusters hold points.
+
+    Examples
+    --------
+    Two proteins with four residues each, three right in one, one in the
+    other: the pooled accuracy 0.5 is far less certain than eight
+    independent residues would make it (binomial: 0.177).
+
+    >>> round(clustered_proportion_se([3, 1], [4, 4]), 3)
+    0.25
+    >>> round(clustered_proportion_se([2, 2], [4, 4]), 3)
+    0.0
+    """
+    k = as_float_array(successes, "successes", ndim=1)
+    m = as_float_array(trials, "trials", ndim=1)
+    if k.shape != m.shape:
+        raise ValueError(f"successes and trials must have the same length, got {k.size} and {m.size}")
+    if (m < 0).any() or (k < 0).any():
+        raise ValueError("successes and trials must be non-negative counts")
+    if (k > m).any():
+        raise ValueError("successes must be at most trials in every cluster")
+    held = m > 0
+    k, m = k[held], m[held]
+    if k.size < 2:
+        return float("nan")
+    p = k.sum() / m.sum()
+    g = k.size
+    return float(np.sqrt(g / (g - 1) * np.sum((k - p * m) ** 2)) / m.sum())
 
 
 def cohens_d(compared, baseline, form="authors"):

@@ -146,6 +146,37 @@ def test_venn_admit_equals_explicit_venn_categories(partition):
     assert 0 < admitted.sum() < admitted.size
 
 
+@pytest.mark.parametrize("partition", ["band", "fixed"])
+def test_category_size_counts_the_explicit_venn_category(partition):
+    rng = np.random.default_rng(8)
+    mc, vp, test = _split(rng, 1500, q_max=2), _split(rng, 1500, q_max=2), _split(rng, 150, q_max=2)
+    model = VennADMIT(0.2, omega=0.4, kappa=5, partition=partition).fit(_cal(mc), _cal(vp))
+    size = model.predict_category_size(_test(test))
+
+    def singleton(split):
+        sets = _reference_admit(*mc, split[0], split[2], split[3], 0.2, 0.4, 5, partition)
+        return np.where(sets.sum(1) == 1, sets.argmax(1), -1)
+
+    vp_class, test_class = singleton(vp), singleton(test)
+    expected = np.zeros(150, dtype=int)
+    for t in np.flatnonzero(test_class >= 0):
+        if partition == "band":
+            near = np.abs(vp[3] - test[3][t]) <= 0.4
+        else:
+            near = np.floor(vp[3] / 0.8) == np.floor(test[3][t] / 0.8)
+        expected[t] = np.sum(near & (vp[2] == test[2][t]) & (vp_class == test_class[t]))
+    assert np.array_equal(size, expected)
+    # the lower probability n / (|T| + w) stands on these |T| points: (|T| + 1) * lower is a count
+    lower = model.predict_lower(_test(test))
+    held = ~np.isnan(lower)
+    counts = lower[held] * (size[held] + 1)
+    assert np.allclose(counts, np.round(counts)) and np.all(np.round(counts) <= size[held])
+    assert np.all(size[~held] == 0) and size[held].min() >= 0 and size.max() > 10
+    # neither the test weight nor q = K changes a category
+    censored = VennADMIT(0.2, omega=0.4, kappa=5, require_q=2, partition=partition).fit(_cal(mc), _cal(vp))
+    assert np.array_equal(censored.predict_category_size(_test(test)), size)
+
+
 def test_weighting_and_censoring_only_remove_admissions():
     # Proposition 3's mechanism (w >= 1 lowers the lower probability) and Proposition 2's (qK is a subset)
     rng = np.random.default_rng(9)

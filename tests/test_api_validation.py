@@ -538,6 +538,8 @@ VALID_FOR = {
             [10], index=__import__("pandas").MultiIndex.from_tuples([("ADMIT", "0")], names=["method", "class"])),
         "methods": ["ADMIT"], "classes": {"0": "class 0"}},
     "accuracy_gap_sd": {"pooled": lambda: __import__("pandas").DataFrame({"n": [10], "accuracy": [0.8]})},
+    "admitted_accuracy_gap": {"rows": lambda: __import__("pandas").DataFrame(
+        {"method": "V", "sequence": [1, 2], "n": [30, 30], "correct": [27, 26], "category_rsqrt": [3.0, 3.0]})},
     "claims_vs_paper": {"ci": lambda: __import__("pandas").DataFrame(
         {"table": "singletons", "dataset": "sentiment", "seed": 0, "method": ["Venn-ADMIT", "RAPS_size"],
          "class": ["0", "all"], "n": 10, "accuracy": 0.9, "share": 0.1, "n_test": 100})},

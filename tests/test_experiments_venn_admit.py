@@ -14,13 +14,16 @@ from calibtut.experiments.venn_admit import (
     METHODS,
     PROTEIN_METHODS,
     accuracy_gap_sd,
+    admitted_accuracy_gap,
     exemplar_gpu_runs,
     exemplar_gpu_signals,
     grammar_tasks,
     plot_admitted_accuracy,
     pooled_singletons,
     protein_tasks,
+    run_grammar_admissions,
     run_grammar_config,
+    run_protein_admissions,
     run_protein_config,
     run_va_config,
     table2_model_approximation,
@@ -535,6 +538,19 @@ def test_protein_tasks_and_runner_refuse_bad_arguments():
             run_protein_config(**kwargs)
 
 
+def test_task_lists_hold_a_model_seed_only_when_it_is_not_the_default():
+    # the published runs' tasks were made without one: at model_seed 0 they keep their keys
+    for tasks_of in (protein_tasks, grammar_tasks, lambda seeds, **kw: va_tasks(DATASETS, seeds, **kw)):
+        plain = tasks_of([0, 1], kappa=50)
+        assert tasks_of([0, 1], model_seed=0, kappa=50) == plain
+        assert all("model_seed" not in task for task in plain)
+        shifted = tasks_of([1, 2], model_seed=1, kappa=50)
+        assert [task["model_seed"] for task in shifted] == [1] * len(shifted)
+        assert [{k: v for k, v in t.items() if k != "model_seed"} for t in shifted] == tasks_of([1, 2], kappa=50)
+        with pytest.raises(ValueError, match="model_seed"):
+            tasks_of([0], model_seed=-1)
+
+
 @needs_mirror
 def test_a_small_protein_run_counts_residues_and_nests_its_admissions():
     from calibtut.data.protein import load_protein_ss
@@ -559,6 +575,43 @@ def test_a_small_protein_run_counts_residues_and_nests_its_admissions():
     acc = [r.query("table == 'model' and split == 'test' and method == 'memory layer'")["accuracy"].item()
            for r in (rows, other)]
     assert acc[0] == acc[1]
+
+
+def _admissions_agree_with_the_rows(admitted, rows, methods):
+    """Per method, the admissions' totals are the singleton rows' ``n`` and accuracy."""
+    single = rows[(rows["table"] == "singletons") & (rows["class"] == "all")].set_index("method")
+    totals = admitted.groupby("method")[["n", "correct"]].sum()
+    assert sorted(totals.index) == sorted(methods)
+    for method in methods:
+        assert totals.loc[method, "n"] == single.loc[method, "n"], method
+        if single.loc[method, "n"]:
+            assert totals.loc[method, "correct"] / totals.loc[method, "n"] == pytest.approx(
+                single.loc[method, "accuracy"])
+    venn = admitted[admitted["method"].str.startswith("Venn-ADMIT") & (admitted["n"] > 0)]
+    other = admitted[~admitted["method"].str.startswith("Venn-ADMIT")]
+    # every admitted Venn point stands on a category of at least one point: 0 < sum |T|^-1/2 <= n
+    assert (venn["category_rsqrt"] > 0).all() and (venn["category_rsqrt"] <= venn["n"]).all()
+    assert other["category_rsqrt"].isna().all()
+    assert (admitted["n"] > 0).sum() + (admitted["sequence"] == -1).sum() == len(admitted)
+
+
+@needs_mirror
+def test_protein_admissions_are_the_rows_per_test_protein():
+    from calibtut.data.protein import load_protein_ss
+
+    small = {"n_proteins": 30, "n_test_proteins": 4, "hidden": 8, "channels": 8, "epochs": 1, "kappa": 10,
+             "localizer_points": 50, "alpha": 0.2}
+    methods = ["Conf_base", "ADMIT", "Venn-ADMIT-w", "Venn-ADMIT", "Venn-ADMIT_qK", "Venn-ADMIT_qK-w"]
+    admitted = run_protein_admissions(seed=0, methods=methods, **small)
+    rows = run_protein_config(seed=0, methods=methods, **small)
+    _admissions_agree_with_the_rows(admitted, rows, methods)
+    # sequences are TS115 indices of the 4 proteins drawn with model_seed 0, each no larger than its length
+    sequences, _ = load_protein_ss("ts115")
+    chosen = np.random.default_rng([0, 4]).permutation(len(sequences))[:4]
+    held = admitted[admitted["sequence"] >= 0]
+    assert set(held["sequence"]) <= set(chosen)
+    assert all(n <= len(sequences[j]) for j, n in held.groupby("sequence")["n"].max().items())
+    assert (admitted["n_test"] == rows["n_test"].iloc[0]).all()
 
 
 # ------------------------------------------------------------------------------------------ grammar
@@ -706,6 +759,15 @@ def test_a_small_grammar_run_counts_tokens_and_its_tables_agree():
     assert mine.loc[("test", "memory layer"), "f05"] == model.loc[("test", "memory layer"), "f05"]
 
 
+def test_grammar_admissions_are_the_rows_per_test_sentence():
+    small = {"n_sentences": 400, "n_valid_sentences": 300, "n_test_sentences": 40, "hidden": 8, "channels": 8,
+             "embedding": 8, "epochs": 2, "kappa": 10, "localizer_points": 50, "class_weight": 8.0}
+    methods = ["APS", "ADMIT", "Venn-ADMIT-w", "Venn-ADMIT", "Venn-ADMIT_qK", "Venn-ADMIT_qK-w"]
+    admitted = run_grammar_admissions(seed=1, methods=methods, **small)
+    _admissions_agree_with_the_rows(admitted, run_grammar_config(seed=1, methods=methods, **small), methods)
+    assert admitted.loc[admitted["sequence"] >= 0, "sequence"].between(0, 2719).all()
+
+
 def test_pooled_singletons_weighs_every_admitted_point_once():
     rows = pd.DataFrame({"table": ["singletons"] * 4 + ["model"], "method": ["A", "A", "B", "B", "A"],
                          "class": ["1", "1", "1", "1", "all"], "n": [10, 30, 0, 0, 99],
@@ -738,6 +800,118 @@ def test_accuracy_gap_sd_is_a_standardized_binomial_gap():
         accuracy_gap_sd(pd.DataFrame({"n": [-1], "accuracy": [0.5]}), 0.1)
     with pytest.raises(ValueError, match=r"\[0, 1\]"):
         accuracy_gap_sd(pd.DataFrame({"n": [10], "accuracy": [1.5]}), 0.1)
+
+
+def test_admitted_accuracy_gap_hand_case_pools_each_sequence_over_splits():
+    # sequence 7 in both splits: one cluster of 6 points, 5 right; 8: 4 of 4; 9: 0 of 2
+    rows = pd.DataFrame({"method": "V", "seed": [0, 1, 0, 1], "sequence": [7, 7, 8, 9], "n": [3, 3, 4, 2],
+                         "correct": [3, 2, 4, 0], "category_rsqrt": [3 / 5, 3 / 5, 4 / 10, 2 / 10]})
+    cell = admitted_accuracy_gap(rows, 0.2, min_errors=2).loc["V"]
+    p = 9 / 12
+    clustered = np.sqrt(3 / 2 * ((5 - 6 * p) ** 2 + (4 - 4 * p) ** 2 + (0 - 2 * p) ** 2)) / 12
+    assert clustered > np.sqrt(0.16 / 12)  # so the clustered one is used, not the binomial floor
+    category = 0.4 * (6 / 5 + 4 / 10 + 2 / 10) / 12  # the mean of sqrt(0.16 / |T|) over 12 points
+    assert cell["n"] == 12 and cell["correct"] == 9 and cell["sequences"] == 3
+    assert cell["se_test"] == pytest.approx(clustered) and cell["se_category"] == pytest.approx(category)
+    assert cell["gap"] == pytest.approx((p - 0.8) / np.hypot(clustered, category))
+    assert cell["testable"]
+    assert not admitted_accuracy_gap(rows, 0.2).loc["V", "testable"]  # 12 * 0.2 < 5 errors expected
+    # identical sequences: the clustered estimate is 0, and the binomial one at 1 - alpha is the floor
+    even = rows.assign(n=4, correct=3, sequence=[1, 2, 3, 4], category_rsqrt=np.nan)
+    cell = admitted_accuracy_gap(even, 0.2, min_errors=2).loc["V"]
+    assert cell["se_test"] == pytest.approx(np.sqrt(0.16 / 16)) and np.isnan(cell["se_category"])
+    assert cell["se"] == cell["se_test"]  # no categories (ADMIT, conformal sets): the test side only
+    # one sequence only: nothing to cluster on, not testable
+    one = admitted_accuracy_gap(rows.assign(sequence=5), 0.2, min_errors=1).loc["V"]
+    assert one["sequences"] == 1 and not one["testable"]
+
+
+def test_admitted_accuracy_gap_matches_statsmodels_and_groups_by_columns():
+    import statsmodels.api as sm
+
+    rng = np.random.default_rng(4)
+    rows = pd.DataFrame({"alpha": 0.1, "method": rng.choice(["A", "B"], 200), "sequence": rng.integers(0, 40, 200),
+                         "n": rng.integers(1, 8, 200)})
+    rows["correct"] = rng.binomial(rows["n"], np.where(rows["sequence"] % 2, 0.95, 0.6))
+    rows["category_rsqrt"] = np.nan
+    out = admitted_accuracy_gap(rows, 0.1, by=["alpha", "method"])
+    assert out.index.names == ["alpha", "method"] and len(out) == 2
+    for method in ("A", "B"):
+        mine = rows[rows["method"] == method].groupby("sequence")[["n", "correct"]].sum()
+        y = np.concatenate([np.r_[np.ones(c), np.zeros(n - c)] for n, c in mine[["n", "correct"]].to_numpy()])
+        groups = np.repeat(mine.index.to_numpy(), mine["n"])
+        fit = sm.OLS(y, np.ones((y.size, 1))).fit(cov_type="cluster", cov_kwds={"groups": groups})
+        cell = out.loc[(0.1, method)]
+        assert cell["accuracy"] == pytest.approx(y.mean())
+        assert cell["se_test"] == pytest.approx(max(fit.bse[0], np.sqrt(0.09 / y.size)))
+        assert fit.bse[0] > np.sqrt(0.09 / y.size)  # sequences differ: clustering widens the error
+
+
+def _venn_world(rng, n, right):
+    """Three classes, q in {0, 1}: where q = 1 the argmax is right with probability ``right``."""
+    probs = rng.dirichlet(np.full(3, 0.7), size=n)
+    sharpened = probs ** 0.7 / (probs ** 0.7).sum(axis=1, keepdims=True)
+    labels = (rng.uniform(size=(n, 1)) > np.cumsum(sharpened, axis=1)).sum(axis=1)  # about 0.6 right
+    q, d = rng.integers(0, 2, size=n), rng.exponential(size=n)
+    other = (probs.argmax(1) + rng.integers(1, 3, size=n)) % 3
+    labels = np.where(q == 1, np.where(rng.uniform(size=n) < right, probs.argmax(1), other), labels)
+    return probs, labels, q, d
+
+
+def _admitted_rows(model, test):
+    """Rows of the admissions' runners for one Venn-ADMIT model: every test point its own sequence."""
+    from calibtut.selective import KNNFeatures
+
+    features = KNNFeatures(test[0], None, test[2], test[3])
+    admitted = model.predict_admitted(features)
+    size = model.predict_category_size(features)
+    return pd.DataFrame({"method": "V", "sequence": np.flatnonzero(admitted), "n": 1,
+                         "correct": (test[0].argmax(1) == test[1])[admitted].astype(int),
+                         "category_rsqrt": 1 / np.sqrt(size[admitted])})
+
+
+def test_admitted_accuracy_gap_allows_the_slack_of_small_categories_and_catches_a_shift():
+    from calibtut.selective import KNNFeatures, VennADMIT
+
+    alpha = 0.2
+    # every category is below 1 - alpha = 0.8 (0.75 where q = 1) and small (a band of 0.2 in 200 points):
+    # admission picks those lucky in the Venn split, and over 30 calibration draws the admitted points
+    # fall short of 1 - alpha by the corrected Proposition 1's slack. The binomial gap reads that as a
+    # failure; the gap that counts the categories' sampling error does not.
+    test = _venn_world(np.random.default_rng(5), 2000, 0.75)
+    draws = []
+    for draw in range(30):
+        rng = np.random.default_rng(500 + draw)
+        model = VennADMIT(alpha, omega=0.2, kappa=4).fit(KNNFeatures(*_venn_world(rng, 400, 0.75)),
+                                                         KNNFeatures(*_venn_world(rng, 400, 0.75)))
+        draws.append(_admitted_rows(model, test))
+    cell = admitted_accuracy_gap(pd.concat(draws), alpha).loc["V"]
+    assert cell["testable"] and cell["n"] > 1000 and cell["accuracy"] < 1 - alpha
+    assert accuracy_gap_sd(cell.to_frame().T, alpha).item() < -3  # the binomial deviation
+    assert cell["gap"] > -3, cell
+    assert 1 - alpha - cell["accuracy"] < cell["se_category"]  # the shortfall is within the slack
+    # test points whose categories are 0.6 right where the calibration points are 0.95 right (a shift,
+    # not a sampling error), in large categories: far more than 3 standard errors short
+    rng = np.random.default_rng(6)
+    model = VennADMIT(alpha, omega=0.5, kappa=4).fit(KNNFeatures(*_venn_world(rng, 3000, 0.95)),
+                                                     KNNFeatures(*_venn_world(rng, 3000, 0.95)))
+    shifted = admitted_accuracy_gap(_admitted_rows(model, _venn_world(rng, 2000, 0.6)), alpha).loc["V"]
+    assert shifted["testable"] and shifted["gap"] < -4, shifted
+
+
+def test_admitted_accuracy_gap_refuses_bad_rows():
+    rows = pd.DataFrame({"method": "V", "sequence": [1, 2], "n": [3, 2], "correct": [2, 2],
+                         "category_rsqrt": np.nan})
+    with pytest.raises(ValueError, match="correct"):
+        admitted_accuracy_gap(rows.assign(correct=[4, 2]), 0.1)
+    with pytest.raises(ValueError, match="category_rsqrt"):
+        admitted_accuracy_gap(rows.drop(columns="category_rsqrt"), 0.1)
+    with pytest.raises(ValueError, match="alpha"):
+        admitted_accuracy_gap(rows, 0.0)
+    with pytest.raises(ValueError, match="min_errors"):
+        admitted_accuracy_gap(rows, 0.1, min_errors=0)
+    empty = admitted_accuracy_gap(rows.iloc[:0], 0.1)
+    assert empty.empty and "gap" in empty.columns
 
 
 # ------------------------------------------------------------------------------------------ figures and layout

@@ -434,8 +434,60 @@ class VennADMIT:
             if np.any(weight != 1):
                 raise ValueError("give test_weight or localizer_psi, not both")
             psi_rows = _psi_rows(localizer_psi, m, self.n_vp_)
-        test_class = _singleton_class(self.admit_.predict_set(test))
         lower = np.full(m, np.nan)
+        for queries, members, lo, hi, correct in self._categories(test):
+            if localizer_psi is None:
+                w = weight[queries]
+            else:
+                w = _category_weight(psi_rows, self.n_vp_, queries, members, lo, hi)
+            lower[queries] = (correct[hi] - correct[lo]) / (hi - lo + w)
+        return lower
+
+    def predict_category_size(self, test):
+        """Size ``|T|`` of each test point's Venn category: the ``vp`` points behind its lower probability.
+
+        The lower probability ``n / (|T| + w)`` of :meth:`predict_lower` is an
+        accuracy estimated on these ``|T|`` calibration points, so its
+        sampling error shrinks as ``1 / sqrt(|T|)``
+        (:func:`~calibtut.experiments.venn_admit.admitted_accuracy_gap` uses
+        it). Neither the test weight nor ``require_q`` changes a category.
+
+        Parameters
+        ----------
+        test : KNNFeatures
+            The test points (their labels, if any, are not used).
+
+        Returns
+        -------
+        numpy.ndarray of int, shape (m,)
+            ``|T|``; 0 where the ADMIT set is not a singleton (no category)
+            and where the category is empty.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from calibtut.selective import KNNFeatures
+        >>> p = np.array([[0.9, 0.1], [0.8, 0.2], [0.6, 0.4], [0.3, 0.7], [0.2, 0.8], [0.1, 0.9]] * 4)
+        >>> cal = KNNFeatures(p, [0, 0, 0, 1, 1, 1] * 4, np.zeros(24), np.zeros(24))
+        >>> model = VennADMIT(alpha=0.25, omega=1.0, kappa=3).fit(cal, cal)
+        >>> model.predict_category_size(KNNFeatures([[0.95, 0.05]], None, [0], [0.0]))
+        array([12])
+        """
+        check_fitted(self, "categories_")
+        test = _checked_features(test, "test", n_classes=self.admit_.n_classes_)
+        size = np.zeros(len(test), dtype=np.int64)
+        for queries, _, lo, hi, _ in self._categories(test):
+            size[queries] = hi - lo
+        return size
+
+    def _categories(self, test):
+        """Per (``q``, class) group of test singletons: the queries, the group's members and each query's band.
+
+        Yields ``(queries, members, lo, hi, correct)``: query ``i`` has as
+        category ``members[lo[i]:hi[i]]``, of which ``correct[hi[i]] -
+        correct[lo[i]]`` are of the singleton's class.
+        """
+        test_class = _singleton_class(self.admit_.predict_set(test))
         for value in np.unique(test.q[test_class >= 0]):
             for c in range(self.admit_.n_classes_):
                 queries = np.flatnonzero((test.q == value) & (test_class == c))
@@ -443,12 +495,7 @@ class VennADMIT:
                     continue
                 members, member_d, correct = self.categories_.get((value, c), _EMPTY_CATEGORY)
                 lo, hi = _band_ranges(member_d, test.d[queries], self.omega, self.partition)
-                if localizer_psi is None:
-                    w = weight[queries]
-                else:
-                    w = _category_weight(psi_rows, self.n_vp_, queries, members, lo, hi)
-                lower[queries] = (correct[hi] - correct[lo]) / (hi - lo + w)
-        return lower
+                yield queries, members, lo, hi, correct
 
     def predict_admitted(self, test, *, test_weight=1.0, localizer_psi=None):
         """Whether each test point is admitted (its prediction is then the KNN's argmax).

@@ -7,10 +7,12 @@ import from here. Its files, by role:
   Sentiment, Protein and Grammar tasks (network, KNN approximation, ``q``,
   ``d``, localizer, every method), one calibration split per call
   (:func:`run_va_config`, :func:`run_protein_config`,
-  :func:`run_grammar_config`), their task lists and the per-point features
-  (:func:`va_points`);
+  :func:`run_grammar_config`), their task lists, the per-point features
+  (:func:`va_points`) and what each method admits per test sequence
+  (:func:`run_protein_admissions`, :func:`run_grammar_admissions`);
 * :mod:`~calibtut.experiments.venn_admit.tables`: Tables 2-5 from those rows
-  and beside the paper's, pooled admissions, and the summaries of the theory
+  and beside the paper's, pooled admissions and their accuracy gap
+  (:func:`admitted_accuracy_gap`), and the summaries of the theory
   chapters' simulations;
 * :mod:`~calibtut.experiments.venn_admit.claims`: chapter 8's verdict
   table, each claim of the paper on its tables and on our runs;
@@ -70,6 +72,7 @@ from calibtut.experiments.venn_admit.tables import (
     SEQUENCE_DATASETS,
     accuracy_gap_sd,
     admission_summary,
+    admitted_accuracy_gap,
     category_coverage_table,
     category_accuracy,
     exemplar_gpu_runs,
@@ -92,7 +95,9 @@ from calibtut.experiments.venn_admit.tasks import (
     PROTEIN_METHODS,
     grammar_tasks,
     protein_tasks,
+    run_grammar_admissions,
     run_grammar_config,
+    run_protein_admissions,
     run_protein_config,
     run_va_config,
     va_points,
@@ -115,6 +120,7 @@ __all__ = [
     "SHIFTS",
     "accuracy_gap_sd",
     "admission_summary",
+    "admitted_accuracy_gap",
     "binomial_admission",
     "category_coverage_runs",
     "category_coverage_table",
@@ -137,7 +143,9 @@ __all__ = [
     "protection_tables",
     "protein_tasks",
     "rare_class_sample",
+    "run_grammar_admissions",
     "run_grammar_config",
+    "run_protein_admissions",
     "run_protein_config",
     "representation_signals",
     "run_protection_config",

@@ -8,7 +8,9 @@
   :func:`table5_vs_paper` put them beside the paper's numbers
   (:func:`calibtut.papers.paper_table`); :func:`pooled_singletons` and
   :func:`accuracy_gap_sd` pool the admitted points of several splits and
-  measure their accuracy against ``1 - alpha``;
+  measure their accuracy against ``1 - alpha``, and
+  :func:`admitted_accuracy_gap` does so with a standard error that counts
+  correlated points of one sequence and the Venn categories' sizes;
 * the theory chapters (1, 3, 4): :func:`singleton_summary`,
   :func:`category_coverage_table` and :func:`admission_summary` summarise the
   simulation loops of :mod:`calibtut.experiments.venn_admit.synthetic`.
@@ -23,12 +25,13 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from calibtut._validation import check_alpha, check_frame, check_int
+from calibtut._validation import check_alpha, check_frame, check_int, check_real
 from calibtut.conformal.quantiles import conformal_quantile
 from calibtut.experiments.venn_admit._common import method_list
 from calibtut.experiments.venn_admit.tasks import DATASETS, METHODS
 from calibtut.papers import paper_table
 from calibtut.run import find_root, paper_vs_ours, stored_path
+from calibtut.stats import clustered_proportion_se
 
 __all__ = [
     "MODELS",
@@ -37,6 +40,7 @@ __all__ = [
     "SEQUENCE_DATASETS",
     "accuracy_gap_sd",
     "admission_summary",
+    "admitted_accuracy_gap",
     "category_coverage_table",
     "category_accuracy",
     "exemplar_gpu_runs",
@@ -222,6 +226,129 @@ def accuracy_gap_sd(pooled, alpha):
         raise ValueError("pooled['accuracy'] must lie in [0, 1] wherever n > 0")
     n = n.where(n > 0)
     return (accuracy - (1 - alpha)) / np.sqrt(alpha * (1 - alpha) / n)
+
+
+def admitted_accuracy_gap(rows, alpha, by="method", *, min_errors=5):
+    r"""Accuracy of admitted points minus :math:`1 - \alpha`, in standard errors that count what is correlated.
+
+    :func:`accuracy_gap_sd` divides by the binomial standard deviation of
+    independent points. Two things make the admitted points of Venn-ADMIT
+    less informative than that, and this function counts both:
+
+    * **the test side**: the points of one sequence (a protein's residues,
+      a sentence's tokens) are correlated, and calibration splits that share
+      one test set admit some points twice. The rows are pooled per sequence
+      over the splits, and the standard error of the pooled accuracy is the
+      cluster-robust one over sequences
+      (:func:`calibtut.stats.clustered_proportion_se`), never less than the
+      binomial :math:`\sqrt{\alpha (1 - \alpha) / n}` of :math:`n`
+      independent points at :math:`1 - \alpha` (a clustered estimate from a
+      few dozen sequences can fall below it by chance, not by design);
+    * **the calibration side**: a point is admitted because the lower Venn
+      probability of its category, an accuracy estimated on the category's
+      :math:`|T|` calibration points, reaches :math:`1 - \alpha`. Admission
+      selects the categories whose estimate came out high, and the admitted
+      points of a category are right with its *true* accuracy, which can sit
+      below :math:`1 - \alpha` by about the estimate's sampling error
+      :math:`\sqrt{\alpha (1 - \alpha) / |T|}`: the slack of the corrected
+      Proposition 1 (chapter 4). A category of 20 points that is really 0.8
+      accurate is admitted at :math:`\alpha = 0.1` whenever 19 of its 20
+      points are right, about 7 % of the time. Every admitted category errs
+      in the same direction, so these slacks do not average out over
+      categories: their scale is the mean over the admitted points,
+      :math:`\text{se}_\text{category} = \sqrt{\alpha (1 - \alpha)}\,
+      \overline{|T|^{-1/2}}`.
+
+    The gap then compares two estimates of the admitted categories'
+    accuracy made on disjoint data, the test points' and the calibration
+    points' (at least :math:`1 - \alpha` where a point is admitted), so
+    their variances add:
+    :math:`\text{se} = \sqrt{\text{se}_\text{test}^2 +
+    \text{se}_\text{category}^2}`. A method without Venn categories (ADMIT,
+    the conformal sets) has the test side only.
+
+    A check needs enough admitted points for the normal approximation
+    behind "so many standard errors": at least ``min_errors`` errors
+    expected at :math:`1 - \alpha` (:math:`n \alpha \ge 5`, the usual
+    condition for a binomial count) and points from at least two sequences
+    (the clustered standard error needs two). ``testable`` says whether a
+    cell meets both; a chapter says which cells do not, and does not test
+    them.
+
+    Parameters
+    ----------
+    rows : pandas.DataFrame
+        Rows of :func:`~calibtut.experiments.venn_admit.run_protein_admissions`
+        or :func:`~calibtut.experiments.venn_admit.run_grammar_admissions`
+        (several splits): columns ``sequence``, ``n``, ``correct``,
+        ``category_rsqrt`` and those of ``by``.
+    alpha : float
+        The miscoverage level, in (0, 1).
+    by : str or sequence of str, default "method"
+        The grouping columns (a cell of the result pools its rows).
+    min_errors : float, default 5
+        Errors expected at :math:`1 - \alpha` below which a cell is not
+        testable (positive).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Indexed by ``by``: ``n`` (admitted points), ``correct``,
+        ``accuracy`` (NaN when nothing is admitted), ``sequences`` (those
+        holding admitted points), ``se_test``, ``se_category`` (NaN without
+        categories), ``se``, ``gap`` (:math:`(\text{accuracy} - (1 -
+        \alpha)) / \text{se}`) and ``testable``.
+
+    Examples
+    --------
+    Twelve admitted residues in three proteins, over two splits (the first
+    protein's residues admitted in both), their categories of 25 and 100
+    calibration residues. The proteins differ (5 of 6, 4 of 4, 0 of 2
+    right), so the clustered standard error, 0.191, exceeds the binomial
+    0.115:
+
+    >>> rows = pd.DataFrame({"method": "Venn-ADMIT", "sequence": [7, 7, 8, 9],
+    ...                      "n": [3, 3, 4, 2], "correct": [3, 2, 4, 0],
+    ...                      "category_rsqrt": [3 / 5, 3 / 5, 4 / 10, 2 / 10]})
+    >>> out = admitted_accuracy_gap(rows, 0.2, min_errors=2)
+    >>> cell = out.loc["Venn-ADMIT"]
+    >>> cell[["accuracy", "se_test", "se_category", "se", "gap"]].astype(float).round(3).to_dict()
+    {'accuracy': 0.75, 'se_test': 0.191, 'se_category': 0.06, 'se': 0.2, 'gap': -0.25}
+    >>> bool(cell["testable"])
+    True
+    >>> admitted_accuracy_gap(rows, 0.2)["testable"].item()  # 12 * 0.2 < 5 errors
+    False
+    """
+    alpha = check_alpha(alpha)
+    min_errors = check_real(min_errors, "min_errors", low=0, low_open=True)
+    by = [by] if isinstance(by, str) else list(by)
+    check_frame(rows, "rows", ["sequence", "n", "correct", "category_rsqrt", *by])
+    n = pd.to_numeric(rows["n"], errors="coerce")
+    correct = pd.to_numeric(rows["correct"], errors="coerce")
+    if n.isna().any() or (n < 0).any() or correct.isna().any() or (correct < 0).any() or (correct > n).any():
+        raise ValueError("rows['n'] and rows['correct'] must be counts with correct <= n")
+    cells = rows.assign(n=n.astype(float), correct=correct.astype(float)).groupby(
+        [*by, "sequence"], sort=False).agg(n=("n", "sum"), correct=("correct", "sum"),
+                                           category_rsqrt=("category_rsqrt", lambda x: x.sum(min_count=1)))
+    spread = np.sqrt(alpha * (1 - alpha))
+    out = {}
+    for key, cell in cells.groupby(level=by, sort=False):
+        cell = cell[cell["n"] > 0]
+        total, right = cell["n"].sum(), cell["correct"].sum()
+        binomial = spread / np.sqrt(total) if total else np.nan
+        se_test = np.fmax(binomial, clustered_proportion_se(cell["correct"], cell["n"])) if total else np.nan
+        rsqrt = cell["category_rsqrt"].sum(min_count=1)
+        se_category = spread * rsqrt / total if total else np.nan
+        se = np.sqrt(se_test ** 2 + np.nan_to_num(se_category) ** 2)
+        accuracy = right / total if total else np.nan
+        out[key] = {"n": total, "correct": right, "accuracy": accuracy, "sequences": len(cell),
+                    "se_test": se_test, "se_category": se_category, "se": se,
+                    "gap": (accuracy - (1 - alpha)) / se,
+                    "testable": bool(total * alpha >= min_errors and len(cell) >= 2)}
+    columns = ["n", "correct", "accuracy", "sequences", "se_test", "se_category", "se", "gap", "testable"]
+    index = pd.MultiIndex.from_tuples(list(out), names=by) if len(by) > 1 else pd.Index(
+        [k[0] if isinstance(k, tuple) else k for k in out], name=by[0])
+    return pd.DataFrame(list(out.values()), index=index, columns=columns)
 
 
 def _protein_classes(frame):

@@ -88,7 +88,7 @@ from calibtut.models.sentence_embeddings import (
 from calibtut.models.token_cnn import TokenCNN, WordVocabulary, fit_token_cnn, token_cnn_outputs
 from calibtut.recalibration import TemperatureScaling
 from calibtut.recalibration.venn import venn_abers
-from calibtut.selective.admit import BLOCK_CELLS, admit_sets, admitted_accuracy_by_class, venn_admit
+from calibtut.selective.admit import BLOCK_CELLS, VennADMIT, admit_sets, admitted_accuracy_by_class, venn_admit
 from calibtut.selective.features import KNNFeatures
 from calibtut.selective.knn_approximation import (
     KNNApproximation,
@@ -107,7 +107,9 @@ __all__ = [
     "PROTEIN_METHODS",
     "grammar_tasks",
     "protein_tasks",
+    "run_grammar_admissions",
     "run_grammar_config",
+    "run_protein_admissions",
     "run_protein_config",
     "run_va_config",
     "va_points",
@@ -564,6 +566,36 @@ def _result_rows(p, alpha, kappa, seed, methods, *, f05=False):
     return out.assign(omega=p["omega"], eta=p["eta"], n_test=int(y.size))
 
 
+def _admission_rows(p, alpha, kappa, seed, methods):
+    """Per method and test sequence: admitted points, correct ones and ``sum 1 / sqrt(|T|)`` of their categories."""
+    test = p["split"]["test"]
+    sets = _method_sets(p, alpha, kappa, seed, methods)
+    size = None
+    if any(name.startswith("Venn-ADMIT") for name in sets):
+        # the four variants share their categories: neither the weight nor q = K changes one
+        cal, parts = p["split"]["cal"], p["parts"]
+        venn = VennADMIT(alpha, omega=p["omega"], kappa=kappa).fit(cal["features"][parts["mc"]],
+                                                                   cal["features"][parts["vp"]])
+        size = venn.predict_category_size(test["features"])
+    frames = []
+    for method, (admitted, pred, _) in sets.items():
+        if not admitted.any():  # one empty row, so that a method that admits nothing is not lost
+            frames.append(pd.DataFrame({"table": "admitted", "method": method, "sequence": [-1], "n": [0],
+                                        "correct": [0], "category_rsqrt": [np.nan]}))
+            continue
+        ids, inverse = np.unique(p["test_sequence"][admitted], return_inverse=True)
+        right = (pred == test["y"])[admitted]
+        rsqrt = (np.bincount(inverse, 1 / np.sqrt(size[admitted]), ids.size) if method.startswith("Venn-ADMIT")
+                 else np.full(ids.size, np.nan))
+        frames.append(pd.DataFrame({"table": "admitted", "method": method, "sequence": ids,
+                                    "n": np.bincount(inverse, minlength=ids.size),
+                                    "correct": np.bincount(inverse, right, ids.size).astype(np.int64),
+                                    "category_rsqrt": rsqrt}))
+    out = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(
+        columns=["table", "method", "sequence", "n", "correct", "category_rsqrt"])
+    return out.assign(n_test=int(test["y"].size))
+
+
 def va_points(dataset="sentiment", seed=0, *, n_calibration=16000, model_seed=0, hidden=128, epochs=10,
               max_features=20000, features="tfidf"):
     """The per-point features behind Tables 2-3: labels, predictions, KNN probabilities, ``q`` and ``d``.
@@ -683,7 +715,8 @@ def _sequence_task(task):
 def _sequence_data(task, n_test, network_key):
     """A per-token task's network outputs on ``D_tr``, ``D_valid`` and ``n_test`` test sequences; their neighbours.
 
-    Also each ``D_valid`` token's sequence, by which the calibration splits are drawn.
+    Also each ``D_valid`` token's sequence, by which the calibration splits are drawn, and each test
+    token's sequence (its index in the test set).
 
     ``network_key`` holds the network builder's arguments, ``model_seed``
     first and ``device`` last; the test sequences are drawn with ``model_seed``.
@@ -694,7 +727,8 @@ def _sequence_data(task, n_test, network_key):
     chosen = np.sort(np.random.default_rng([network_key[0], 4]).permutation(len(sequences))[:n_test])
     r, logits = token_cnn_outputs(net, encode([sequences[j] for j in chosen]), device=network_key[-1])
     test = (r, logits, np.concatenate([labels[j] for j in chosen]))
-    return train, cal, test, _training_neighbours(train[0], cal[0], test[0]), cal_groups
+    test_groups = chosen[_sequence_ids([labels[j] for j in chosen])]
+    return train, cal, test, _training_neighbours(train[0], cal[0], test[0]), cal_groups, test_groups
 
 
 @functools.lru_cache(maxsize=4)
@@ -704,9 +738,10 @@ def _sequence_pipeline(task, seed, n_test, localizer_points, network_key):
     ``D_valid`` is split by sequence: a protein's residues or a sentence's
     tokens fall in one of ``D_knn``, ``D_ca^mc`` and ``D_ca^vp``.
     """
-    train, cal, test, neighbours, groups = _sequence_data(task, n_test, network_key)
-    return _approximation(train, cal, test, seed, _sequence_task(task)[2], neighbours=neighbours,
-                          localizer_points=localizer_points, groups=groups)
+    train, cal, test, neighbours, groups, test_groups = _sequence_data(task, n_test, network_key)
+    p = _approximation(train, cal, test, seed, _sequence_task(task)[2], neighbours=neighbours,
+                       localizer_points=localizer_points, groups=groups)
+    return {**p, "test_sequence": test_groups}
 
 
 def _training_settings(model_seed, hidden, channels, epochs, batch_size, lr):
@@ -804,6 +839,18 @@ def run_protein_config(dataset="protein", seed=0, *, n_proteins=None, n_test_pro
     >>> sorted(rows["method"].unique())  # doctest: +SKIP
     ['ADMIT', 'KNN', 'localizer', 'memory layer']
     """
+    if not isinstance(points, bool):
+        raise TypeError(f"points must be a bool, got {points!r}")
+    p, alpha, kappa, seed, methods = _protein_pipeline(
+        dataset, seed, n_proteins, n_test_proteins, alpha, kappa, methods, model_seed, hidden, channels, epochs,
+        batch_size, lr, localizer_points, device)
+    rows = _result_rows(p, alpha, kappa, seed, methods)
+    return (rows, _points_frame(p)) if points else rows
+
+
+def _protein_pipeline(dataset, seed, n_proteins, n_test_proteins, alpha, kappa, methods, model_seed, hidden,
+                      channels, epochs, batch_size, lr, localizer_points, device):
+    """The arguments of :func:`run_protein_config` checked, and its pipeline (cached)."""
     if dataset != "protein":
         raise ValueError(f"dataset must be 'protein', got {dataset!r}")
     n_proteins = 511 if n_proteins is None else check_int(n_proteins, "n_proteins", minimum=20, maximum=511)
@@ -813,21 +860,65 @@ def run_protein_config(dataset="protein", seed=0, *, n_proteins=None, n_test_pro
                                                                          PROTEIN_METHODS, localizer_points)
     model_seed, hidden, channels, epochs, batch_size, lr = _training_settings(model_seed, hidden, channels, epochs,
                                                                               batch_size, lr)
-    if not isinstance(points, bool):
-        raise TypeError(f"points must be a bool, got {points!r}")
     network_key = (model_seed, n_proteins, hidden, channels, epochs, batch_size, lr, str(resolve_device(device)))
     p = _sequence_pipeline("protein", seed, n_test_proteins, localizer_points, network_key)
-    rows = _result_rows(p, alpha, kappa, seed, methods)
-    return (rows, _points_frame(p)) if points else rows
+    return p, alpha, kappa, seed, methods
 
 
-def protein_tasks(seeds=(0, 1, 2), **fixed):
+def run_protein_admissions(dataset="protein", seed=0, *, n_proteins=None, n_test_proteins=None, alpha=0.1,
+                           kappa=1000, methods=None, model_seed=0, hidden=256, channels=128, epochs=6,
+                           batch_size=16, lr=1e-3, localizer_points=None, device="cpu"):
+    """What each method admits in each test protein of one calibration split, for a clustered accuracy check.
+
+    The same task as :func:`run_protein_config` (and the same pipeline,
+    cached), summarised per TS115 protein instead of per true class:
+    the residues of one protein are correlated, so a check of the admitted
+    accuracy counts proteins, not residues
+    (:func:`~calibtut.experiments.venn_admit.admitted_accuracy_gap`).
+
+    Parameters
+    ----------
+    dataset, seed, n_proteins, n_test_proteins, alpha, kappa, methods, model_seed, hidden, channels, epochs, \
+batch_size, lr, localizer_points, device
+        As in :func:`run_protein_config`.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per method and test protein with at least one admitted
+        residue (a method that admits none has one row, with ``sequence``
+        -1 and ``n`` 0): ``table`` (``"admitted"``), ``method``, ``sequence`` (the
+        protein's index in TS115), ``n`` (admitted residues), ``correct``
+        (those predicted right), ``category_rsqrt`` (the sum over them of
+        ``1 / sqrt(|T|)``, ``|T|`` the size of the residue's Venn category,
+        :meth:`~calibtut.selective.VennADMIT.predict_category_size`; NaN
+        for a method without categories) and ``n_test`` (all test residues).
+
+    Examples
+    --------
+    >>> rows = run_protein_admissions(n_proteins=40, n_test_proteins=5, kappa=20,
+    ...                               methods=["ADMIT"], epochs=1)  # doctest: +SKIP
+    >>> list(rows.columns)  # doctest: +SKIP
+    ['table', 'method', 'sequence', 'n', 'correct', 'category_rsqrt', 'n_test']
+    """
+    p, alpha, kappa, seed, methods = _protein_pipeline(
+        dataset, seed, n_proteins, n_test_proteins, alpha, kappa, methods, model_seed, hidden, channels, epochs,
+        batch_size, lr, localizer_points, device)
+    return _admission_rows(p, alpha, kappa, seed, methods)
+
+
+def protein_tasks(seeds=(0, 1, 2), *, model_seed=0, **fixed):
     """The task list of the Protein experiment for :func:`calibtut.run.sweep`: one task per calibration split.
 
     Parameters
     ----------
     seeds : sequence of int, default (0, 1, 2)
         Calibration-split seeds (the paper: one split).
+    model_seed : int, default 0
+        The network's seed (:func:`run_protein_config`), the same for every task. A task
+        holds it only when it is not 0, the runner's default, so that the tasks
+        of the runs published before it could be set keep their keys
+        (:func:`calibtut.run.sweep.task_key`).
     **fixed
         Further keyword arguments of :func:`run_protein_config`, the same for every task.
 
@@ -840,17 +931,23 @@ def protein_tasks(seeds=(0, 1, 2), **fixed):
     >>> [(t["dataset"], t["seed"]) for t in protein_tasks([0, 1], kappa=100)]
     [('protein', 0), ('protein', 1)]
     """
-    return _sequence_tasks("protein", PROTEIN_METHODS, seeds, fixed)
+    return _sequence_tasks("protein", PROTEIN_METHODS, seeds, model_seed, fixed)
 
 
-def _sequence_tasks(dataset, allowed, seeds, fixed):
+def _sequence_tasks(dataset, allowed, seeds, model_seed, fixed):
     """One task per calibration-split seed of a per-token task, ``methods`` as one comma-separated str."""
     if isinstance(seeds, (str, bytes)) or not hasattr(seeds, "__iter__"):
         raise TypeError(f"seeds must be a sequence of int, got {seeds!r}")
     seeds = [check_int(s, "seeds", minimum=0) for s in seeds]
     if fixed.get("methods") is not None:
         fixed = {**fixed, "methods": ",".join(method_list(fixed["methods"], allowed))}
-    return [{"dataset": dataset, "seed": seed, **fixed} for seed in seeds]
+    return [{"dataset": dataset, "seed": seed, **_with_model_seed(model_seed, fixed)} for seed in seeds]
+
+
+def _with_model_seed(model_seed, fixed):
+    """``fixed`` with ``model_seed`` added unless it is 0 (the runners' default: earlier tasks keep their keys)."""
+    model_seed = check_int(model_seed, "model_seed", minimum=0)
+    return {**fixed, "model_seed": model_seed} if model_seed else fixed
 
 
 # ------------------------------------------------------------------------------------------ grammar
@@ -953,6 +1050,17 @@ def run_grammar_config(dataset="grammar", seed=0, *, n_sentences=None, n_valid_s
     >>> sorted(rows["method"].unique())  # doctest: +SKIP
     ['ADMIT', 'KNN', 'localizer', 'memory layer']
     """
+    p, alpha, kappa, seed, methods = _grammar_pipeline(
+        dataset, seed, n_sentences, n_valid_sentences, n_test_sentences, alpha, kappa, methods, model_seed,
+        min_count, embedding, width, n_layers, hidden, channels, epochs, batch_size, lr, class_weight,
+        localizer_points, device)
+    return _result_rows(p, alpha, kappa, seed, methods, f05=True)
+
+
+def _grammar_pipeline(dataset, seed, n_sentences, n_valid_sentences, n_test_sentences, alpha, kappa, methods,
+                      model_seed, min_count, embedding, width, n_layers, hidden, channels, epochs, batch_size, lr,
+                      class_weight, localizer_points, device):
+    """The arguments of :func:`run_grammar_config` checked, and its pipeline (cached)."""
     if dataset != "grammar":
         raise ValueError(f"dataset must be 'grammar', got {dataset!r}")
     n_valid_sentences = check_int(n_valid_sentences, "n_valid_sentences", minimum=100, maximum=28000)
@@ -975,16 +1083,66 @@ def run_grammar_config(dataset="grammar", seed=0, *, n_sentences=None, n_valid_s
     network_key = (model_seed, n_valid_sentences, n_sentences, min_count, embedding, width, n_layers, hidden,
                    channels, epochs, batch_size, lr, class_weight, str(resolve_device(device)))
     p = _sequence_pipeline("grammar", seed, n_test_sentences, localizer_points, network_key)
-    return _result_rows(p, alpha, kappa, seed, methods, f05=True)
+    return p, alpha, kappa, seed, methods
 
 
-def grammar_tasks(seeds=(0, 1, 2), **fixed):
+def run_grammar_admissions(dataset="grammar", seed=0, *, n_sentences=None, n_valid_sentences=2200,
+                           n_test_sentences=None, alpha=0.1, kappa=100, methods=None, model_seed=0, min_count=2,
+                           embedding=64, width=5, n_layers=2, hidden=128, channels=128, epochs=4, batch_size=32,
+                           lr=3e-3, class_weight=None, localizer_points=None, device="cpu"):
+    """What each method admits in each test sentence of one calibration split, for a clustered accuracy check.
+
+    The same task as :func:`run_grammar_config` (and the same pipeline,
+    cached), summarised per FCE test sentence instead of per true class:
+    the tokens of one sentence are correlated, so a check of the admitted
+    accuracy counts sentences, not tokens
+    (:func:`~calibtut.experiments.venn_admit.admitted_accuracy_gap`).
+
+    Parameters
+    ----------
+    dataset, seed, n_sentences, n_valid_sentences, n_test_sentences, alpha, kappa, methods, model_seed, \
+min_count, embedding, width, n_layers, hidden, channels, epochs, batch_size, lr, class_weight, \
+localizer_points, device
+        As in :func:`run_grammar_config`.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per method and test sentence with at least one admitted
+        token (a method that admits none has one row, with ``sequence``
+        -1 and ``n`` 0): ``table`` (``"admitted"``), ``method``, ``sequence`` (the
+        sentence's index in the FCE test set), ``n`` (admitted tokens), ``correct``
+        (those predicted right), ``category_rsqrt`` (the sum over them of
+        ``1 / sqrt(|T|)``, ``|T|`` the size of the token's Venn category,
+        :meth:`~calibtut.selective.VennADMIT.predict_category_size`; NaN
+        for a method without categories) and ``n_test`` (all test tokens).
+
+    Examples
+    --------
+    >>> rows = run_grammar_admissions(n_sentences=300, n_valid_sentences=200, n_test_sentences=20,
+    ...                               kappa=10, methods=["ADMIT"], epochs=1)  # doctest: +SKIP
+    >>> list(rows.columns)  # doctest: +SKIP
+    ['table', 'method', 'sequence', 'n', 'correct', 'category_rsqrt', 'n_test']
+    """
+    p, alpha, kappa, seed, methods = _grammar_pipeline(
+        dataset, seed, n_sentences, n_valid_sentences, n_test_sentences, alpha, kappa, methods, model_seed,
+        min_count, embedding, width, n_layers, hidden, channels, epochs, batch_size, lr, class_weight,
+        localizer_points, device)
+    return _admission_rows(p, alpha, kappa, seed, methods)
+
+
+def grammar_tasks(seeds=(0, 1, 2), *, model_seed=0, **fixed):
     """The task list of the Grammar experiment for :func:`calibtut.run.sweep`: one task per calibration split.
 
     Parameters
     ----------
     seeds : sequence of int, default (0, 1, 2)
         Calibration-split seeds (the paper: one split).
+    model_seed : int, default 0
+        The network's seed (:func:`run_grammar_config`), the same for every task. A task
+        holds it only when it is not 0, the runner's default, so that the tasks
+        of the runs published before it could be set keep their keys
+        (:func:`calibtut.run.sweep.task_key`).
     **fixed
         Further keyword arguments of :func:`run_grammar_config`, the same for every task.
 
@@ -997,13 +1155,13 @@ def grammar_tasks(seeds=(0, 1, 2), **fixed):
     >>> [(t["dataset"], t["seed"], t["methods"]) for t in grammar_tasks([0, 1], methods=["ADMIT", "APS"])]
     [('grammar', 0, 'ADMIT,APS'), ('grammar', 1, 'ADMIT,APS')]
     """
-    return _sequence_tasks("grammar", METHODS, seeds, fixed)
+    return _sequence_tasks("grammar", METHODS, seeds, model_seed, fixed)
 
 
 # ------------------------------------------------------------------------------------------ tasks and tables
 
 
-def va_tasks(datasets=DATASETS, seeds=(0, 1, 2), **fixed):
+def va_tasks(datasets=DATASETS, seeds=(0, 1, 2), *, model_seed=0, **fixed):
     """The task list for :func:`calibtut.run.sweep`: one task per test set and calibration-split seed.
 
     Every method runs inside one task (they share the pipeline's network, KNN
@@ -1015,6 +1173,11 @@ def va_tasks(datasets=DATASETS, seeds=(0, 1, 2), **fixed):
     datasets : sequence of str, default :data:`DATASETS`
     seeds : sequence of int, default (0, 1, 2)
         Calibration-split seeds (the paper: one split).
+    model_seed : int, default 0
+        The network's seed (:func:`run_va_config`), the same for every task. A task
+        holds it only when it is not 0, the runner's default, so that the tasks
+        of the runs published before it could be set keep their keys
+        (:func:`calibtut.run.sweep.task_key`).
     **fixed
         Further keyword arguments of :func:`run_va_config`, the same for every task.
 
@@ -1036,4 +1199,5 @@ def va_tasks(datasets=DATASETS, seeds=(0, 1, 2), **fixed):
     seeds = [check_int(s, "seeds", minimum=0) for s in seeds]
     if fixed.get("methods") is not None:
         fixed = {**fixed, "methods": ",".join(method_list(fixed["methods"], METHODS))}
+    fixed = _with_model_seed(model_seed, fixed)
     return [{"dataset": dataset, "seed": seed, **fixed} for seed in seeds for dataset in datasets]
