@@ -53,3 +53,6 @@ def test_the_check_finds_a_changed_a_missing_and_a_failed_row(tmp_path):
     assert any("no row for ['native']" in p for p in problems)
     assert any("fails under {'seed+1': ['code cell 3: AssertionError: x']}" in p for p in problems)
     assert check_report(report, {}) == ["the report has rows for chapters that are not in the book: ['demo']"]
+    # a variant that does not apply (no seed to shift on a page without parameters) is no failure
+    report["chapters"]["demo"]["seed+1"].update(status="n/a", note="no parameters cell")
+    assert check_report(report, {"demo": chapter}) == []

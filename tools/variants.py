@@ -97,6 +97,10 @@ VARIANTS = (
 BY_NAME = {v.name: v for v in VARIANTS}
 
 
+class NotApplicable(ValueError):
+    """A variant that does not apply to a chapter (the seed shift, for a page without parameters)."""
+
+
 def source_sha256(md_path: Path) -> str:
     """sha256 of a chapter's MyST source, as its rows record it."""
     return hashlib.sha256(Path(md_path).read_bytes()).hexdigest()
@@ -121,7 +125,10 @@ def prepare(md_path: Path, seed_shift: int):
         else:
             numbers.append(None)
     if seed_shift:
-        defaults = parameter_defaults(nb)
+        try:
+            defaults = parameter_defaults(nb)
+        except ValueError as exc:  # no parameters cell: the page draws nothing at random (the appendix)
+            raise NotApplicable(f"{_rel(md_path)} has no parameters cell, so no seed to shift") from exc
         if not isinstance(defaults.get("seed"), int):
             raise ValueError(f"{_rel(md_path)} has no integer seed parameter to shift")
         at = next(i for i, c in enumerate(nb.cells)
@@ -156,6 +163,9 @@ def run_one(md_path: Path, variant: Variant, python: str, timeout: int) -> dict:
     row = {"variant": variant.name, "source_sha256": source_sha256(md_path), "written": started}
     try:
         nb, numbers = prepare(md_path, variant.seed_shift)
+    except NotApplicable as exc:
+        return {**row, "status": "n/a", "failed": [], "note": str(exc), "cpu_s": None, "wall_s": None,
+                "numerics": {}}
     except ValueError as exc:
         return {**row, "status": "fail", "failed": [str(exc)], "cpu_s": None, "wall_s": None, "numerics": {}}
     env = dict(os.environ)
@@ -208,7 +218,7 @@ def check_report(report: dict, chapters: dict) -> list[str]:
         stale = sorted(variant for variant, row in rows.items() if row["source_sha256"] != digest)
         if stale:
             problems.append(f"{name} changed after its rows {stale} were written: {rerun.format(name)}")
-        failed = {variant: row["failed"] for variant, row in rows.items() if row["status"] != "pass"}
+        failed = {variant: row["failed"] for variant, row in rows.items() if row["status"] == "fail"}
         if failed:
             problems.append(f"{name} fails under {failed}")
     gone = sorted(set(report["chapters"]) - set(chapters))
@@ -301,7 +311,7 @@ def render_page(report: dict) -> str:
               "Each cell gives the kernel's CPU seconds; a failing cell is named below the table.", ""]
     names = [v.name for v in VARIANTS]
     lines += ["| chapter | " + " | ".join(names) + " |", "|---|" + "---:|" * len(names)]
-    failures = []
+    failures, notes = [], []
     totals = dict.fromkeys(names, 0.0)
     for chapter in sorted(report["chapters"], key=_toc_order):
         rows = report["chapters"][chapter]
@@ -312,15 +322,17 @@ def render_page(report: dict) -> str:
                 cells.append("not run")
                 continue
             seconds = "" if row.get("cpu_s") is None else f" {row['cpu_s']:.0f} s"
-            cells.append(("pass" if row["status"] == "pass" else "**FAIL**") + seconds)
+            cells.append({"pass": "pass", "n/a": "n/a"}.get(row["status"], "**FAIL**") + seconds)
+            if row["status"] == "n/a":
+                notes.append(f"- `{chapter}`, {name}: not applicable ({row['note']})")
             totals[name] += row.get("cpu_s") or 0.0
             failures += [f"- `{chapter}`, {name}: {message}" for message in row.get("failed", [])]
         title = Path(chapter).stem
         lines.append(f"| [{Path(chapter).parent.name}/{title}](../{chapter}) | " + " | ".join(cells) + " |")
     lines.append("| **all chapters (CPU s)** | " + " | ".join(f"{totals[n]:.0f}" for n in names) + " |")
     passed = sum(row["status"] == "pass" for rows in report["chapters"].values() for row in rows.values())
-    total = sum(len(rows) for rows in report["chapters"].values())
-    lines += ["", f"{passed} of {total} chapter runs pass.", ""]
+    total = sum(row["status"] != "n/a" for rows in report["chapters"].values() for row in rows.values())
+    lines += ["", f"{passed} of {total} chapter runs pass.", *([""] + notes if notes else []), ""]
     if failures:
         lines += ["### Failing cells", "", *failures, ""]
     lines += ["## Running it", "",
@@ -376,7 +388,7 @@ def main(argv=None) -> int:
 
     with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
         for count, (chapter, variant, row) in enumerate(pool.map(one, jobs), start=1):
-            failed += row["status"] != "pass"
+            failed += row["status"] == "fail"
             detail = f"  {row['failed'][0]}" if row["failed"] else ""
             print(f"[{count}/{len(jobs)}] {_rel(chapter)} {variant.name}: {row['status']} "
                   f"({row['cpu_s']} CPU-s, {row['wall_s']} s){detail}", flush=True)
