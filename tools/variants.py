@@ -390,8 +390,10 @@ def main(argv=None) -> int:
         for count, (chapter, variant, row) in enumerate(pool.map(one, jobs), start=1):
             failed += row["status"] == "fail"
             detail = f"  {row['failed'][0]}" if row["failed"] else ""
+            back = row["numerics"]
+            kernels = f"; torch {back['torch']} {back['torch_isa']}, MKL {back['mkl']}" if back else ""
             print(f"[{count}/{len(jobs)}] {_rel(chapter)} {variant.name}: {row['status']} "
-                  f"({row['cpu_s']} CPU-s, {row['wall_s']} s){detail}", flush=True)
+                  f"({row['cpu_s']} CPU-s, {row['wall_s']} s{kernels}){detail}", flush=True)
             if not args.dry_run:
                 report["chapters"].setdefault(_rel(chapter), {})[variant.name] = row
                 DATA.parent.mkdir(parents=True, exist_ok=True)
