@@ -6,7 +6,7 @@ from calibtut.models.batched import fit_study_batched
 from calibtut.models.classifier_training import extract_features, fit_classifier, predict_logits
 from calibtut.models.dropout import MCDropoutGaussian
 from calibtut.models.ensemble import DeepEnsemble, fit_ensemble
-from calibtut.models.lenet import LeNet5
+from calibtut.models.lenet import AUTHORS_NETWORKS, LeNet5, authors_network
 from calibtut.models.marginal import MarginalKDE, silverman_bandwidth
 from calibtut.models.mixture import MixtureMLP, predict_mixture
 from calibtut.models.mlp import GaussianMLP
@@ -28,7 +28,9 @@ __all__ = [
     "DeepEnsemble",
     "FitHistory",
     "GaussianMLP",
+    "AUTHORS_NETWORKS",
     "LeNet5",
+    "authors_network",
     "MarginalKDE",
     "MCDropoutGaussian",
     "extract_features",

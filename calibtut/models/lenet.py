@@ -13,8 +13,18 @@ from torch import nn
 
 from calibtut._torch import seeded_rng
 from calibtut._validation import check_int
+from calibtut.data import fetch
 
-__all__ = ["LeNet5"]
+__all__ = ["AUTHORS_NETWORKS", "LeNet5", "authors_network"]
+
+#: Park et al.'s trained source networks, by shift, as the data registry names their files
+#: (collection ``covshift_authors_networks``: their public repository at a pinned commit, Apache-2.0).
+AUTHORS_NETWORKS = {
+    "USPS2MNIST": "covshift_authors_networks/USPS2MNIST/USPS_model_params",
+    "MNIST2USPS": "covshift_authors_networks/MNIST2USPS/MNIST_model_params",
+}
+# their LeNet-5's parameter names -> ours
+_AUTHORS_NAMES = {"conv1": "conv.0", "conv2": "conv.3", "lin1": "fc.0", "lin2": "fc.2", "lin3": "head"}
 
 
 class LeNet5(nn.Module):
@@ -60,3 +70,53 @@ class LeNet5(nn.Module):
     def forward(self, x):
         """Class logits."""
         return self.head(self.features(x))
+
+
+def authors_network(shift="USPS2MNIST", *, download=True):
+    """Park et al.'s own trained source network of a digits shift, as a ready :class:`LeNet5`.
+
+    The authors' public code (sangdon/calibration-under-covariateshift,
+    Apache-2.0) ships the LeNet-5 they trained on USPS for the U->M
+    experiments and on MNIST for M->U. The file comes through the data layer
+    like any data set (cache, then ``CALIBTUT_DATA_MIRROR``, then the public
+    repository at its pinned commit), checked against its sha256; its
+    parameters, named ``conv1``, ``conv2``, ``lin1``, ``lin2``, ``lin3`` there,
+    are loaded into ours strictly. The network expects the authors' inputs:
+    28 x 28 images with pixels in [0, 1].
+
+    Parameters
+    ----------
+    shift : {"USPS2MNIST", "MNIST2USPS"}, default "USPS2MNIST"
+        Whose source network: USPS's (source of U->M) or MNIST's (source of M->U).
+    download : bool, default True
+        Whether to try the public repository when neither cache nor mirror has the file.
+
+    Returns
+    -------
+    LeNet5
+        In evaluation mode.
+
+    Raises
+    ------
+    calibtut.data.DataUnavailableError
+        When no verified copy can be found; the message names each source tried.
+
+    Examples
+    --------
+    >>> import os
+    >>> net = authors_network("USPS2MNIST") if os.environ.get("CALIBTUT_DATA_MIRROR") else LeNet5()
+    >>> net(torch.zeros(2, 784)).shape
+    torch.Size([2, 10])
+    """
+    if not isinstance(shift, str) or shift not in AUTHORS_NETWORKS:
+        raise ValueError(f"shift must be one of {sorted(AUTHORS_NETWORKS)}, got {shift!r}")
+    state = torch.load(fetch(AUTHORS_NETWORKS[shift], download=download), map_location="cpu", weights_only=True)
+    renamed = {}
+    for name, value in state.items():
+        layer, _, kind = name.partition(".")
+        if layer not in _AUTHORS_NAMES:
+            raise ValueError(f"the authors' {shift} network has an unexpected parameter {name!r}")
+        renamed[f"{_AUTHORS_NAMES[layer]}.{kind}"] = value
+    net = LeNet5(n_classes=renamed["head.weight"].shape[0])
+    net.load_state_dict(renamed, strict=True)
+    return net.eval()
