@@ -14,6 +14,7 @@ Notebooks and tests import every name from this package.
 """
 
 from calibtut.experiments.covariate_shift.chapters import (
+    clip_median_summary,
     clip_summary,
     coverage_by_group,
     mean_with_sem,
@@ -49,6 +50,7 @@ __all__ = [
     "METHODS",
     "STAND_INS",
     "TABLE1_VERDICTS",
+    "clip_median_summary",
     "clip_summary",
     "coverage_by_group",
     "cs_tasks",

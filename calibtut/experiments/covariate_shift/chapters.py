@@ -11,6 +11,8 @@ teaching chapters share or reshape:
   of repeated runs (chapter 7's coverages);
 * :func:`clip_summary`: bias, spread, error and effective sample size of an
   importance-weighted temperature per clip ``U`` (chapter 3);
+* :func:`clip_median_summary`: their robust counterparts, the median error,
+  the interquartile range and the standard error of the median (chapter 3);
 * :func:`top_weight_spread`: the paper's Figure 2 as a table, the largest
   importance weights over repeated runs (chapter 3);
 * :func:`coverage_by_group`: coverage per value of a grouping variable, such
@@ -21,10 +23,12 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+from scipy import stats
 
 from calibtut._validation import as_float_array, check_frame, check_int, check_positive, check_same_length
 
 __all__ = [
+    "clip_median_summary",
     "clip_summary",
     "coverage_by_group",
     "mean_with_sem",
@@ -126,6 +130,58 @@ def clip_summary(rows):
     )
     table["rmse"] = np.sqrt(table["bias"] ** 2 + table["sd"] ** 2)
     return table
+
+
+#: Interquartile range of the standard normal law, 2 Phi^-1(3/4) = 1.349.
+_NORMAL_IQR = 2 * stats.norm.ppf(0.75)
+
+
+def clip_median_summary(rows):
+    """Median error, interquartile range and standard error of the median of a temperature per clip ``U``.
+
+    The robust counterparts of :func:`clip_summary`'s ``bias`` and ``sd``. A
+    weighted fit on a small sample is heavy-tailed (now and then a few heavy
+    weights, or none, push ``T`` far out, up to the bound of the fit), and one
+    such repeat moves a mean and a standard deviation far more than a median
+    or an interquartile range.
+
+    Parameters
+    ----------
+    rows : pandas.DataFrame
+        One row per repeat and clip, with columns ``U`` (the clip), ``T`` (the
+        fitted temperature) and ``best T`` (the target-optimal temperature,
+        positive and finite), as :func:`clip_summary` takes them.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Indexed by ``U``, with columns ``median error`` (median of
+        ``T - best T``), ``iqr`` (75th minus 25th percentile of ``T``, linear
+        interpolation), ``median se`` (the large-sample standard error of the
+        median, ``1 / (2 f(m) sqrt(R))`` for ``R`` repeats, with the density
+        ``f`` at the median read from the IQR as for a normal law:
+        ``sqrt(pi / 2) * iqr / (1.349 sqrt(R))``) and ``repeats`` (``R``).
+
+    Examples
+    --------
+    >>> rows = pd.DataFrame({"U": 1.0, "T": [0.5, 0.6, 0.7, 0.8, 0.9], "best T": 0.4})
+    >>> table = clip_median_summary(rows).round(4)
+    >>> table.loc[1.0, ["median error", "iqr", "median se"]].tolist()
+    [0.3, 0.2, 0.0831]
+    """
+    rows = check_frame(rows, "rows", ("U", "T", "best T"), allow_empty=False)
+    best = check_positive(rows["best T"], "rows['best T']", ndim=1)
+    grouped = rows.assign(error=rows["T"] - best).groupby("U")
+    iqr = grouped["T"].quantile(0.75) - grouped["T"].quantile(0.25)
+    repeats = grouped["T"].size()
+    return pd.DataFrame(
+        {
+            "median error": grouped["error"].median(),
+            "iqr": iqr,
+            "median se": np.sqrt(np.pi / 2) * iqr / (_NORMAL_IQR * np.sqrt(repeats)),
+            "repeats": repeats,
+        }
+    )
 
 
 def top_weight_spread(weights, k=15):
