@@ -42,7 +42,7 @@ from pathlib import Path
 
 import nbformat
 
-from calibtut.numerics import PROFILE_ENV, isa_environment, thread_environment
+from calibtut.numerics import ISA_VARS, PROFILE_ENV, isa_environment, thread_environment
 from calibtut.run._paths import RUN_DIR_ENV
 from calibtut.run.execute import parameter_defaults
 from calibtut.run.provenance import git_state, libraries, machine, package_versions
@@ -256,7 +256,8 @@ book is built. Those claims must not depend on the machine: on which CPU
 kernels numpy and torch pick, on how many threads they use, or on the exact
 seed. The test command runs every chapter under one fixed set of numerics, the
 **reference profile** of `calibtut.numerics` (every library's kernels limited
-to AVX2, one thread), so that it gives the same bits on any x86-64 machine.
+to AVX2, MKL to the path it runs alike on Intel and AMD CPUs, one thread), so
+that it gives the same bits on any x86-64 machine with AVX2.
 This page checks the rest: each chapter executed again under each variant
 below, each in a kernel started with that variant's environment. A chapter
 passes a variant when every one of its cells runs and every `assert` holds.
@@ -270,7 +271,10 @@ CPU capability, numpy's SIMD targets, the BLAS kernels, the thread count).
 
 
 def _fmt_env(env: dict) -> str:
-    return ", ".join(f"`{k}={v}`" for k, v in env.items() if k != PROFILE_ENV) or "nothing limited"
+    shown = ", ".join(f"`{k}={v}`" for k, v in env.items() if k != PROFILE_ENV and v is not None)
+    if not any(env.get(name) for name in ISA_VARS):
+        shown = "no instruction-set limit; " + shown
+    return shown
 
 
 def render_page(report: dict) -> str:
@@ -380,6 +384,7 @@ def main(argv=None) -> int:
           f"{args.jobs} at a time", flush=True)
     start = time.perf_counter()
     report = load_report()
+    environment = _environment_record(args.python)  # before this run writes its rows (git state)
     failed = 0
 
     def one(job):
@@ -399,7 +404,7 @@ def main(argv=None) -> int:
                 DATA.parent.mkdir(parents=True, exist_ok=True)
                 DATA.write_text(json.dumps(report, indent=1, sort_keys=True) + "\n", encoding="utf8")
     if not args.dry_run:
-        report["environment"] = _environment_record(args.python)
+        report["environment"] = environment
         DATA.write_text(json.dumps(report, indent=1, sort_keys=True) + "\n", encoding="utf8")
         PAGE.write_text(render_page(report), encoding="utf8")
         print(f"wrote {_rel(DATA)} and {_rel(PAGE)}")
