@@ -553,6 +553,8 @@ VALID_FOR = {
         {"dataset": "sentiment", "by": "true", "class": ["0", "1", "all"], "n": 5, "accuracy": 0.9, "share": 0.1,
          "separation": 0.5, "error_auroc": 0.5, "qk_share_cal": 0.8, "qk_share_test": 0.8,
          "qk_accuracy_cal_pred0": 0.9, "qk_accuracy_cal_pred1": 0.9})}},
+    "admissions_by_run": {"runs": lambda: __import__("pandas").DataFrame(
+        {"run": [0, 1], "method": "m", "class": 0, "admitted": [20, 10], "correct": [19, 9]}), "method": "m"},
     # chapter 9 (calibtut.experiments.venn_admit.protection): small tables of the shapes its functions return
     "protection_summary": {"admissions": lambda: __import__("pandas").DataFrame(
         {"run": 0, "shift": "exchangeable", "strength": 0.0, "method": "m", "by": "true", "class": [0, 1],

@@ -110,6 +110,27 @@ def test_synthetic_pipeline_is_deterministic_and_consistent(pool):
     assert right[features.q == 25].mean() > right[features.q == 0].mean() + 0.2
 
 
+def test_synthetic_pipeline_geometry_places_the_class_means():
+    small = {"n_train": 300, "n_pool": 60, "n_knn": 40, "epochs": 1}
+    # the default draws each mean in its own random direction, as before the option existed
+    for seed in (0, 2):
+        directions = np.random.default_rng(seed).normal(size=(3, 8))
+        expected = 2.2 * directions / np.linalg.norm(directions, axis=1, keepdims=True)
+        assert np.array_equal(synthetic_knn_pipeline(seed, **small)["means"], expected)
+    # equilateral: every seed the same triangle up to a rotation, centred on the origin
+    pairs = ([0, 0, 1], [1, 2, 2])
+    for seed in (0, 2, 7):
+        means = synthetic_knn_pipeline(seed, separation=1.7, geometry="equilateral", **small)["means"]
+        assert np.allclose(np.linalg.norm(means, axis=1), 1.7)
+        assert np.allclose(np.linalg.norm(means[pairs[0]] - means[pairs[1]], axis=1), 1.7 * np.sqrt(3))
+        assert np.allclose(means.sum(axis=0), 0, atol=1e-12)
+    # the random geometry's pairwise distances change with the seed (seed 2 puts two classes 1.3 apart)
+    random = synthetic_knn_pipeline(2, **small)["means"]
+    assert np.linalg.norm(random[0] - random[2]) < 1.3
+    with pytest.raises(ValueError, match="geometry must be 'random' or 'equilateral', got 'simplex'"):
+        synthetic_knn_pipeline(0, geometry="simplex", **small)
+
+
 def test_mondrian_on_the_fixed_partition_covers_every_category_and_class(pool):
     runs = category_coverage_runs(pool, 40, 600, 0.1)
     assert set(runs["method"]) == {"mondrian fixed", "admit fixed", "admit band"}

@@ -20,6 +20,8 @@ import from here. Its files, by role:
   points, the paper's beside ours;
 * :mod:`~calibtut.experiments.venn_admit.synthetic`: the synthetic set-ups
   and simulation loops of the theory chapters (1, 3 and 4);
+* :mod:`~calibtut.experiments.venn_admit.run_spread`: the spread of a
+  statistic over the random splits of one pool, by Student's ``t`` (chapter 4);
 * :mod:`~calibtut.experiments.venn_admit.protection`: chapter 9's test worlds
   (exchangeable, off-support, toward the boundary, label noise), where the
   guarantee holds and where it fails, and Sentiment placed on that map.
@@ -54,6 +56,7 @@ from calibtut.experiments.venn_admit.protection import (
     separation_signals,
     shifted_sample,
 )
+from calibtut.experiments.venn_admit.run_spread import admissions_by_run, mean_lower_bound
 from calibtut.experiments.venn_admit.synthetic import (
     binomial_admission,
     category_coverage_runs,
@@ -120,6 +123,7 @@ __all__ = [
     "SHIFTS",
     "accuracy_gap_sd",
     "admission_summary",
+    "admissions_by_run",
     "admitted_accuracy_gap",
     "binomial_admission",
     "category_coverage_runs",
@@ -130,6 +134,7 @@ __all__ = [
     "exemplar_gpu_runs",
     "exemplar_gpu_signals",
     "grammar_tasks",
+    "mean_lower_bound",
     "naive_lcp_population_coverage",
     "plot_accuracy_share",
     "plot_admitted_accuracy",

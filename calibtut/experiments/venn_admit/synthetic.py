@@ -268,12 +268,12 @@ _PIPELINE_PRIORS = np.array([0.45, 0.35, 0.2])
 
 
 def synthetic_knn_pipeline(seed=0, *, n_train=3000, n_pool=3000, n_knn=600, n_features=8, separation=2.2,
-                           epochs=30):
+                           epochs=30, geometry="random"):
     """A small network, its exemplar vectors and the paper's KNN features on a pool of held-out points.
 
     Three Gaussian classes (priors 0.45, 0.35, 0.2, unit variance, means at
-    distance ``separation`` from the origin in random directions of
-    ``R^n_features``) give a training set, a KNN-fitting set and a pool. The
+    distance ``separation`` from the origin in ``R^n_features``, placed as
+    ``geometry`` says) give a training set, a KNN-fitting set and a pool. The
     "network" is a one-hidden-layer MLP (32 tanh units, scikit-learn, L-BFGS) trained
     on the training set; its hidden vector is the exemplar vector ``r``, its
     output layer the logits. The KNN approximation
@@ -300,6 +300,14 @@ def synthetic_knn_pipeline(seed=0, *, n_train=3000, n_pool=3000, n_knn=600, n_fe
         Distance of the class means from the origin (positive).
     epochs : int, default 30
         Epochs of the KNN and localizer fits (at least 1).
+    geometry : {"random", "equilateral"}, default "random"
+        Where the class means lie. ``"random"``: each in an independent
+        random direction, so the distances between them, and with them how
+        hard the task is, are drawn with the seed (from 1.3 to 3.9 for seeds
+        0-11 at ``separation=2.2``). ``"equilateral"``: the vertices of an
+        equilateral triangle centred on the origin in a random plane, every
+        pair ``separation * sqrt(3)`` apart, so that every seed draws the same
+        task up to a rotation and only the samples and the fits change.
 
     Returns
     -------
@@ -307,9 +315,9 @@ def synthetic_knn_pipeline(seed=0, *, n_train=3000, n_pool=3000, n_knn=600, n_fe
         ``features``: the pool's :class:`~calibtut.selective.features.KNNFeatures`
         (the KNN's probabilities ``(n_pool, 3)``, labels, ``q`` and ``d``),
         ``exemplars`` ``(n_pool, 32)``, ``omega``, ``localizer_eta``,
-        ``network_accuracy`` and ``knn_accuracy`` on the pool, and
-        ``agreement`` (share of pool points where the KNN and the network
-        predict the same class).
+        ``network_accuracy`` and ``knn_accuracy`` on the pool, ``agreement``
+        (share of pool points where the KNN and the network predict the same
+        class) and ``means`` ``(3, n_features)``, the class means.
 
     Examples
     --------
@@ -317,7 +325,13 @@ def synthetic_knn_pipeline(seed=0, *, n_train=3000, n_pool=3000, n_knn=600, n_fe
     >>> pool = out["features"]
     >>> pool.probs.shape, bool(pool.q.max() <= 25), out["omega"] > 0
     ((60, 3), True, True)
+    >>> means = synthetic_knn_pipeline(0, n_train=300, n_pool=60, n_knn=40, epochs=2,
+    ...                                geometry="equilateral")["means"]
+    >>> np.linalg.norm(means[[0, 0, 1]] - means[[1, 2, 2]], axis=1).round(3)  # 2.2 sqrt(3)
+    array([3.811, 3.811, 3.811])
     """
+    if geometry not in ("random", "equilateral"):
+        raise ValueError(f"geometry must be 'random' or 'equilateral', got {geometry!r}")
     seed = check_int(seed, "seed", minimum=0)
     n_train = check_int(n_train, "n_train", minimum=100)
     n_pool = check_int(n_pool, "n_pool", minimum=10)
@@ -326,8 +340,13 @@ def synthetic_knn_pipeline(seed=0, *, n_train=3000, n_pool=3000, n_knn=600, n_fe
     separation = check_real(separation, "separation", low=0, low_open=True)
     epochs = check_int(epochs, "epochs", minimum=1)
     rng = np.random.default_rng(seed)
-    directions = rng.normal(size=(3, n_features))
-    means = separation * directions / np.linalg.norm(directions, axis=1, keepdims=True)
+    if geometry == "random":
+        directions = rng.normal(size=(3, n_features))
+        means = separation * directions / np.linalg.norm(directions, axis=1, keepdims=True)
+    else:  # unit vectors 120 degrees apart in the plane of two orthonormal random vectors
+        plane = np.linalg.qr(rng.normal(size=(n_features, 2)))[0]
+        angles = 2 * np.pi * np.arange(3) / 3
+        means = separation * (np.cos(angles)[:, None] * plane[:, 0] + np.sin(angles)[:, None] * plane[:, 1])
 
     def draw(n):
         y = rng.choice(3, size=n, p=_PIPELINE_PRIORS)
@@ -372,7 +391,7 @@ def synthetic_knn_pipeline(seed=0, *, n_train=3000, n_pool=3000, n_knn=600, n_fe
         "features": features, "exemplars": r_pool, "omega": band_width(features), "localizer_eta": localizer.eta,
         "network_accuracy": float(np.mean(logits_pool.argmax(axis=1) == y_pool)),
         "knn_accuracy": float(np.mean(prediction == y_pool)),
-        "agreement": float(np.mean(logits_pool.argmax(axis=1) == prediction)),
+        "agreement": float(np.mean(logits_pool.argmax(axis=1) == prediction)), "means": means,
     }
 
 
