@@ -4,18 +4,24 @@ Every chapter is converted in both sets (about two seconds for the whole
 book) and its Markdown, and that Markdown rendered by a CommonMark renderer
 (markdown-it-py, as Jupyter's renderers follow CommonMark), is scanned for
 MyST that a reader would see raw. Tiny hand-written chapters check each
-conversion.
+conversion. The book's glue that points the launch and download buttons at
+the reader notebooks, and the PDF printer of ``tasks.py book`` (on a small
+page, where Chromium is installed), are checked at the end.
 """
 
 from __future__ import annotations
 
+import importlib
 import re
+import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import nbformat
 import pytest
 from markdown_it import MarkdownIt
 
+import tasks
 from tools import nbcache
 from tools import reader_notebooks as rn
 
@@ -276,3 +282,81 @@ def test_command_line(tmp_path):
     assert rn.main(["--out", str(tmp_path), "--set", "student", "--cache", str(tmp_path / "none"),
                     str(chapter)]) == 0
     assert [p.relative_to(tmp_path).parts[0] for p in tmp_path.rglob("*.ipynb")] == ["student"]
+
+
+# --------------------------------------------------------------------------- the book's buttons and PDF
+
+def _book_glue():
+    """``book/_ext/calibtut_book.py``, imported as Sphinx loads it (its folder on the path)."""
+    sys.path.insert(0, str(nbcache.ROOT / "book" / "_ext"))
+    try:
+        return importlib.import_module("calibtut_book")
+    finally:
+        sys.path.pop(0)
+
+
+def _header_buttons(pagename: str) -> list[dict]:
+    """Header buttons as sphinx-book-theme 1.1 builds them for a chapter of the book."""
+    path = f"{pagename}.ipynb"
+    return [
+        {"label": "launch-buttons", "buttons": [
+            {"text": "Binder", "url": f"https://mybinder.org/v2/gh/calibtut/calibtut/main?urlpath=lab/tree/{path}"},
+            {"text": "Colab", "url": f"https://colab.research.google.com/github/calibtut/calibtut/blob/main/{path}"},
+        ]},
+        {"label": "download-buttons", "buttons": [
+            {"label": "download-notebook-button", "url": f"../../_sources/{path}", "text": ".ipynb"},
+            {"label": "download-source-button", "url": f"../../_sources/{pagename}.md", "text": ".md"},
+        ]},
+    ]
+
+
+def test_launch_and_download_buttons_point_at_the_student_notebook():
+    glue = _book_glue()
+    buttons = _header_buttons("notebooks/drift/01_online_setting")
+    glue.point_buttons_at_reader(buttons, "notebooks/drift/01_online_setting", "main",
+                                 "../../reader/student/drift/01_online_setting.ipynb")
+    urls = [b["url"] for group in buttons for b in group["buttons"]]
+    assert urls == [
+        "https://mybinder.org/v2/gh/calibtut/calibtut/reader-notebooks"
+        "?urlpath=lab/tree/reader/student/drift/01_online_setting.ipynb",
+        "https://colab.research.google.com/github/calibtut/calibtut/blob/reader-notebooks/"
+        "reader/student/drift/01_online_setting.ipynb",
+        "../../reader/student/drift/01_online_setting.ipynb",
+        "../../_sources/notebooks/drift/01_online_setting.md",
+    ]
+    with pytest.raises(ValueError, match="pagename"):
+        glue.point_buttons_at_reader(buttons, "book/intro", "main", "x")
+    with pytest.raises(ValueError, match="solutions"):
+        glue.reader_notebook("notebooks/a/b", "everyone")
+
+
+def test_page_hook_rewrites_only_when_the_reader_notebook_exists(tmp_path):
+    glue = _book_glue()
+    app = SimpleNamespace(outdir=str(tmp_path / "html"),
+                          config=SimpleNamespace(html_theme_options={"repository_branch": "main"}))
+    page = "notebooks/drift/01_online_setting"
+    context = {"header_buttons": _header_buttons(page), "pathto": lambda target, resource: f"../../{target}"}
+    glue._link_reader_notebooks(app, page, "page.html", context, None)
+    assert context["header_buttons"] == _header_buttons(page)  # none written: the links stay
+    written = tmp_path / "reader" / "student" / "drift" / "01_online_setting.ipynb"
+    written.parent.mkdir(parents=True)
+    written.write_text("{}", encoding="utf8")
+    glue._link_reader_notebooks(app, page, "page.html", context, None)
+    assert context["header_buttons"][1]["buttons"][0]["url"] == "../../reader/student/drift/01_online_setting.ipynb"
+    # the build copies them into the site
+    app.builder = SimpleNamespace(name="html")
+    glue._copy_reader_notebooks(app, None)
+    assert (tmp_path / "html" / "reader" / "student" / "drift" / "01_online_setting.ipynb").is_file()
+
+
+@pytest.mark.skipif(not tasks.CHROMIUM.exists(), reason="no /usr/bin/chromium (apt-get install chromium)")
+def test_print_pdf_of_a_small_page(tmp_path):
+    page = tmp_path / "page.html"
+    page.write_text("<!doctype html><meta charset='utf-8'><h1>A book</h1><p>$x$ and a paragraph.</p>",
+                    encoding="utf8")
+    pdf = tmp_path / "out" / "book.pdf"
+    assert tasks.print_pdf(page, pdf, timeout=120) == 0
+    data = pdf.read_bytes()
+    assert data.startswith(b"%PDF-") and b"/Type /Page" in data
+    with pytest.raises(ValueError, match="page"):
+        tasks.print_pdf(tmp_path / "missing.html", pdf)
