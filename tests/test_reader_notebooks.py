@@ -295,24 +295,42 @@ def _book_glue():
         sys.path.pop(0)
 
 
-def _header_buttons(pagename: str) -> list[dict]:
-    """Header buttons as sphinx-book-theme 1.1 builds them for a chapter of the book."""
-    path = f"{pagename}.ipynb"
-    return [
-        {"label": "launch-buttons", "buttons": [
-            {"text": "Binder", "url": f"https://mybinder.org/v2/gh/calibtut/calibtut/main?urlpath=lab/tree/{path}"},
-            {"text": "Colab", "url": f"https://colab.research.google.com/github/calibtut/calibtut/blob/main/{path}"},
-        ]},
-        {"label": "download-buttons", "buttons": [
-            {"label": "download-notebook-button", "url": f"../../_sources/{path}", "text": ".ipynb"},
-            {"label": "download-source-button", "url": f"../../_sources/{pagename}.md", "text": ".md"},
-        ]},
-    ]
+class _Config(dict):
+    """Sphinx's config, read as sphinx-book-theme reads it (``config["html_theme_options"]``)."""
+
+    def __getattr__(self, name):
+        return self[name]
 
 
-def test_launch_and_download_buttons_point_at_the_student_notebook():
+def _header_buttons(tmp_path: Path, pagename: str) -> list[dict]:
+    """A chapter's header buttons: the launch group from sphinx-book-theme itself, configured
+    as ``_config.yml`` configures it, and the download group as the theme builds it."""
+    from sphinx_book_theme.header_buttons.launch import add_launch_buttons
+
+    source = tmp_path / "src" / f"{pagename}.md"
+    executed = tmp_path / "_build" / "jupyter_execute" / f"{pagename}.ipynb"
+    for path in (source, source.with_suffix(".ipynb"), executed):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("{}", encoding="utf8")
+    config = nbcache.book_config()
+    theme = {"launch_buttons": config["launch_buttons"], "repository_branch": config["repository"]["branch"]}
+    app = SimpleNamespace(
+        env=SimpleNamespace(doc2path=lambda doc: str(tmp_path / "src" / f"{doc}.md"),
+                            metadata={pagename: {"kernelspec": {"name": "python3"}}}),
+        config=_Config(html_theme_options=theme), outdir=str(tmp_path / "_build" / "html"))
+    org, repo = config["repository"]["url"].rstrip("/").split("/")[-2:]
+    context = {"pagename": pagename, "sourcename": f"{pagename}.md", "header_buttons": [],
+               "github_url": "https://github.com", "github_user": org, "github_repo": repo}
+    add_launch_buttons(app, pagename, "page.html", context, None)
+    return context["header_buttons"] + [{"label": "download-buttons", "buttons": [
+        {"label": "download-notebook-button", "url": f"../../_sources/{pagename}.ipynb", "text": ".ipynb"},
+        {"label": "download-source-button", "url": f"../../_sources/{pagename}.md", "text": ".md"},
+    ]}]
+
+
+def test_launch_and_download_buttons_point_at_the_student_notebook(tmp_path):
     glue = _book_glue()
-    buttons = _header_buttons("notebooks/drift/01_online_setting")
+    buttons = _header_buttons(tmp_path, "notebooks/drift/01_online_setting")
     glue.point_buttons_at_reader(buttons, "notebooks/drift/01_online_setting", "main",
                                  "../../reader/student/drift/01_online_setting.ipynb")
     urls = [b["url"] for group in buttons for b in group["buttons"]]
@@ -335,9 +353,10 @@ def test_page_hook_rewrites_only_when_the_reader_notebook_exists(tmp_path):
     app = SimpleNamespace(outdir=str(tmp_path / "html"),
                           config=SimpleNamespace(html_theme_options={"repository_branch": "main"}))
     page = "notebooks/drift/01_online_setting"
-    context = {"header_buttons": _header_buttons(page), "pathto": lambda target, resource: f"../../{target}"}
+    context = {"header_buttons": _header_buttons(tmp_path, page),
+               "pathto": lambda target, resource: f"../../{target}"}
     glue._link_reader_notebooks(app, page, "page.html", context, None)
-    assert context["header_buttons"] == _header_buttons(page)  # none written: the links stay
+    assert context["header_buttons"] == _header_buttons(tmp_path, page)  # none written: the links stay
     written = tmp_path / "reader" / "student" / "drift" / "01_online_setting.ipynb"
     written.parent.mkdir(parents=True)
     written.write_text("{}", encoding="utf8")

@@ -525,7 +525,7 @@ def _link_reader_notebooks(app, pagename, templatename, context, doctree):
         return
     if not (Path(app.outdir).parent / target).is_file():
         return
-    branch = app.config.html_theme_options.get("repository_branch") or "main"
+    branch = app.config.html_theme_options.get("repository_branch") or "master"  # as the theme reads it
     point_buttons_at_reader(buttons, pagename, branch, context["pathto"](target, 1))
 
 
