@@ -11,6 +11,7 @@ page, where Chromium is installed), are checked at the end.
 
 from __future__ import annotations
 
+import ast
 import importlib
 import re
 import sys
@@ -176,6 +177,36 @@ def test_every_chapter_converts_to_plain_markdown(tmp_path):
             shown = markdown(nb)
             problems += [f"{path.relative_to(tmp_path)}: a solution" for _ in re.finditer("Solution to", shown)]
     assert not problems, "\n".join(problems[:20])
+
+
+def _names(sources: list[str], context) -> set[str]:
+    """The names the code stores (``ast.Store``: assignments, definitions, arguments, imports)
+    or loads (``ast.Load``)."""
+    found = set()
+    for source in sources:
+        tree = ast.parse(re.sub(r"^\s*[%!].*$", "", source, flags=re.M))  # IPython magics
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, context):
+                found.add(node.id)
+            elif context is ast.Store and isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+                found.add(node.name)
+            elif context is ast.Store and isinstance(node, ast.arg):
+                found.add(node.arg)
+            elif context is ast.Store and isinstance(node, ast.alias):
+                found.add((node.asname or node.name).split(".")[0])
+    return found
+
+
+def test_student_set_runs_without_the_solutions_code():
+    """No code cell of a student notebook needs a name that only a left-out solution defines."""
+    problems = []
+    for chapter in nbcache.book_notebooks():
+        student = [c.source for c in rn.convert(chapter, "student", glued={}).cells if c.cell_type == "code"]
+        teacher = [c.source for c in rn.convert(chapter, "teacher", glued={}).cells if c.cell_type == "code"]
+        left_out = [source for source in teacher if source not in student]
+        needed = (_names(left_out, ast.Store) - _names(student, ast.Store)) & _names(student, ast.Load)
+        problems += [f"{chapter.name}: {name}" for name in sorted(needed)]
+    assert not problems
 
 
 def test_student_set_has_no_solution_text(tmp_path):
