@@ -92,7 +92,7 @@ The set covers $Y$ with probability at least $1 - \\alpha$.
 Exchangeability.
 ```
 
-Theorem: {prf:ref}`thm-cov`.
+Theorem: {prf:ref}`thm-cov`; {numref}`Box {number} <thm-cov>`.
 
 :::{note}
 A note with {math}`x^2`.
@@ -244,7 +244,8 @@ def test_hand_chapter_student(tiny):
     # boxes and admonitions
     assert "> **Theorem 1 (Marginal coverage).** The set covers" in text
     assert "> *Proof.* Exchangeability. ∎" in text
-    assert "Theorem: [Theorem 1](https://example.org/book/notebooks/part/tiny.html#thm-cov)." in text
+    assert ("Theorem: [Theorem 1](https://example.org/book/notebooks/part/tiny.html#thm-cov); "
+            "[Box 1](https://example.org/book/notebooks/part/tiny.html#thm-cov).") in text
     assert "> **Note**\n>\n> A note with $x^2$." in text
     # exercises numbered; no solution, not even the code of a gated one
     assert "### Exercise 1: First try (derivation)" in text and "### Exercise 2: Second try (code)" in text

@@ -489,7 +489,8 @@ class Chapter:
             return shown or _humanise(target)
         title = shown or label.text
         if kind == "numref":
-            title = title.replace("{number}", label.text).replace("%s", label.text)
+            number = label.text.split()[-1].strip("()")
+            title = title.replace("{number}", number).replace("%s", number)
         if label.docname != self.docname and not shown:
             title += f" of “{self.book.titles.get(label.docname, label.docname)}”"
         if kind == "eq" and label.docname == self.docname:
