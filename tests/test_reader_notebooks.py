@@ -1,4 +1,4 @@
-"""Reader notebooks (tools/reader_notebooks.py): plain Markdown that stock Jupyter renders.
+"""Reader notebooks (tools/reader_notebooks.py): Markdown that stock Jupyter renders.
 
 Every chapter is converted in both sets (about two seconds for the whole
 book) and its Markdown, and that Markdown rendered by a CommonMark renderer
@@ -27,19 +27,27 @@ from tools import nbcache
 from tools import reader_notebooks as rn
 
 #: MyST a reader must never see: a role, a directive fence, a target, a glue word.
-RAW_MYST = re.compile(r"\{[\w:-]+\}`|^\s*(?:`{3,}|:{3,})\{|^\([^()\s]+\)=\s*$|\{glue|glue:text",
-                      re.M)
+RAW_MYST = re.compile(
+    r"\{[\w:-]+\}`|^\s*(?:`{3,}|:{3,})\{|^\([^()\s]+\)=\s*$|\{glue|glue:text", re.M
+)
 #: The same in rendered HTML (a role's backticks become <code>, a fence a code block).
-RAW_HTML = re.compile(r"\{[\w:-]+\}<code>|<code class=\"language-\{|\{glue|\(\S+\)=</p>")
+RAW_HTML = re.compile(
+    r"\{[\w:-]+\}<code>|<code class=\"language-\{|\{glue|\(\S+\)=</p>"
+)
 COMMONMARK = MarkdownIt("commonmark")
 
 BOOK = rn.Book(
     "https://example.org/book/",
     {"notebooks/part/other": "Another chapter"},
     {"other-ex": rn.Label("notebooks/part/other", "Exercise 2", "other-ex")},
-    {"guo2017": {"authors": ["Guo", "Pleiss", "Sun"], "year": "2017",
-                 "link": "https://doi.org/10.5555/x"},
-     "murphy1973": {"authors": ["Murphy"], "year": "1973", "link": None}},
+    {
+        "guo2017": {
+            "authors": ["Guo", "Pleiss", "Sun"],
+            "year": "2017",
+            "link": "https://doi.org/10.5555/x",
+        },
+        "murphy1973": {"authors": ["Murphy"], "year": "1973", "link": None},
+    },
 )
 
 CHAPTER = """\
@@ -158,7 +166,9 @@ def raw_myst(nb) -> list[str]:
     """Raw MyST left in the notebook's Markdown or in its CommonMark rendering."""
     text = markdown(nb)
     html = COMMONMARK.render(text)
-    return [m.group(0) for m in RAW_MYST.finditer(text)] + [m.group(0) for m in RAW_HTML.finditer(html)]
+    return [m.group(0) for m in RAW_MYST.finditer(text)] + [
+        m.group(0) for m in RAW_HTML.finditer(html)
+    ]
 
 
 def test_every_chapter_converts_to_plain_markdown(tmp_path):
@@ -175,20 +185,27 @@ def test_every_chapter_converts_to_plain_markdown(tmp_path):
         problems += [f"{path.relative_to(tmp_path)}: {raw!r}" for raw in raw_myst(nb)]
         if path.parts[-3] == "student":
             shown = markdown(nb)
-            problems += [f"{path.relative_to(tmp_path)}: a solution" for _ in re.finditer("Solution to", shown)]
+            problems += [
+                f"{path.relative_to(tmp_path)}: a solution"
+                for _ in re.finditer("Solution to", shown)
+            ]
     assert not problems, "\n".join(problems[:20])
 
 
 def _names(sources: list[str], context) -> set[str]:
-    """The names the code stores (``ast.Store``: assignments, definitions, arguments, imports)
-    or loads (``ast.Load``)."""
+    """The names the code stores (``ast.Store``: assignments, definitions, arguments,
+    imports) or loads (``ast.Load``)."""
     found = set()
     for source in sources:
-        tree = ast.parse(re.sub(r"^\s*[%!].*$", "", source, flags=re.M))  # IPython magics
+        tree = ast.parse(
+            re.sub(r"^\s*[%!].*$", "", source, flags=re.M)
+        )  # IPython magics
         for node in ast.walk(tree):
             if isinstance(node, ast.Name) and isinstance(node.ctx, context):
                 found.add(node.id)
-            elif context is ast.Store and isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            elif context is ast.Store and isinstance(
+                node, (ast.FunctionDef, ast.ClassDef)
+            ):
                 found.add(node.name)
             elif context is ast.Store and isinstance(node, ast.arg):
                 found.add(node.arg)
@@ -198,24 +215,40 @@ def _names(sources: list[str], context) -> set[str]:
 
 
 def test_student_set_runs_without_the_solutions_code():
-    """No code cell of a student notebook needs a name that only a left-out solution defines."""
+    """No student code cell needs a name that only a left-out solution defines."""
     problems = []
     for chapter in nbcache.book_notebooks():
-        student = [c.source for c in rn.convert(chapter, "student", glued={}).cells if c.cell_type == "code"]
-        teacher = [c.source for c in rn.convert(chapter, "teacher", glued={}).cells if c.cell_type == "code"]
+        student = [
+            c.source
+            for c in rn.convert(chapter, "student", glued={}).cells
+            if c.cell_type == "code"
+        ]
+        teacher = [
+            c.source
+            for c in rn.convert(chapter, "teacher", glued={}).cells
+            if c.cell_type == "code"
+        ]
         left_out = [source for source in teacher if source not in student]
-        needed = (_names(left_out, ast.Store) - _names(student, ast.Store)) & _names(student, ast.Load)
+        needed = (_names(left_out, ast.Store) - _names(student, ast.Store)) & _names(
+            student, ast.Load
+        )
         problems += [f"{chapter.name}: {name}" for name in sorted(needed)]
     assert not problems
 
 
 def test_student_set_has_no_solution_text(tmp_path):
-    """Every solution's own words are missing from the student set and present in the teacher's."""
-    chapter = next(p for p in nbcache.book_notebooks() if "solution-start" in p.read_text(encoding="utf8"))
+    """Each solution's own words: missing from the student set, in the teacher's."""
+    chapter = next(
+        p
+        for p in nbcache.book_notebooks()
+        if "solution-start" in p.read_text(encoding="utf8")
+    )
     student = rn.convert(chapter, "student", glued={})
     teacher = rn.convert(chapter, "teacher", glued={})
-    gated = re.findall(r"```\{solution-start\}[^\n]*\n(?::[^\n]*\n)*```\n\n([^\n]+)",
-                       chapter.read_text(encoding="utf8"))
+    gated = re.findall(
+        r"```\{solution-start\}[^\n]*\n(?::[^\n]*\n)*```\n\n([^\n]+)",
+        chapter.read_text(encoding="utf8"),
+    )
     assert gated
     for line in gated:
         assert line not in markdown(student)
@@ -228,28 +261,53 @@ def test_hand_chapter_student(tiny):
     assert not raw_myst(nb)
     # the install cell first, visible, after the header
     assert nb.cells[0].source.startswith("# A tiny chapter")
-    assert "google.colab" in nb.cells[1].source and "jupyter" not in nb.cells[1].metadata
+    assert (
+        "google.colab" in nb.cells[1].source and "jupyter" not in nb.cells[1].metadata
+    )
     # citations, author-year with a link
     assert "[Guo et al. (2017)](https://doi.org/10.5555/x) showed" in text
-    assert ("([Guo et al., 2017](https://doi.org/10.5555/x); "
-            "[Murphy, 1973](https://example.org/book/book/bibliography.html))") in text
+    assert (
+        "([Guo et al., 2017](https://doi.org/10.5555/x); "
+        "[Murphy, 1973](https://example.org/book/book/bibliography.html))"
+    ) in text
     # glue with and without a value, and the ci note
-    assert "the error is 0.012 and the rate (computed when you run the notebook)" in text
+    assert (
+        "the error is 0.012 and the rate (computed when you run the notebook)" in text
+    )
     assert "book's `ci` run" in nb.cells[0].source
     # cross-references
-    assert "see\n[Introduction](https://example.org/book/notebooks/part/tiny.html#sec-intro)" in text
-    assert "[the other chapter](https://example.org/book/notebooks/part/other.html)" in text
-    assert "[Exercise 2 of “Another chapter”](https://example.org/book/notebooks/part/other.html#other-ex)" in text
+    assert (
+        "see\n[Introduction](https://example.org/book/notebooks/part/tiny.html#sec-intro)"
+        in text
+    )
+    assert (
+        "[the other chapter](https://example.org/book/notebooks/part/other.html)"
+        in text
+    )
+    assert (
+        "[Exercise 2 of “Another chapter”](https://example.org/book/notebooks/part/other.html#other-ex)"
+        in text
+    )
     assert "(1) and `ece`" in text and "\\tag{1}" in text
     # boxes and admonitions
     assert "> **Theorem 1 (Marginal coverage).** The set covers" in text
     assert "> *Proof.* Exchangeability. ∎" in text
-    assert ("Theorem: [Theorem 1](https://example.org/book/notebooks/part/tiny.html#thm-cov); "
-            "[Box 1](https://example.org/book/notebooks/part/tiny.html#thm-cov).") in text
+    assert (
+        "Theorem: [Theorem 1](https://example.org/book/notebooks/part/tiny.html#thm-cov);"
+        " "
+        "[Box 1](https://example.org/book/notebooks/part/tiny.html#thm-cov)."
+    ) in text
     assert "> **Note**\n>\n> A note with $x^2$." in text
     # exercises numbered; no solution, not even the code of a gated one
-    assert "### Exercise 1: First try (derivation)" in text and "### Exercise 2: Second try (code)" in text
-    assert "SECRET" not in text and "secret_two" not in source and "Solution to" not in text
+    assert (
+        "### Exercise 1: First try (derivation)" in text
+        and "### Exercise 2: Second try (code)" in text
+    )
+    assert (
+        "SECRET" not in text
+        and "secret_two" not in source
+        and "Solution to" not in text
+    )
     assert "after = 1" in source
 
 
@@ -257,51 +315,87 @@ def test_hand_chapter_teacher(tiny):
     nb = rn.convert(tiny, "teacher", glued={}, book=BOOK)
     text = markdown(nb)
     assert not raw_myst(nb)
-    assert "<details>\n<summary>Solution to Exercise 1</summary>\n\nSECRET-ONE is the answer." in text
+    assert (
+        "<details>\n<summary>Solution to Exercise 1</summary>\n\n"
+        "SECRET-ONE is the answer." in text
+    )
     assert "<summary>Solution to Exercise 2</summary>\n\nSECRET-TWO in words." in text
-    gated = next(c for c in nb.cells if c.cell_type == "code" and "secret_two" in c.source)
+    gated = next(
+        c for c in nb.cells if c.cell_type == "code" and "secret_two" in c.source
+    )
     assert gated.metadata["jupyter"] == {"source_hidden": True}
     # the solution folds: its words are inside <details> once rendered
     html = COMMONMARK.render(text)
-    assert re.search(r"<details>\s*<summary>Solution to Exercise 1</summary>\s*<p>SECRET-ONE", html)
+    assert re.search(
+        r"<details>\s*<summary>Solution to Exercise 1</summary>\s*<p>SECRET-ONE", html
+    )
     # no glued value at all: no note about the ci run
     assert "ci` run" not in nb.cells[0].source
 
 
 def test_glue_values_read_from_a_cache(tiny, tmp_path):
-    """A cached execution's glue outputs are read back (jupyter-cache matched by code)."""
+    """A cached execution's glue outputs are read back (the cache matched by code)."""
     from jupyter_cache import get_cache
     from jupyter_cache.base import CacheBundleIn
 
     cache_dir = tmp_path / "cache"
     nb = nbcache.read_source(tiny)
     glued = next(c for c in nb.cells if c.cell_type == "code" and "glue(" in c.source)
-    glued.outputs = [nbformat.v4.new_output(
-        "display_data", data={"application/papermill.record/text/plain": "0.01234"},
-        metadata={"scrapbook": {"name": "ece", "mime_prefix": "application/papermill.record/"}})]
-    get_cache(str(cache_dir)).cache_notebook_bundle(CacheBundleIn(nb, str(tiny)), check_validity=False)
+    glued.outputs = [
+        nbformat.v4.new_output(
+            "display_data",
+            data={"application/papermill.record/text/plain": "0.01234"},
+            metadata={
+                "scrapbook": {
+                    "name": "ece",
+                    "mime_prefix": "application/papermill.record/",
+                }
+            },
+        )
+    ]
+    get_cache(str(cache_dir)).cache_notebook_bundle(
+        CacheBundleIn(nb, str(tiny)), check_validity=False
+    )
     assert rn.glue_values(tiny, cache_dir) == {"ece": "0.01234"}
     assert rn.glue_values(tiny, tmp_path / "missing") == {}
 
 
 def test_glue_figure_and_unknown_directive(tiny):
-    tiny.write_text(CHAPTER + '\n```{glue:figure} ece\nThe caption.\n```\n\n```{margin}\nAside.\n```\n',
-                    encoding="utf8")
+    tiny.write_text(
+        CHAPTER
+        + "\n```{glue:figure} ece\nThe caption.\n```\n\n```{margin}\nAside.\n```\n",
+        encoding="utf8",
+    )
     nb = rn.convert(tiny, "student", glued={}, book=BOOK)
     text = markdown(nb)
     assert not raw_myst(nb)
-    assert "> The figure *ece* is drawn by code cell 2 of this notebook, which calls" in text
+    assert (
+        "> The figure *ece* is drawn by code cell 2 of this notebook, which calls"
+        in text
+    )
     assert "> **Margin**\n>\n> Aside." in text
 
 
 @pytest.mark.parametrize(
     ("call", "error", "match"),
     [
-        (lambda p: rn.convert(p, "teachers", glued={}, book=BOOK), ValueError, "solutions"),
-        (lambda p: rn.convert(p.with_suffix(".txt"), "student", glued={}, book=BOOK), ValueError, "md_path"),
+        (
+            lambda p: rn.convert(p, "teachers", glued={}, book=BOOK),
+            ValueError,
+            "solutions",
+        ),
+        (
+            lambda p: rn.convert(p.with_suffix(".txt"), "student", glued={}, book=BOOK),
+            ValueError,
+            "md_path",
+        ),
         (lambda p: rn.write_sets(p.parent, [p], sets=("all",)), ValueError, "sets"),
         (lambda p: rn.parse_blocks(3), TypeError, "text"),
-        (lambda p: rn.book_url({"repository": {"url": "ftp://x"}}), ValueError, "repository.url"),
+        (
+            lambda p: rn.book_url({"repository": {"url": "ftp://x"}}),
+            ValueError,
+            "repository.url",
+        ),
     ],
 )
 def test_bad_arguments(tiny, call, error, match):
@@ -311,15 +405,30 @@ def test_bad_arguments(tiny, call, error, match):
 
 def test_command_line(tmp_path):
     chapter = nbcache.book_notebooks()[0]
-    assert rn.main(["--out", str(tmp_path), "--set", "student", "--cache", str(tmp_path / "none"),
-                    str(chapter)]) == 0
-    assert [p.relative_to(tmp_path).parts[0] for p in tmp_path.rglob("*.ipynb")] == ["student"]
+    assert (
+        rn.main(
+            [
+                "--out",
+                str(tmp_path),
+                "--set",
+                "student",
+                "--cache",
+                str(tmp_path / "none"),
+                str(chapter),
+            ]
+        )
+        == 0
+    )
+    assert [p.relative_to(tmp_path).parts[0] for p in tmp_path.rglob("*.ipynb")] == [
+        "student"
+    ]
 
 
-# --------------------------------------------------------------------------- the book's buttons and PDF
+# ---------------------------------------------------------- the book's buttons and PDF
+
 
 def _book_glue():
-    """``book/_ext/calibtut_book.py``, imported as Sphinx loads it (its folder on the path)."""
+    """``book/_ext/calibtut_book.py``, imported as Sphinx loads it (from its folder)."""
     sys.path.insert(0, str(nbcache.ROOT / "book" / "_ext"))
     try:
         return importlib.import_module("calibtut_book")
@@ -328,14 +437,14 @@ def _book_glue():
 
 
 class _Config(dict):
-    """Sphinx's config, read as sphinx-book-theme reads it (``config["html_theme_options"]``)."""
+    """Sphinx's config, read as the theme reads it (``config[name]``)."""
 
     def __getattr__(self, name):
         return self[name]
 
 
 def _header_buttons(tmp_path: Path, pagename: str) -> list[dict]:
-    """A chapter's header buttons: the launch group from sphinx-book-theme itself, configured
+    """A chapter's header buttons: the launch group from sphinx-book-theme, configured
     as ``_config.yml`` configures it, and the download group as the theme builds it."""
     from sphinx_book_theme.header_buttons.launch import add_launch_buttons
 
@@ -345,26 +454,56 @@ def _header_buttons(tmp_path: Path, pagename: str) -> list[dict]:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text("{}", encoding="utf8")
     config = nbcache.book_config()
-    theme = {"launch_buttons": config["launch_buttons"], "repository_branch": config["repository"]["branch"]}
+    theme = {
+        "launch_buttons": config["launch_buttons"],
+        "repository_branch": config["repository"]["branch"],
+    }
     app = SimpleNamespace(
-        env=SimpleNamespace(doc2path=lambda doc: str(tmp_path / "src" / f"{doc}.md"),
-                            metadata={pagename: {"kernelspec": {"name": "python3"}}}),
-        config=_Config(html_theme_options=theme), outdir=str(tmp_path / "_build" / "html"))
+        env=SimpleNamespace(
+            doc2path=lambda doc: str(tmp_path / "src" / f"{doc}.md"),
+            metadata={pagename: {"kernelspec": {"name": "python3"}}},
+        ),
+        config=_Config(html_theme_options=theme),
+        outdir=str(tmp_path / "_build" / "html"),
+    )
     org, repo = config["repository"]["url"].rstrip("/").split("/")[-2:]
-    context = {"pagename": pagename, "sourcename": f"{pagename}.md", "header_buttons": [],
-               "github_url": "https://github.com", "github_user": org, "github_repo": repo}
+    context = {
+        "pagename": pagename,
+        "sourcename": f"{pagename}.md",
+        "header_buttons": [],
+        "github_url": "https://github.com",
+        "github_user": org,
+        "github_repo": repo,
+    }
     add_launch_buttons(app, pagename, "page.html", context, None)
-    return context["header_buttons"] + [{"label": "download-buttons", "buttons": [
-        {"label": "download-notebook-button", "url": f"../../_sources/{pagename}.ipynb", "text": ".ipynb"},
-        {"label": "download-source-button", "url": f"../../_sources/{pagename}.md", "text": ".md"},
-    ]}]
+    return context["header_buttons"] + [
+        {
+            "label": "download-buttons",
+            "buttons": [
+                {
+                    "label": "download-notebook-button",
+                    "url": f"../../_sources/{pagename}.ipynb",
+                    "text": ".ipynb",
+                },
+                {
+                    "label": "download-source-button",
+                    "url": f"../../_sources/{pagename}.md",
+                    "text": ".md",
+                },
+            ],
+        }
+    ]
 
 
 def test_launch_and_download_buttons_point_at_the_student_notebook(tmp_path):
     glue = _book_glue()
     buttons = _header_buttons(tmp_path, "notebooks/drift/01_online_setting")
-    glue.point_buttons_at_reader(buttons, "notebooks/drift/01_online_setting", "main",
-                                 "../../reader/student/drift/01_online_setting.ipynb")
+    glue.point_buttons_at_reader(
+        buttons,
+        "notebooks/drift/01_online_setting",
+        "main",
+        "../../reader/student/drift/01_online_setting.ipynb",
+    )
     urls = [b["url"] for group in buttons for b in group["buttons"]]
     assert urls == [
         "https://mybinder.org/v2/gh/calibtut/calibtut/reader-notebooks"
@@ -382,29 +521,45 @@ def test_launch_and_download_buttons_point_at_the_student_notebook(tmp_path):
 
 def test_page_hook_rewrites_only_when_the_reader_notebook_exists(tmp_path):
     glue = _book_glue()
-    app = SimpleNamespace(outdir=str(tmp_path / "html"),
-                          config=SimpleNamespace(html_theme_options={"repository_branch": "main"}))
+    app = SimpleNamespace(
+        outdir=str(tmp_path / "html"),
+        config=SimpleNamespace(html_theme_options={"repository_branch": "main"}),
+    )
     page = "notebooks/drift/01_online_setting"
-    context = {"header_buttons": _header_buttons(tmp_path, page),
-               "pathto": lambda target, resource: f"../../{target}"}
+    context = {
+        "header_buttons": _header_buttons(tmp_path, page),
+        "pathto": lambda target, resource: f"../../{target}",
+    }
     glue._link_reader_notebooks(app, page, "page.html", context, None)
-    assert context["header_buttons"] == _header_buttons(tmp_path, page)  # none written: the links stay
+    assert context["header_buttons"] == _header_buttons(
+        tmp_path, page
+    )  # none written: the links stay
     written = tmp_path / "reader" / "student" / "drift" / "01_online_setting.ipynb"
     written.parent.mkdir(parents=True)
     written.write_text("{}", encoding="utf8")
     glue._link_reader_notebooks(app, page, "page.html", context, None)
-    assert context["header_buttons"][1]["buttons"][0]["url"] == "../../reader/student/drift/01_online_setting.ipynb"
+    assert (
+        context["header_buttons"][1]["buttons"][0]["url"]
+        == "../../reader/student/drift/01_online_setting.ipynb"
+    )
     # the build copies them into the site
     app.builder = SimpleNamespace(name="html")
     glue._copy_reader_notebooks(app, None)
-    assert (tmp_path / "html" / "reader" / "student" / "drift" / "01_online_setting.ipynb").is_file()
+    assert (
+        tmp_path / "html" / "reader" / "student" / "drift" / "01_online_setting.ipynb"
+    ).is_file()
 
 
-@pytest.mark.skipif(not tasks.CHROMIUM.exists(), reason="no /usr/bin/chromium (apt-get install chromium)")
+@pytest.mark.skipif(
+    not tasks.CHROMIUM.exists(),
+    reason="no /usr/bin/chromium (apt-get install chromium)",
+)
 def test_print_pdf_of_a_small_page(tmp_path):
     page = tmp_path / "page.html"
-    page.write_text("<!doctype html><meta charset='utf-8'><h1>A book</h1><p>$x$ and a paragraph.</p>",
-                    encoding="utf8")
+    page.write_text(
+        "<!doctype html><meta charset='utf-8'><h1>A book</h1><p>$x$ and text.</p>",
+        encoding="utf8",
+    )
     pdf = tmp_path / "out" / "book.pdf"
     assert tasks.print_pdf(page, pdf, timeout=120) == 0
     data = pdf.read_bytes()

@@ -48,14 +48,41 @@ NOT_COMPUTED = "(computed when you run the notebook)"
 INSTALL_MARK = '"google.colab" in sys.modules'
 #: Admonition directives of MyST, titled by their name.
 ADMONITIONS = (
-    "admonition", "attention", "caution", "danger", "error", "hint", "important",
-    "note", "seealso", "tip", "warning",
+    "admonition",
+    "attention",
+    "caution",
+    "danger",
+    "error",
+    "hint",
+    "important",
+    "note",
+    "seealso",
+    "tip",
+    "warning",
 )
 #: Python-domain roles, shown as code.
-CODE_ROLES = ("func", "class", "meth", "mod", "data", "attr", "obj", "exc", "py:func",
-              "py:class", "py:meth", "py:mod", "py:data", "py:attr", "py:obj", "py:exc")
+CODE_ROLES = (
+    "func",
+    "class",
+    "meth",
+    "mod",
+    "data",
+    "attr",
+    "obj",
+    "exc",
+    "py:func",
+    "py:class",
+    "py:meth",
+    "py:mod",
+    "py:data",
+    "py:attr",
+    "py:obj",
+    "py:exc",
+)
 
-FENCE = re.compile(r"^ {0,3}(?P<fence>`{3,}|:{3,})\{(?P<name>[^}\s]+)\}[ \t]*(?P<arg>.*)$")
+FENCE = re.compile(
+    r"^ {0,3}(?P<fence>`{3,}|:{3,})\{(?P<name>[^}\s]+)\}[ \t]*(?P<arg>.*)$"
+)
 PLAIN_FENCE = re.compile(r"^ {0,3}(?P<fence>`{3,}|~{3,})")
 OPTION = re.compile(r"^:(?P<key>[\w-]+):[ \t]*(?P<value>.*)$")
 TARGET = re.compile(r"^\((?P<label>[^()\s]+)\)=\s*$")
@@ -70,7 +97,8 @@ def _bad_argument(name: str, value, expected: str) -> ValueError:
     return ValueError(f"{name} must be {expected}, got {value!r}")
 
 
-# --------------------------------------------------------------------------- MyST blocks
+# -------------------------------------------------------------------------- MyST blocks
+
 
 @dataclass
 class Directive:
@@ -91,12 +119,15 @@ class Literal:
 
 def _closes(line: str, fence: str) -> bool:
     stripped = line.strip()
-    return (len(line) - len(line.lstrip(" ")) <= 3 and len(stripped) >= len(fence)
-            and set(stripped) == {fence[0]})
+    return (
+        len(line) - len(line.lstrip(" ")) <= 3
+        and len(stripped) >= len(fence)
+        and set(stripped) == {fence[0]}
+    )
 
 
 def parse_blocks(text: str) -> list:
-    """Split MyST markdown into text lines, :class:`Directive` and :class:`Literal` blocks.
+    """Split MyST into text lines, :class:`Directive` and :class:`Literal` blocks.
 
     A directive ends at the first fence of its own character at least as long
     as its opening one, as in MyST; its body is left unparsed (parse it again
@@ -131,9 +162,9 @@ def parse_blocks(text: str) -> list:
         fence, end = match["fence"], i + 1
         while end < len(lines) and not _closes(lines[end], fence):
             end += 1
-        inner = lines[i + 1:end]
+        inner = lines[i + 1 : end]
         if "name" not in match.groupdict():
-            blocks.append(Literal(lines[i:end + 1]))
+            blocks.append(Literal(lines[i : end + 1]))
         else:
             options, body = _split_options(inner)
             blocks.append(Directive(match["name"], match["arg"].strip(), options, body))
@@ -142,12 +173,12 @@ def parse_blocks(text: str) -> list:
 
 
 def _split_options(inner: list[str]) -> tuple[dict[str, str], list[str]]:
-    """The options (``:key: value`` lines or a ``---`` YAML block) and the body of a directive."""
+    """A directive's options (``:key: value`` lines or a ``---`` YAML block), body."""
     if inner and inner[0].strip() == "---":
         end = next((k for k in range(1, len(inner)) if inner[k].strip() == "---"), None)
         if end is not None:
             found = yaml.safe_load("\n".join(inner[1:end])) or {}
-            return {str(k): str(v) for k, v in found.items()}, inner[end + 1:]
+            return {str(k): str(v) for k, v in found.items()}, inner[end + 1 :]
     options, k = {}, 0
     while k < len(inner) and (match := OPTION.match(inner[k])):
         options[match["key"]] = match["value"].strip()
@@ -155,7 +186,8 @@ def _split_options(inner: list[str]) -> tuple[dict[str, str], list[str]]:
     return options, inner[k:]
 
 
-# --------------------------------------------------------------------------- the book's labels
+# -------------------------------------------------------------------- the book's labels
+
 
 @dataclass
 class Label:
@@ -210,26 +242,35 @@ def number_blocks(blocks: list, numbering: Numbering) -> None:
             if match := TARGET.match(block):
                 pending = match["label"]
             elif (match := HEADING.match(block)) and pending:
-                numbering.labels[pending] = Label(numbering.docname, _plain(match["title"]), pending)
+                numbering.labels[pending] = Label(
+                    numbering.docname, _plain(match["title"]), pending
+                )
                 pending = None
             elif match := EQ_LABEL.match(block):
                 number = numbering.next("equation")
                 numbering.labels[match["label"]] = Label(
-                    numbering.docname, f"({number})", f"equation-{match['label']}")
+                    numbering.docname, f"({number})", f"equation-{match['label']}"
+                )
             continue
         if not isinstance(block, Directive):
             continue
         label = block.options.get("label")
         kind = _kind(block.name)
-        if block.name == "exercise" or (block.name.startswith("prf:") and kind != "proof"):
+        if block.name == "exercise" or (
+            block.name.startswith("prf:") and kind != "proof"
+        ):
             number = numbering.next(kind)
             numbering.numbers[id(block)] = number
             if label:
-                numbering.labels[label] = Label(numbering.docname, f"{kind.title()} {number}", label)
+                numbering.labels[label] = Label(
+                    numbering.docname, f"{kind.title()} {number}", label
+                )
         elif block.name == "math" and label:
             number = numbering.next("equation")
             numbering.numbers[id(block)] = number
-            numbering.labels[label] = Label(numbering.docname, f"({number})", f"equation-{label}")
+            numbering.labels[label] = Label(
+                numbering.docname, f"({number})", f"equation-{label}"
+            )
         if block.name not in ("math", "code-cell", "solution-start", "solution-end"):
             nested = parse_blocks("\n".join(block.body))
             block.body = nested
@@ -248,7 +289,7 @@ def _role_label(text: str) -> str:
 
 @dataclass
 class Book:
-    """What a chapter needs from the rest of the book: its URL, titles, labels, citations."""
+    """What a chapter needs from the book: its URL, titles, labels and citations."""
 
     url: str
     titles: dict[str, str]
@@ -267,7 +308,11 @@ def book_url(config: dict) -> str:
     url = (config.get("repository") or {}).get("url", "")
     match = re.match(r"https://github\.com/([^/]+)/([^/]+?)/?$", url)
     if match is None:
-        raise _bad_argument("repository.url of _config.yml", url, "a https://github.com/<org>/<repo> URL")
+        raise _bad_argument(
+            "repository.url of _config.yml",
+            url,
+            "a https://github.com/<org>/<repo> URL",
+        )
     return f"https://{match[1]}.github.io/{match[2]}/"
 
 
@@ -293,7 +338,9 @@ def load_book(root: Path = ROOT) -> Book:
     Book
     """
     titles, labels = {}, {}
-    pages = sorted((root / "book").glob("*.md")) + [p for p in nbcache.book_notebooks() if p.exists()]
+    pages = sorted((root / "book").glob("*.md")) + [
+        p for p in nbcache.book_notebooks() if p.exists()
+    ]
     for path in pages:
         docname = path.relative_to(root).with_suffix("").as_posix()
         text = path.read_text(encoding="utf8")
@@ -301,15 +348,21 @@ def load_book(root: Path = ROOT) -> Book:
         numbering = Numbering(docname)
         number_blocks(parse_blocks(text), numbering)
         labels.update(numbering.labels)
-    return Book(book_url(nbcache.book_config()), titles, labels, read_bib(root / "book" / "references.bib"))
+    return Book(
+        book_url(nbcache.book_config()),
+        titles,
+        labels,
+        read_bib(root / "book" / "references.bib"),
+    )
 
 
 def _humanise(label: str) -> str:
-    """``cs-ex-infinite-u`` -> ``cs ex infinite u``; ``02_the_bound`` -> ``the bound``."""
+    """``cs-ex-a`` -> ``cs ex a``; ``02_the_bound`` -> ``the bound``."""
     return re.sub(r"^\d+\s+", "", re.sub(r"[-_]+", " ", label)).strip()
 
 
-# --------------------------------------------------------------------------- citations
+# ---------------------------------------------------------------------------- citations
+
 
 def _latex_text(value: str) -> str:
     value = re.sub(r"\\[`'^\"~=.]\{?(\w)\}?", r"\1", value)
@@ -317,7 +370,7 @@ def _latex_text(value: str) -> str:
 
 
 def read_bib(path: Path) -> dict[str, dict]:
-    """The fields a citation needs, per key: ``authors`` (last names), ``year``, ``link``.
+    """The fields a citation needs, per key: ``authors``, ``year``, ``link``.
 
     Parameters
     ----------
@@ -344,7 +397,9 @@ def read_bib(path: Path) -> dict[str, dict]:
     entries = {}
     for key, entry in parse_file(str(path), bib_format="bibtex").entries.items():
         people = entry.persons.get("author") or entry.persons.get("editor") or []
-        authors = [_latex_text(" ".join(p.prelast_names + p.last_names)) for p in people]
+        authors = [
+            _latex_text(" ".join(p.prelast_names + p.last_names)) for p in people
+        ]
         fields = entry.fields
         link = None
         if fields.get("doi"):
@@ -353,12 +408,16 @@ def read_bib(path: Path) -> dict[str, dict]:
             link = fields["url"]
         elif fields.get("eprint"):
             link = "https://arxiv.org/abs/" + fields["eprint"]
-        entries[key] = {"authors": authors or ["Anonymous"], "year": fields.get("year", "n.d."), "link": link}
+        entries[key] = {
+            "authors": authors or ["Anonymous"],
+            "year": fields.get("year", "n.d."),
+            "link": link,
+        }
     return entries
 
 
 def cite_text(keys: str, style: str, book: Book) -> str:
-    """Author-year text for a ``{cite}``/``{cite:p}`` (in brackets) or ``{cite:t}`` role.
+    """Author-year text for a ``{cite}``/``{cite:p}`` (bracketed) or ``{cite:t}`` role.
 
     Examples
     --------
@@ -376,17 +435,29 @@ def cite_text(keys: str, style: str, book: Book) -> str:
             parts.append(f"[{key}]")
             continue
         names = entry["authors"]
-        who = names[0] if len(names) == 1 else (
-            f"{names[0]} and {names[1]}" if len(names) == 2 else f"{names[0]} et al.")
-        shown = f"{who} ({entry['year']})" if style == "t" else f"{who}, {entry['year']}"
-        parts.append(f"[{shown}]({entry['link'] or book.url + 'book/bibliography.html'})")
+        who = (
+            names[0]
+            if len(names) == 1
+            else (
+                f"{names[0]} and {names[1]}"
+                if len(names) == 2
+                else f"{names[0]} et al."
+            )
+        )
+        shown = (
+            f"{who} ({entry['year']})" if style == "t" else f"{who}, {entry['year']}"
+        )
+        parts.append(
+            f"[{shown}]({entry['link'] or book.url + 'book/bibliography.html'})"
+        )
     return ", ".join(parts) if style == "t" else "(" + "; ".join(parts) + ")"
 
 
-# --------------------------------------------------------------------------- glued values
+# ------------------------------------------------------------------------- glued values
+
 
 def glue_values(md_path: Path, cache_dir: Path | None = None) -> dict[str, str]:
-    """The ``text/plain`` of every value glued by the cached ``ci`` execution of a chapter.
+    """The ``text/plain`` of every value glued by a chapter's cached ``ci`` execution.
 
     Parameters
     ----------
@@ -448,7 +519,8 @@ def format_glued(text: str, fmt: str) -> str:
     return format(value, fmt)
 
 
-# --------------------------------------------------------------------------- rendering
+# ---------------------------------------------------------------------------- rendering
+
 
 @dataclass
 class Chapter:
@@ -477,12 +549,14 @@ class Chapter:
         return "/".join(parts)
 
     def reference(self, text: str, kind: str) -> str:
-        """Readable text, linked where the target is known, for a cross-reference role."""
+        """Readable text for a cross-reference, linked where the target is known."""
         match = TITLED.match(text)
         shown, target = (match["text"], match["target"]) if match else (None, text)
         if kind == "doc":
             docname = self.resolve_doc(target)
-            title = shown or self.book.titles.get(docname, _humanise(Path(docname).name))
+            title = shown or self.book.titles.get(
+                docname, _humanise(Path(docname).name)
+            )
             return f"[{title}]({self.link(docname)})"
         label = self.numbering.labels.get(target) or self.book.labels.get(target)
         if label is None:
@@ -515,7 +589,8 @@ class Chapter:
         if name == "math":
             return f"${text}$"
         if name in CODE_ROLES:
-            return f"`{_role_label(text) if '<' in text or text.startswith('~') else text}`"
+            short = "<" in text or text.startswith("~")
+            return f"`{_role_label(text) if short else text}`"
         return _role_label(text)
 
     def inline(self, line: str) -> str:
@@ -523,9 +598,12 @@ class Chapter:
 
     def glue_cell(self, key: str) -> str:
         pattern = re.compile(GLUE_CALL.format(key=re.escape(key)))
-        count = next((k for k, code in enumerate(self.code, start=1) if pattern.search(code)), None)
+        count = next(
+            (k for k, code in enumerate(self.code, start=1) if pattern.search(code)),
+            None,
+        )
         where = f"code cell {count} of this notebook" if count else "its code cell"
-        return f"{where}, which calls `glue(\"{key}\", ...)`"
+        return f'{where}, which calls `glue("{key}", ...)`'
 
 
 def quote(text: str) -> str:
@@ -576,25 +654,40 @@ def render_directive(block: Directive, chapter: Chapter, solutions: str) -> str:
         return "$$\n" + "\n".join(block.body).strip() + tag + "\n$$"
     if name == "solution" and solutions == "student":
         return ""
-    title, text = chapter.inline(block.arg), render(block.body, chapter, solutions).strip()
+    title, text = (
+        chapter.inline(block.arg),
+        render(block.body, chapter, solutions).strip(),
+    )
     if name == "exercise":
         number = chapter.numbering.numbers[id(block)]
-        return f"### Exercise {number}" + (f": {title}" if title else "") + "\n\n" + text
+        return (
+            f"### Exercise {number}" + (f": {title}" if title else "") + "\n\n" + text
+        )
     if name == "solution":
         return details(solution_title(block.arg, chapter), text)
     if name.startswith("prf:"):
         if kind == "proof":
             return quote(f"*Proof.* {text} ∎")
-        head = f"{kind.title()} {chapter.numbering.numbers[id(block)]}" + (f" ({title})" if title else "")
+        head = f"{kind.title()} {chapter.numbering.numbers[id(block)]}" + (
+            f" ({title})" if title else ""
+        )
         return quote(f"**{head}.** {text}")
     if name in ADMONITIONS:
-        head = title if name == "admonition" else name.title() + (f": {title}" if title else "")
+        head = (
+            title
+            if name == "admonition"
+            else name.title() + (f": {title}" if title else "")
+        )
         return quote(f"**{head}**\n\n{text}")
     if name == "figure":
-        return f"![{_plain(text) or 'figure'}]({block.arg})" + (f"\n\n*{text}*" if text else "")
+        return f"![{_plain(text) or 'figure'}]({block.arg})" + (
+            f"\n\n*{text}*" if text else ""
+        )
     if name.startswith("glue"):
         what = "figure" if name == "glue:figure" else "value"
-        pointer = f"The {what} *{block.arg}* is drawn by {chapter.glue_cell(block.arg)}."
+        pointer = (
+            f"The {what} *{block.arg}* is drawn by {chapter.glue_cell(block.arg)}."
+        )
         return quote(pointer + (f"\n\n{text}" if text else ""))
     return quote(f"**{title or _humanise(name).title()}**\n\n{text}")
 
@@ -609,7 +702,8 @@ def details(summary: str, text: str) -> str:
     return f"<details>\n<summary>{summary}</summary>\n\n{text.strip()}\n\n</details>"
 
 
-# --------------------------------------------------------------------------- notebooks
+# ---------------------------------------------------------------------------- notebooks
+
 
 def _markdown_cell(text: str):
     return nbformat.v4.new_markdown_cell(re.sub(r"\n{3,}", "\n\n", text).strip())
@@ -627,24 +721,39 @@ def _code_cell(cell, hidden: bool = False):
 
 def header(title: str, chapter: Chapter, solutions: str, install: bool) -> str:
     """The notebook's first cell: its title, where it comes from and what it holds."""
-    lines = [f"# {title}", "",
-             f"This is the reader's copy of a chapter of the calibtut book "
-             f"([online version]({chapter.link(chapter.docname)})), in plain Markdown."]
+    lines = [
+        f"# {title}",
+        "",
+        f"This is the reader's copy of a chapter of the calibtut book "
+        f"([online version]({chapter.link(chapter.docname)})), in plain Markdown.",
+    ]
     if solutions == "student":
         lines.append("Solutions are left out.")
     else:
-        lines.append("Solutions are folded under *Solution* (their code cells are collapsed).")
+        lines.append(
+            "Solutions are folded under *Solution* (their code cells are collapsed)."
+        )
     if chapter.used_glue:
-        lines.append("Numbers in the text are those of the book's `ci` run; "
-                     "when you run the notebook, the outputs show yours.")
+        lines.append(
+            "Numbers in the text are those of the book's `ci` run; "
+            "when you run the notebook, the outputs show yours."
+        )
     if install:
-        lines += ["", "On Colab, run the next cell first: it installs `calibtut` "
-                  "(elsewhere it does nothing)."]
+        lines += [
+            "",
+            "On Colab, run the next cell first: it installs `calibtut` "
+            "(elsewhere it does nothing).",
+        ]
     return "\n".join(lines)
 
 
-def convert(md_path: Path, solutions: str = "student", *, glued: dict[str, str] | None = None,
-            book: Book | None = None) -> nbformat.NotebookNode:
+def convert(
+    md_path: Path,
+    solutions: str = "student",
+    *,
+    glued: dict[str, str] | None = None,
+    book: Book | None = None,
+) -> nbformat.NotebookNode:
     """A chapter's reader notebook.
 
     Parameters
@@ -678,9 +787,16 @@ def convert(md_path: Path, solutions: str = "student", *, glued: dict[str, str] 
     source = jupytext.read(md_path, fmt="md:myst")
     docname = md_path.relative_to(ROOT).with_suffix("").as_posix()
     code = [c.source for c in source.cells if c.cell_type == "code"]
-    chapter = Chapter(docname, book, Numbering(docname),
-                      glue_values(md_path) if glued is None else glued, code)
-    parsed = [parse_blocks(c.source) if c.cell_type == "markdown" else c for c in source.cells]
+    chapter = Chapter(
+        docname,
+        book,
+        Numbering(docname),
+        glue_values(md_path) if glued is None else glued,
+        code,
+    )
+    parsed = [
+        parse_blocks(c.source) if c.cell_type == "markdown" else c for c in source.cells
+    ]
     for item in parsed:
         if isinstance(item, list):
             number_blocks(item, chapter.numbering)
@@ -690,7 +806,11 @@ def convert(md_path: Path, solutions: str = "student", *, glued: dict[str, str] 
     nb.cells += [_code_cell(install)] if install is not None else []
     nb.cells += cells
     nb.metadata = {
-        "kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
+        "kernelspec": {
+            "display_name": "Python 3",
+            "language": "python",
+            "name": "python3",
+        },
         "language_info": {"name": "python"},
     }
     return nb
@@ -709,19 +829,33 @@ def convert_cells(parsed: list, chapter: Chapter, solutions: str):
             if install is None and INSTALL_MARK in item.source:
                 install = item
             elif gate is None:
-                hidden = bool({"hide-input", "remove-cell", "remove-input"} & set(item.metadata.get("tags", [])))
+                hidden = bool(
+                    {"hide-input", "remove-cell", "remove-input"}
+                    & set(item.metadata.get("tags", []))
+                )
                 cells.append(_code_cell(item, hidden))
             elif solutions == "teacher":
                 cells.append(_code_cell(item, hidden=True))
             continue
         pieces, buffer = [], []
         for block in item:
-            if isinstance(block, Directive) and block.name in ("solution-start", "solution-end"):
+            if isinstance(block, Directive) and block.name in (
+                "solution-start",
+                "solution-end",
+            ):
                 pieces.append((gate, render(buffer, chapter, solutions)))
                 buffer = []
-                gate = solution_title(block.arg, chapter) if block.name == "solution-start" else None
+                gate = (
+                    solution_title(block.arg, chapter)
+                    if block.name == "solution-start"
+                    else None
+                )
                 continue
-            if title is None and isinstance(block, str) and (match := HEADING.match(block)):
+            if (
+                title is None
+                and isinstance(block, str)
+                and (match := HEADING.match(block))
+            ):
                 if len(match["hashes"]) == 1:
                     title = chapter.inline(match["title"])
                     continue
@@ -734,9 +868,13 @@ def convert_cells(parsed: list, chapter: Chapter, solutions: str):
     return cells, title or _humanise(Path(chapter.docname).name), install
 
 
-def write_sets(out: Path, chapters: list[Path] | None = None, sets=SETS,
-               cache_dir: Path | None = None) -> list[Path]:
-    """Write the reader notebooks of ``chapters`` under ``out/<set>/<part>/<chapter>.ipynb``.
+def write_sets(
+    out: Path,
+    chapters: list[Path] | None = None,
+    sets=SETS,
+    cache_dir: Path | None = None,
+) -> list[Path]:
+    """Write the reader notebooks of ``chapters`` as ``out/<set>/<part>/<name>.ipynb``.
 
     Parameters
     ----------
@@ -771,12 +909,20 @@ def write_sets(out: Path, chapters: list[Path] | None = None, sets=SETS,
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m tools.reader_notebooks",
-                                     description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m tools.reader_notebooks", description=__doc__.split("\n\n")[0]
+    )
     parser.add_argument("--out", type=Path, required=True, help="output folder")
     parser.add_argument("--set", choices=(*SETS, "both"), default="both", dest="which")
-    parser.add_argument("--cache", type=Path, default=None, help="jupyter-cache folder (default: the book's)")
-    parser.add_argument("chapters", nargs="*", type=Path, help="MyST sources (default: every chapter)")
+    parser.add_argument(
+        "--cache",
+        type=Path,
+        default=None,
+        help="jupyter-cache folder (default: the book's)",
+    )
+    parser.add_argument(
+        "chapters", nargs="*", type=Path, help="MyST sources (default: every chapter)"
+    )
     args = parser.parse_args(argv)
     sets = SETS if args.which == "both" else (args.which,)
     written = write_sets(args.out, args.chapters or None, sets, args.cache)
