@@ -40,7 +40,6 @@ import yaml
 from tools import nbcache
 
 ROOT = nbcache.ROOT
-BIB = ROOT / "book" / "references.bib"
 SETS = ("student", "teacher")
 #: What a glued value the cache lacks reads as.
 NOT_COMPUTED = "(computed when you run the notebook)"
@@ -205,7 +204,7 @@ class Numbering:
     docname: str
     counts: dict[str, int] = field(default_factory=dict)
     labels: dict[str, Label] = field(default_factory=dict)
-    #: directive label (or the id of the Directive when unlabelled) -> its number
+    #: ``id()`` of a numbered Directive -> its number
     numbers: dict[int, int] = field(default_factory=dict)
 
     def next(self, kind: str) -> int:
@@ -223,7 +222,10 @@ def number_blocks(blocks: list, numbering: Numbering) -> None:
     Parameters
     ----------
     blocks : list
-        Items of :func:`parse_blocks`; nested directives are numbered too.
+        Items of :func:`parse_blocks`. The body of every directive but
+        ``math``, ``code-cell`` and the solution gates is parsed in place (its
+        lines replaced by blocks), so that nested directives are numbered
+        and rendered; call this once per parse.
     numbering : Numbering
         Updated in place: counts, the number of each directive and the label
         of every numbered target (``Exercise 2``, ``Theorem 1``, ``(3)``) and
