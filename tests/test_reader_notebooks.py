@@ -185,6 +185,10 @@ def test_every_chapter_converts_to_plain_markdown(tmp_path):
         problems += [f"{path.relative_to(tmp_path)}: {raw!r}" for raw in raw_myst(nb)]
         if path.parts[-3] == "student":
             shown = markdown(nb)
+            if "solution below it" in shown:
+                problems.append(
+                    f"{path.relative_to(tmp_path)}: says the solutions follow"
+                )
             problems += [
                 f"{path.relative_to(tmp_path)}: a solution"
                 for _ in re.finditer("Solution to", shown)

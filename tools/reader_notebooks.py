@@ -43,6 +43,12 @@ ROOT = nbcache.ROOT
 SETS = ("student", "teacher")
 #: What a glued value the cache lacks reads as.
 NOT_COMPUTED = "(computed when you run the notebook)"
+#: The sentence that opens the chapters' exercises, untrue of the student set, and
+#: what the student set says instead.
+SOLUTIONS_NOTE = re.compile(
+    r"Each exercise has a solution below it, collapsed(?:;[^.]*)?\."
+)
+STUDENT_NOTE = "The solutions are left out of this copy; [the book]({}) has them."
 #: The code that marks a chapter's Colab install cell (see tests/test_colab_like.py).
 INSTALL_MARK = '"google.colab" in sys.modules'
 #: Admonition directives of MyST, titled by their name.
@@ -866,6 +872,10 @@ def convert_cells(parsed: list, chapter: Chapter, solutions: str):
         for gated, text in pieces:
             if not text.strip() or (gated and solutions == "student"):
                 continue
+            if solutions == "student":
+                text = SOLUTIONS_NOTE.sub(
+                    STUDENT_NOTE.format(chapter.link(chapter.docname)), text
+                )
             cells.append(_markdown_cell(details(gated, text) if gated else text))
     return cells, title or _humanise(Path(chapter.docname).name), install
 
