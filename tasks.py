@@ -350,13 +350,15 @@ def pdf_step() -> int:
     log = LOGS / "book-build-singlehtml.log"
     rc = run([BIN / "jupyter-book", "build", ".", "--builder", "singlehtml", "-n", "--keep-going"], log=log,
              check=False)
-    toc = (ROOT / "_toc.yml").read_text(encoding="utf8")
-    root = re.search(r"^root:\s*(\S+)", toc, flags=re.M)
-    pages = [SINGLEHTML / "index.html"] + ([SINGLEHTML / f"{root.group(1)}.html"] if root else [])
-    page = next((p for p in pages if p.is_file()), None)
-    if rc != 0 or page is None:
+    # The book is the root page (index.html only redirects to it), written at book/intro.html
+    # with links to _static/ and _images/ as if it were at the top: print a copy from there.
+    root = re.search(r"^root:\s*(\S+)", (ROOT / "_toc.yml").read_text(encoding="utf8"), flags=re.M)
+    built = SINGLEHTML / f"{root.group(1) if root else 'index'}.html"
+    if rc != 0 or not built.is_file():
         say(f"the single-page build FAILED (see {log.relative_to(ROOT)})")
         return 1
+    page = SINGLEHTML / f"{PDF.stem}.html"
+    shutil.copy2(built, page)
     rc = print_pdf(page, PDF)
     if rc == 0:
         shutil.copy2(PDF, HTML / PDF.name)
