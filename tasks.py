@@ -315,7 +315,7 @@ def print_pdf(page: Path, pdf: Path, chromium: Path = CHROMIUM, timeout: float =
 
     Examples
     --------
-    >>> print_pdf(Path("_build/singlehtml/index.html"), PDF)  # doctest: +SKIP
+    >>> print_pdf(SINGLEHTML / "calibtut.html", PDF)  # doctest: +SKIP
     0
     """
     page, pdf = Path(page).resolve(), Path(pdf).resolve()
