@@ -100,6 +100,11 @@ The set covers $Y$ with probability at least $1 - \\alpha$.
 Exchangeability.
 ```
 
+```{prf:algorithm} Loop
+1. Start.
+2. Stop.
+```
+
 Theorem: {prf:ref}`thm-cov`; {numref}`Box {number} <thm-cov>`.
 
 :::{note}
@@ -289,13 +294,14 @@ def test_hand_chapter_student(tiny):
         in text
     )
     assert (
-        "[Exercise 2 of “Another chapter”](https://example.org/book/notebooks/part/other.html#other-ex)"
+        "[Exercise 2 (in “Another chapter”)](https://example.org/book/notebooks/part/other.html#other-ex)"
         in text
     )
     assert "(1) and `ece`" in text and "\\tag{1}" in text
     # boxes and admonitions
     assert "> **Theorem 1 (Marginal coverage).** The set covers" in text
     assert "> *Proof.* Exchangeability. ∎" in text
+    assert "> **Algorithm 1 (Loop).**\n>\n> 1. Start.\n> 2. Stop." in text
     assert (
         "Theorem: [Theorem 1](https://example.org/book/notebooks/part/tiny.html#thm-cov);"
         " "

@@ -574,7 +574,7 @@ class Chapter:
             number = label.text.split()[-1].strip("()")
             title = title.replace("{number}", number).replace("%s", number)
         if label.docname != self.docname and not shown:
-            title += f" of “{self.book.titles.get(label.docname, label.docname)}”"
+            title += f" (in “{self.book.titles.get(label.docname, label.docname)}”)"
         if kind == "eq" and label.docname == self.docname:
             return title
         return f"[{title}]({self.link(label.docname, label.anchor)})"
@@ -675,11 +675,11 @@ def render_directive(block: Directive, chapter: Chapter, solutions: str) -> str:
         return details(solution_title(block.arg, chapter), text)
     if name.startswith("prf:"):
         if kind == "proof":
-            return quote(f"*Proof.* {text} ∎")
+            return quote(run_in("*Proof.*", text) + " ∎")
         head = f"{kind.title()} {chapter.numbering.numbers[id(block)]}" + (
             f" ({title})" if title else ""
         )
-        return quote(f"**{head}.** {text}")
+        return quote(run_in(f"**{head}.**", text))
     if name in ADMONITIONS:
         head = (
             title
@@ -698,6 +698,26 @@ def render_directive(block: Directive, chapter: Chapter, solutions: str) -> str:
         )
         return quote(pointer + (f"\n\n{text}" if text else ""))
     return quote(f"**{title or _humanise(name).title()}**\n\n{text}")
+
+
+#: Markdown that must start its own line: a list item, display math, a fence, a
+#: table row, a quote or a heading.
+BLOCK_START = re.compile(r"^(?:\d+[.)]\s|[-*+]\s|\$\$|```|~~~|\||>|#)")
+
+
+def run_in(head: str, text: str) -> str:
+    """``head`` run into the first paragraph of ``text``, or on its own above a block.
+
+    Examples
+    --------
+    >>> run_in("**Theorem 1.**", "It holds.")
+    '**Theorem 1.** It holds.'
+    >>> print(run_in("**Algorithm 1.**", "1. Start."))
+    **Algorithm 1.**
+    <BLANKLINE>
+    1. Start.
+    """
+    return f"{head}\n\n{text}" if BLOCK_START.match(text) else f"{head} {text}"
 
 
 def solution_title(label: str, chapter: Chapter) -> str:
