@@ -100,6 +100,14 @@ The set covers $Y$ with probability at least $1 - \\alpha$.
 Exchangeability.
 ```
 
+```{prf:proof}
+By
+
+$$
+1 = 1
+$$
+```
+
 ```{prf:algorithm} Loop
 1. Start.
 2. Stop.
@@ -301,6 +309,7 @@ def test_hand_chapter_student(tiny):
     # boxes and admonitions
     assert "> **Theorem 1 (Marginal coverage).** The set covers" in text
     assert "> *Proof.* Exchangeability. ∎" in text
+    assert "> *Proof.* By\n>\n> $$\n> 1 = 1\n> $$\n>\n> ∎" in text
     assert "> **Algorithm 1 (Loop).**\n>\n> 1. Start.\n> 2. Stop." in text
     assert (
         "Theorem: [Theorem 1](https://example.org/book/notebooks/part/tiny.html#thm-cov);"

@@ -675,7 +675,9 @@ def render_directive(block: Directive, chapter: Chapter, solutions: str) -> str:
         return details(solution_title(block.arg, chapter), text)
     if name.startswith("prf:"):
         if kind == "proof":
-            return quote(run_in("*Proof.*", text) + " ∎")
+            last = text.splitlines()[-1].strip() if text else ""
+            block = BLOCK_START.match(last) or last.endswith(("$$", "```"))
+            return quote(run_in("*Proof.*", text) + ("\n\n∎" if block else " ∎"))
         head = f"{kind.title()} {chapter.numbering.numbers[id(block)]}" + (
             f" ({title})" if title else ""
         )
