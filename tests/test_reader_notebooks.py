@@ -409,6 +409,7 @@ def test_glue_figure_and_unknown_directive(tiny):
             "md_path",
         ),
         (lambda p: rn.write_sets(p.parent, [p], sets=("all",)), ValueError, "sets"),
+        (lambda p: rn.write_sets(p.parent, [p]), ValueError, "chapters"),
         (lambda p: rn.parse_blocks(3), TypeError, "text"),
         (
             lambda p: rn.book_url({"repository": {"url": "ftp://x"}}),

@@ -930,6 +930,11 @@ def write_sets(
     if not sets or any(s not in SETS for s in sets):
         raise _bad_argument("sets", sets, f"a non-empty selection of {SETS}")
     chapters = [Path(p).resolve() for p in (chapters or nbcache.book_notebooks())]
+    outside = [str(p) for p in chapters if not p.is_relative_to(nbcache.NOTEBOOKS)]
+    if outside:
+        raise _bad_argument(
+            "chapters", outside, f"MyST sources under {nbcache.NOTEBOOKS}"
+        )
     written = []
     for md_path in chapters:
         glued = glue_values(md_path, cache_dir)
