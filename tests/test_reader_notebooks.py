@@ -389,7 +389,7 @@ def test_glue_figure_and_unknown_directive(tiny):
     text = markdown(nb)
     assert not raw_myst(nb)
     assert (
-        "> The figure *ece* is drawn by code cell 2 of this notebook, which calls"
+        '> The figure *ece* comes from the code cell that calls `glue("ece", ...)`.'
         in text
     )
     assert "> **Margin**\n>\n> Aside." in text

@@ -95,7 +95,6 @@ HEADING = re.compile(r"^(?P<hashes>#{1,6})\s+(?P<title>.+?)\s*#*\s*$")
 EQ_LABEL = re.compile(r"^(?P<math>.*)\$\$[ \t]*\((?P<label>[^()\s]+)\)\s*$")
 ROLE = re.compile(r"\{(?P<name>[\w:-]+)\}`(?P<text>[^`]*)`")
 TITLED = re.compile(r"^(?P<text>.*?)\s*<(?P<target>[^<>]+)>$", re.S)
-GLUE_CALL = r"""\bglue\(\s*["']{key}["']"""
 
 
 def _bad_argument(name: str, value, expected: str) -> ValueError:
@@ -538,7 +537,6 @@ class Chapter:
     book: Book
     numbering: Numbering
     glued: dict[str, str]
-    code: list[str]
     used_glue: bool = False
 
     def link(self, docname: str, anchor: str = "") -> str:
@@ -603,15 +601,6 @@ class Chapter:
 
     def inline(self, line: str) -> str:
         return ROLE.sub(self.role, line)
-
-    def glue_cell(self, key: str) -> str:
-        pattern = re.compile(GLUE_CALL.format(key=re.escape(key)))
-        count = next(
-            (k for k, code in enumerate(self.code, start=1) if pattern.search(code)),
-            None,
-        )
-        where = f"code cell {count} of this notebook" if count else "its code cell"
-        return f'{where}, which calls `glue("{key}", ...)`'
 
 
 def quote(text: str) -> str:
@@ -696,7 +685,8 @@ def render_directive(block: Directive, chapter: Chapter, solutions: str) -> str:
     if name.startswith("glue"):
         what = "figure" if name == "glue:figure" else "value"
         pointer = (
-            f"The {what} *{block.arg}* is drawn by {chapter.glue_cell(block.arg)}."
+            f"The {what} *{block.arg}* comes from the code cell that calls "
+            f'`glue("{block.arg}", ...)`.'
         )
         return quote(pointer + (f"\n\n{text}" if text else ""))
     return quote(f"**{title or _humanise(name).title()}**\n\n{text}")
@@ -816,13 +806,11 @@ def convert(
     book = book if book is not None else load_book()
     source = jupytext.read(md_path, fmt="md:myst")
     docname = md_path.relative_to(ROOT).with_suffix("").as_posix()
-    code = [c.source for c in source.cells if c.cell_type == "code"]
     chapter = Chapter(
         docname,
         book,
         Numbering(docname),
         glue_values(md_path) if glued is None else glued,
-        code,
     )
     parsed = [
         parse_blocks(c.source) if c.cell_type == "markdown" else c for c in source.cells
