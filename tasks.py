@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The two commands of the calibtut repository (standard library only).
 
-    python3 tasks.py book   # set up .venv, execute every notebook (ci profile), render the HTML book
+    python3 tasks.py book   # set up .venv, execute every notebook (ci profile), render the HTML book,
+                            # write the reader notebooks and print the whole book to one PDF
     python3 tasks.py test   # the whole test suite (what CI runs)
     python3 tasks.py pair   # regenerate every notebooks/**/*.ipynb from its .md, outputs stripped
     python3 tasks.py variants   # every chapter under five numerics variants: book/reproducibility.md
@@ -32,6 +33,7 @@ import shutil
 import subprocess
 import sys
 import tarfile
+import tempfile
 import time
 import urllib.request
 from pathlib import Path
@@ -45,6 +47,19 @@ CONSTRAINTS = ROOT / "constraints.txt"
 BUILD = ROOT / "_build"
 HTML = BUILD / "html"
 LOGS = BUILD / "logs"
+#: The reader notebooks (``tools/reader_notebooks.py``), which the book build copies into ``HTML / "reader"``.
+READER = BUILD / "reader"
+SINGLEHTML = BUILD / "singlehtml"
+#: The whole book as one PDF (also copied into the HTML folder, which the book's landing page links).
+PDF = BUILD / "pdf" / "calibtut.pdf"
+CHROMIUM = Path("/usr/bin/chromium")
+#: Headless Chromium as the browser check runs it, plus printing: no header and footer, and
+#: (virtual) time for MathJax and the widgets to finish before the page is printed.
+CHROMIUM_PRINT_FLAGS = (
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+    "--disable-component-update", "--disable-sync", "--no-first-run", "--no-pdf-header-footer",
+    "--run-all-compositor-stages-before-draw", "--virtual-time-budget=60000",
+)
 #: The chapters that failed under ``tools.nbcache execute`` (written by it, read by the book's Sphinx glue).
 FAILED_CHAPTERS = BUILD / "failed-chapters.json"
 VENDOR = ROOT / "book" / "_vendor" / "widgets"
@@ -274,6 +289,83 @@ def book_build(strict: bool) -> tuple[int, int]:
     return rc, executed
 
 
+def reader_step() -> int:
+    """Write the reader notebooks (student and teacher sets) of every chapter into ``_build/reader``.
+
+    Run after the execution step, so that their glued values are those of this ``ci`` run, and
+    before the build, which links the pages' download and launch buttons to them.
+    """
+    shutil.rmtree(READER, ignore_errors=True)
+    return run([PY, "-m", "tools.reader_notebooks", "--out", READER], check=False)
+
+
+def print_pdf(page: Path, pdf: Path, chromium: Path = CHROMIUM, timeout: float = 1200) -> int:
+    """Print an HTML page to ``pdf`` with headless Chromium; returns 0 when the PDF was written.
+
+    Parameters
+    ----------
+    page : Path
+        The HTML file (its images, styles and scripts are read from beside it).
+    pdf : Path
+        Where the PDF goes; its folder is created, an older PDF there removed first.
+    chromium : Path
+        The Chromium executable (Debian's ``/usr/bin/chromium``).
+    timeout : float
+        Seconds Chromium may take.
+
+    Examples
+    --------
+    >>> print_pdf(SINGLEHTML / "calibtut.html", PDF)  # doctest: +SKIP
+    0
+    """
+    page, pdf = Path(page).resolve(), Path(pdf).resolve()
+    if not page.is_file():
+        raise ValueError(f"page must be an existing HTML file, got {str(page)!r}")
+    pdf.parent.mkdir(parents=True, exist_ok=True)
+    pdf.unlink(missing_ok=True)
+    with tempfile.TemporaryDirectory(prefix="calibtut-chromium-") as profile:
+        cmd = [str(chromium), *CHROMIUM_PRINT_FLAGS, f"--user-data-dir={profile}", f"--print-to-pdf={pdf}",
+               page.as_uri()]
+        say("$ " + " ".join(cmd))
+        try:
+            proc = subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            say(f"Chromium did not finish printing {page.name} in {timeout:g} s")
+            return 1
+    if proc.returncode != 0 or not pdf.is_file() or pdf.stat().st_size == 0:
+        say(f"Chromium failed to print {page.name} (exit status {proc.returncode}):\n{proc.stderr[-2000:]}")
+        return 1
+    return 0
+
+
+def pdf_step() -> int:
+    """Build the book as one HTML page (from the same execution cache) and print it to ``PDF``.
+
+    The PDF is copied into the HTML folder as ``calibtut.pdf``, which the landing page links.
+    Without Chromium the step says so and makes no PDF.
+    """
+    if not CHROMIUM.exists():
+        say(f"no Chromium at {CHROMIUM}: the whole-book PDF is not made (apt-get install chromium)")
+        return 0
+    log = LOGS / "book-build-singlehtml.log"
+    rc = run([BIN / "jupyter-book", "build", ".", "--builder", "singlehtml", "-n", "--keep-going"], log=log,
+             check=False)
+    # The book is the root page (index.html only redirects to it), written at book/intro.html
+    # with links to _static/ and _images/ as if it were at the top: print a copy from there.
+    root = re.search(r"^root:\s*(\S+)", (ROOT / "_toc.yml").read_text(encoding="utf8"), flags=re.M)
+    built = SINGLEHTML / f"{root.group(1) if root else 'index'}.html"
+    if rc != 0 or not built.is_file():
+        say(f"the single-page build FAILED (see {log.relative_to(ROOT)})")
+        return 1
+    page = SINGLEHTML / f"{PDF.stem}.html"
+    shutil.copy2(built, page)
+    rc = print_pdf(page, PDF)
+    if rc == 0:
+        shutil.copy2(PDF, HTML / PDF.name)
+        say(f"whole-book PDF: {PDF} ({PDF.stat().st_size / 1e6:.1f} MB)")
+    return rc
+
+
 def failed_chapters() -> list[dict]:
     """The chapters whose execution by ``tools.nbcache execute`` failed, in the order it listed them."""
     if not FAILED_CHAPTERS.exists():
@@ -302,15 +394,19 @@ def cmd_book(args) -> int:
 
     A chapter that fails is rendered with its outputs up to the error and a
     marker; the failed chapters are listed at the end and make the exit status
-    1, as does a failed build.
+    1, as does a failed build. The reader notebooks are written before the
+    build (its pages link them) and, unless ``--no-pdf``, the book is printed
+    to one PDF after it; a failure of either makes the exit status 1 too.
     """
     start = time.perf_counter()
     ensure_env()
     execute_rc = run([PY, "-m", "tools.nbcache", "execute", "--jobs", str(args.jobs)], check=False)
     failures = failed_chapters()
+    reader_rc = reader_step()
     rc, executed = book_build(strict=False)
     if executed:
         say(f"the build executed {executed} notebook(s) itself (the execution step did not store them)")
+    pdf_rc = pdf_step() if args.pdf and rc == 0 else 0
     print("\nPer-notebook execution time (ci profile; the budget holds the kernel's CPU time):", flush=True)
     run([PY, "-m", "tools.nbcache", "timings", "--book-only", "--budget", str(NOTEBOOK_BUDGET_S)], check=False)
     index = HTML / "index.html"
@@ -319,9 +415,12 @@ def cmd_book(args) -> int:
     if rc != 0 or not index.exists() or (execute_rc != 0 and not failures):
         say(f"book build FAILED (see {LOGS.relative_to(ROOT)}/)")
         return 1
-    if failures:
-        say(f"book built in {time.perf_counter() - start:.0f} s, but {len(failures)} chapter(s) failed to execute "
-            "(listed above)")
+    failed_steps = [what for what, code in (("the reader notebooks", reader_rc), ("the whole-book PDF", pdf_rc))
+                    if code]
+    if failures or failed_steps:
+        problems = [f"{len(failures)} chapter(s) failed to execute"] if failures else []
+        say(f"book built in {time.perf_counter() - start:.0f} s, but "
+            + "; ".join(problems + [f"{what} FAILED" for what in failed_steps]) + " (see above)")
         print(index)
         return 1
     say(f"book built in {time.perf_counter() - start:.0f} s")
@@ -412,6 +511,8 @@ def main(argv=None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     book = sub.add_parser("book", help="set up .venv, execute the notebooks, render the HTML book")
     book.add_argument("-j", "--jobs", type=int, default=2, help="notebooks executed in parallel (default 2)")
+    book.add_argument("--no-pdf", dest="pdf", action="store_false",
+                      help="skip the single-page build and its PDF (_build/pdf/calibtut.pdf)")
     book.set_defaults(func=cmd_book)
     test = sub.add_parser("test", help="run the whole test suite")
     test.add_argument("-j", "--jobs", type=int, default=2, help="pytest-xdist workers (default 2)")

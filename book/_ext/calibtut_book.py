@@ -1,6 +1,6 @@
 """Sphinx glue for the calibtut book (loaded through ``_config.yml``).
 
-It does six things:
+It does seven things:
 
 * writes one API page per public module of ``calibtut`` into ``book/api/``
   (ignored by git; ``_toc.yml`` lists it with a glob) at every build, so a
@@ -23,7 +23,13 @@ It does six things:
   the error and lists it in ``_build/failed-chapters.json``; each listed page
   gets an admonition after its title (which cell raised what, and the runner
   command that reproduces it) and the build a warning, so that a strict
-  (``-W``) build fails on it.
+  (``-W``) build fails on it;
+* points a chapter's Colab and Binder buttons and its ``.ipynb`` download at
+  its reader notebook (``tools/reader_notebooks.py``) when ``python3 tasks.py
+  book`` wrote them to ``_build/reader``: the download at the student copy,
+  which the build copies into the site's ``reader/`` folder, the launch
+  buttons at the same file on the ``reader-notebooks`` branch, which the
+  book workflow publishes.
 """
 
 from __future__ import annotations
@@ -35,6 +41,7 @@ import inspect
 import json
 import pkgutil
 import re
+import shutil
 import sys
 from pathlib import Path
 
@@ -444,6 +451,93 @@ def _merge_failed_marks(app, env, docnames, other):
     )
 
 
+#: The folder of the reader notebooks: under the build folder (``_build/reader``), in the site
+#: and on :data:`READER_BRANCH`, each with the sets ``student/`` and ``teacher/``.
+READER_FOLDER = "reader"
+#: The branch .github/workflows/book.yml publishes: the commit the book was built from plus
+#: ``reader/``, so that Colab opens the notebooks and Binder builds them with the package.
+READER_BRANCH = "reader-notebooks"
+
+
+def reader_notebook(pagename: str, solutions: str = "student") -> str | None:
+    """The path of a chapter's reader notebook under the site or the branch; None for other pages.
+
+    Examples
+    --------
+    >>> reader_notebook("notebooks/drift/01_online_setting")
+    'reader/student/drift/01_online_setting.ipynb'
+    >>> reader_notebook("book/intro") is None
+    True
+    """
+    if solutions not in ("student", "teacher"):
+        raise ValueError(f"solutions must be 'student' or 'teacher', got {solutions!r}")
+    if not pagename.startswith("notebooks/"):
+        return None
+    return f"{READER_FOLDER}/{solutions}/{pagename.removeprefix('notebooks/')}.ipynb"
+
+
+def point_buttons_at_reader(buttons: list[dict], pagename: str, branch: str, download_url: str) -> None:
+    """Rewrite a page's header buttons (sphinx-book-theme's) to its student reader notebook.
+
+    Parameters
+    ----------
+    buttons : list of dict
+        ``context["header_buttons"]``, changed in place: in the group labelled
+        ``launch-buttons`` every URL naming the page's source
+        (``notebooks/<part>/<name>.ipynb`` or ``.md``) at ``branch`` names its
+        reader notebook at :data:`READER_BRANCH`; the ``download-notebook-button``
+        gets ``download_url``.
+    pagename : str
+        The page's docname (``notebooks/<part>/<name>``).
+    branch : str
+        The branch the launch URLs were built with (``repository.branch``).
+    download_url : str
+        The URL (relative to the page) of the page's reader notebook in the site.
+
+    Examples
+    --------
+    >>> group = {"label": "launch-buttons", "buttons": [{"text": "Colab",
+    ...     "url": "https://colab.research.google.com/github/o/r/blob/main/notebooks/p/c.ipynb"}]}
+    >>> point_buttons_at_reader([group], "notebooks/p/c", "main", "../../reader/student/p/c.ipynb")
+    >>> group["buttons"][0]["url"]
+    'https://colab.research.google.com/github/o/r/blob/reader-notebooks/reader/student/p/c.ipynb'
+    """
+    target = reader_notebook(pagename)
+    if target is None:
+        raise ValueError(f"pagename must be a chapter's docname (notebooks/...), got {pagename!r}")
+    source = re.compile(re.escape(pagename) + r"\.(?:ipynb|md)\b")
+    at_branch = re.compile(rf"(/blob/|/v2/gh/[^/?]+/[^/?]+/){re.escape(branch)}(?=[/?])")
+    for group in buttons:
+        for button in group.get("buttons", []):
+            url = button.get("url") or ""
+            if group.get("label") == "launch-buttons" and source.search(url):
+                button["url"] = at_branch.sub(rf"\g<1>{READER_BRANCH}", source.sub(target, url))
+            elif button.get("label") == "download-notebook-button":
+                button["url"] = download_url
+                button["tooltip"] = "Download the notebook (plain Markdown, no solutions)"
+
+
+def _link_reader_notebooks(app, pagename, templatename, context, doctree):
+    """Point a chapter's launch and download buttons at its reader notebook, when it was written."""
+    target = reader_notebook(pagename)
+    buttons = context.get("header_buttons")
+    if target is None or not isinstance(buttons, list):
+        return
+    if not (Path(app.outdir).parent / target).is_file():
+        return
+    branch = app.config.html_theme_options.get("repository_branch") or "master"  # as the theme reads it
+    point_buttons_at_reader(buttons, pagename, branch, context["pathto"](target, 1))
+
+
+def _copy_reader_notebooks(app, exception):
+    """Copy ``_build/reader`` into the HTML site, replacing an older copy."""
+    source = Path(app.outdir).parent / READER_FOLDER
+    if exception is not None or app.builder.name != "html" or not source.is_dir():
+        return
+    shutil.rmtree(Path(app.outdir) / READER_FOLDER, ignore_errors=True)
+    shutil.copytree(source, Path(app.outdir) / READER_FOLDER)
+
+
 def setup(app):
     app.add_config_value("calibtut_hide_solutions", False, "env")
     app.connect("config-inited", _take_over_hide_solutions)
@@ -457,4 +551,6 @@ def setup(app):
     app.connect("doctree-read", _mark_failed_chapter)
     app.connect("env-purge-doc", _purge_failed_mark)
     app.connect("env-merge-info", _merge_failed_marks)
+    app.connect("html-page-context", _link_reader_notebooks, priority=600)
+    app.connect("build-finished", _copy_reader_notebooks)
     return {"parallel_read_safe": True, "parallel_write_safe": True, "version": "1"}
