@@ -17,7 +17,7 @@ sum to one (one-vs-rest, as scikit-learn does).
 from __future__ import annotations
 
 import numpy as np
-from scipy import optimize, special
+from scipy import special
 
 from calibtut._validation import (
     as_float_array,
@@ -46,33 +46,51 @@ def _check_scores(scores, name, n_columns=None):
 
 
 def _fit_logistic(s, t, w, max_iter):
-    """``(a, b)`` minimising ``sum_i w_i CE(t_i, sigmoid(a s_i + b))``, a convex function.
+    """``(a, b, loss)`` minimising ``sum_i w_i CE(t_i, sigmoid(a s_i + b))``, a convex function of ``(a, b)``.
 
-    scipy's trust-region Newton method (``trust-exact``) with the exact
-    gradient and Hessian; the start is ``a = 0`` and ``b`` the log-odds of
-    the weighted mean target (Platt's start).
+    Newton's method with step halving (the objective never increases),
+    written here rather than through ``scipy.optimize.minimize``: with two
+    parameters a step is one 2 x 2 solve, and scipy's trust-region Newton
+    (``trust-exact``) costs about twice scikit-learn's L-BFGS in per-call
+    overhead for the same optimum. It stops when a step moves the
+    parameters by less than 1e-12 (relative) or the gradient vanishes; a
+    tiny ridge keeps the solve defined when all scores are equal. The start
+    is ``a = 0`` and ``b`` the log-odds of the weighted mean target (Platt's).
+    The scores are divided by their largest absolute value (at least 1) and
+    the slope is rescaled back.
     """
-    scale = max(float(np.max(np.abs(s))), 1.0)  # fit on s / scale: a well-conditioned problem, a rescaled back
+    scale = max(float(np.max(np.abs(s))), 1.0)
     x = s / scale
-    mean_t = float(np.clip(w @ t / w.sum(), 1e-12, 1 - 1e-12))
+    total = w.sum()
+    mean_t = float(np.clip(w @ t / total, 1e-12, 1 - 1e-12))
 
-    def fun(ab):
-        z = ab[0] * x + ab[1]
-        # CE(t, sigmoid(z)) = logaddexp(0, z) - t z
-        return float(w @ (np.logaddexp(0.0, z) - t * z))
+    def loss(theta):
+        z = theta[0] * x + theta[1]
+        return float(w @ (np.logaddexp(0.0, z) - t * z))  # CE(t, sigmoid(z)) = log(1 + e^z) - t z
 
-    def jac(ab):
-        g = w * (special.expit(ab[0] * x + ab[1]) - t)
-        return np.array([g @ x, g.sum()])
-
-    def hess(ab):
-        p = special.expit(ab[0] * x + ab[1])
+    theta = np.array([0.0, special.logit(mean_t)])
+    current = loss(theta)
+    for _ in range(max_iter):
+        p = special.expit(theta[0] * x + theta[1])
+        g = w * (p - t)
         v = w * p * (1 - p)
-        return np.array([[v @ (x * x), v @ x], [v @ x, v.sum()]])
-
-    res = optimize.minimize(fun, np.array([0.0, special.logit(mean_t)]), jac=jac, hess=hess,
-                            method="trust-exact", options={"gtol": 1e-12, "maxiter": max_iter})
-    return res.x[0] / scale, res.x[1], res.fun
+        grad = np.array([g @ x, g.sum()])
+        hess = np.array([[v @ (x * x), v @ x], [v @ x, v.sum()]]) + 1e-12 * total * np.eye(2)
+        if np.max(np.abs(grad)) <= 1e-14 * total:
+            break
+        step = np.linalg.solve(hess, grad)
+        for _ in range(60):  # halve until the objective does not increase
+            candidate = theta - step
+            value = loss(candidate)
+            if value <= current:
+                break
+            step = step / 2
+        else:
+            break
+        theta, current = candidate, value
+        if np.max(np.abs(step)) <= 1e-12 * (1 + np.max(np.abs(theta))):
+            break
+    return theta[0] / scale, theta[1], current
 
 
 class PlattScaling:
@@ -87,7 +105,8 @@ class PlattScaling:
         the 0/1 labels (plain maximum likelihood, which diverges on
         separable data).
     max_iter : int, default 100
-        Most Newton iterations per fitted map.
+        Most Newton iterations per fitted map (about ten are used unless the
+        data are separable and ``targets="hard"``).
 
     Attributes
     ----------
@@ -102,9 +121,10 @@ class PlattScaling:
 
     Notes
     -----
-    The cross-entropy is convex in ``(a, b)``; it is minimised by scipy's
-    trust-region Newton method with exact derivatives, on the scores divided
-    by their largest absolute value (the slope is rescaled back).
+    The cross-entropy is convex in ``(a, b)``; it is minimised by Newton's
+    method with step halving (two parameters: one 2 x 2 solve a step), on
+    the scores divided by their largest absolute value (the slope is
+    rescaled back).
 
     See Also
     --------
