@@ -174,6 +174,19 @@ def test_estimators_check_their_arguments():
 # --- prediction-set metrics ---------------------------------------------------------------------
 
 
+def test_set_metrics_match_mapie():
+    """MAPIE 1.6's ``classification_coverage_score`` and ``classification_mean_width_score`` on random
+    sets: the same definitions, equal to 1e-15 (0.0 seen)."""
+    from mapie.metrics.classification import classification_coverage_score, classification_mean_width_score
+
+    rng = np.random.default_rng(0)
+    for k in (2, 5):
+        sets = rng.random((300, k)) < 0.4
+        y = rng.integers(0, k, size=300)
+        assert set_coverage(y, sets) == pytest.approx(float(classification_coverage_score(y, sets)[0]), abs=1e-15)
+        assert mean_set_size(sets) == pytest.approx(float(classification_mean_width_score(sets)), abs=1e-15)
+
+
 def test_set_metrics_hand_cases():
     sets = np.array([[1, 0, 0], [1, 1, 0], [0, 0, 1], [0, 1, 1]], dtype=bool)
     y = [0, 2, 2, 0]
