@@ -44,6 +44,7 @@ import torch
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 
 from calibtut.conformal import (
+    CrossConformalRegressor,
     class_scores,
     cqr_interval,
     mondrian_conformal_sets,
@@ -54,9 +55,17 @@ from calibtut.metrics import (
     crps_gaussian,
     crps_mixture,
     expected_calibration_error,
+    mean_set_size,
+    set_coverage,
     top_label_ece,
 )
-from calibtut.recalibration import TemperatureScaling, venn_abers
+from calibtut.recalibration import (
+    HistogramBinning,
+    PlattScaling,
+    TemperatureScaling,
+    VectorScaling,
+    venn_abers,
+)
 from calibtut.selective.neighbors import nearest_neighbors
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -391,8 +400,104 @@ def _same_index(a, b):
     return float(np.mean(np.asarray(a) == np.asarray(b)))
 
 
+def foundation_cases(size):
+    """Issue 44's recalibration maps, equal-mass ECE, set metrics and jackknife+ / CV+ against their peers."""
+    rng = np.random.default_rng(7)
+    n, k = size("cal"), size("classes")
+    probs, labels = _probs(rng, n, k)
+    test, _ = _probs(rng, size("test"), k)
+    scores = rng.normal(size=n)
+    binary = (rng.uniform(size=n) < 1 / (1 + np.exp(-(2 * scores - 1)))).astype(int)
+    cases = []
+    if _installed("sklearn"):
+        from scipy.special import expit
+        from sklearn.calibration import CalibratedClassifierCV, _sigmoid_calibration
+        from sklearn.frozen import FrozenEstimator
+
+        def sklearn_platt():
+            a, b = _sigmoid_calibration(scores, binary)
+            return expit(-(a * scores + b))
+
+        cases.append(Case("Platt scaling, binary, fit + predict", "scikit-learn", f"n={n}",
+                          lambda: PlattScaling().fit(scores, binary).predict_proba(scores)[:, 1], sklearn_platt,
+                          _max_diff, "scikit-learn's _sigmoid_calibration (Platt's targets); the difference is "
+                                     "its L-BFGS stopping tolerance"))
+        cases.append(Case("Platt scaling, one-vs-rest, fit + predict", "scikit-learn", f"n={n}, K={k}",
+                          lambda: PlattScaling().fit(probs, labels).predict_proba(test),
+                          lambda: CalibratedClassifierCV(FrozenEstimator(_PassthroughClassifier(k).fit()),
+                                                         method="sigmoid").fit(probs, labels).predict_proba(test),
+                          _max_diff, "CalibratedClassifierCV(method='sigmoid') on a frozen pass-through classifier"))
+    if _installed("netcal"):
+        from netcal.binning import HistogramBinning as NetcalBinning
+        from netcal.metrics import ECE
+
+        cases.append(Case("histogram binning, one-vs-rest, fit + predict", "netcal", f"n={n}, K={k}, 10 bins",
+                          lambda: HistogramBinning(n_bins=10).fit(probs, labels).predict_proba(test),
+                          lambda: NetcalBinning(bins=10).fit(probs, labels).transform(test), _max_diff))
+        confidence, correct = probs.max(axis=1), (probs.argmax(axis=1) == labels).astype(int)
+        cases.append(Case("ECE, equal-mass bins", "netcal", f"n={n}, 15 bins",
+                          lambda: expected_calibration_error(confidence, correct, strategy="quantile", closed="left"),
+                          lambda: float(ECE(bins=15, equal_intervals=False).measure(confidence, correct)), _max_diff,
+                          "closed='left' is netcal's edge convention"))
+    logits = rng.normal(scale=2.0, size=(n, k))
+    logit_labels = (rng.uniform(size=(n, 1)) > np.cumsum(np.exp(logits * 0.7) / np.exp(logits * 0.7).sum(
+        axis=1, keepdims=True), axis=1)).sum(axis=1).clip(0, k - 1)
+
+    def torch_vector_scaling():
+        z, y = torch.from_numpy(logits), torch.from_numpy(logit_labels)
+        w = torch.ones(k, dtype=torch.float64, requires_grad=True)
+        b = torch.zeros(k, dtype=torch.float64, requires_grad=True)
+        opt = torch.optim.LBFGS([w, b], lr=1, max_iter=1000, tolerance_grad=1e-10, tolerance_change=1e-15,
+                                history_size=30, line_search_fn="strong_wolfe")
+
+        def closure():
+            opt.zero_grad()
+            loss = torch.nn.functional.cross_entropy(z * w + b, y)
+            loss.backward()
+            return loss
+
+        opt.step(closure)
+        with torch.no_grad():
+            return torch.softmax(z * w + b, dim=1).numpy()
+
+    cases.append(Case("vector scaling, fit + predict", "torch L-BFGS", f"n={n}, K={k}",
+                      lambda: VectorScaling().fit(logits, logit_labels).predict_proba(logits), torch_vector_scaling,
+                      _max_diff, "an independent fit of the same convex NLL: the optimisers' tolerance"))
+    if _installed("mapie"):
+        from mapie.metrics.classification import classification_coverage_score, classification_mean_width_score
+        from mapie.regression import CrossConformalRegressor as MapieCrossConformal
+        from sklearn.linear_model import Ridge
+        from sklearn.model_selection import PredefinedSplit
+
+        sets = test > 0.1
+        set_labels = rng.integers(0, k, size=len(test))
+        cases.append(Case("set coverage + mean set size", "MAPIE", f"m={len(test)}, K={k}",
+                          lambda: (set_coverage(set_labels, sets), mean_set_size(sets)),
+                          lambda: (float(classification_coverage_score(set_labels, sets)[0]),
+                                   float(classification_mean_width_score(sets))), _max_diff))
+        for n_fit, folds in ((size("venn_small"), None), (n, 10)):
+            X = rng.normal(size=(n_fit, 5))
+            y = X @ rng.normal(size=5) + rng.normal(size=n_fit)
+            X_test = rng.normal(size=(size("many_test"), 5))
+            fold_ids = (np.arange(n_fit) if folds is None else rng.permutation(n_fit) % folds)
+
+            def ours(X=X, y=y, X_test=X_test, fold_ids=fold_ids):
+                model = CrossConformalRegressor(Ridge(), alpha=0.1).fit(X, y, folds=fold_ids)
+                return np.stack(model.predict_interval(X_test))
+
+            def mapie(X=X, y=y, X_test=X_test, fold_ids=fold_ids):
+                model = MapieCrossConformal(Ridge(), confidence_level=0.9, cv=PredefinedSplit(fold_ids))
+                bounds = model.fit_conformalize(X, y).predict_interval(X_test, aggregate_point_predictions=None)[1]
+                return bounds[:, :, 0].T
+
+            name = "jackknife+ interval" if folds is None else f"CV+ interval, {folds} folds"
+            cases.append(Case(name, "MAPIE", f"n={n_fit}, m={len(X_test)}", ours, mapie, _max_diff,
+                              "identical folds (PredefinedSplit)"))
+    return cases
+
+
 GROUPS = (venn_abers_cases, classification_cases, ece_cases, temperature_cases, score_cases, interval_cases,
-          knn_cases)
+          knn_cases, foundation_cases)
 
 
 def _timed(fn):

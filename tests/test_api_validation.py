@@ -478,6 +478,13 @@ VALID_FOR = {
              "rmse": [2.0, 2.1], "calib_error_iso": [9.0, 8.0], "max_lik_iso": [5.0, 6.0]})},
     "calibtut.experiments": {"n_folds": 5, "fold": 0, "datasets": ["yacht"], "folds": [0], "seeds": [0],
                              "dataset": "yacht", "runs": lambda: _runs_table(), "by": "lam", "metrics": "rmse"},
+    # Issue 44's foundations: a regressor to refit, prediction sets to score.
+    "calibtut.conformal.CrossConformalRegressor": {"estimator": lambda: __import__(
+        "sklearn.linear_model", fromlist=["LinearRegression"]).LinearRegression()},
+    "calibtut.conformal.cross_conformal_interval": {
+        "estimator": lambda: __import__("sklearn.linear_model", fromlist=["LinearRegression"]).LinearRegression(),
+        "X_test": _rng.normal(size=(N, 2))},
+    "calibtut.metrics.sets": {"y": _labels, "sets": _probs > 0.3},
     # Paper 001 (Venn-ADMIT): conformal classification sets, Venn predictors, nearest neighbours.
     "calibtut.conformal.OneSidedCQR": {"cal_quantiles": _quantiles, "test_quantiles": _quantiles},
     "calibtut.conformal.one_sided_cqr_quantiles": {"cal_quantiles": _quantiles, "test_quantiles": _quantiles},

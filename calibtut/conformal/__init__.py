@@ -11,6 +11,9 @@ numpy only. Modules, by what they produce:
   :class:`LocalizedConformalClassifier`; tuned RAPS: :class:`RAPSClassifier`).
 * :mod:`calibtut.conformal.intervals`: regression intervals, plain and
   weighted (:class:`SplitConformalRegressor`).
+* :mod:`calibtut.conformal.cross`: jackknife+ and CV+ intervals (and their
+  min-max and naive forms) around refitted regressors
+  (:class:`CrossConformalRegressor`), the one family here that calls a model.
 * :mod:`calibtut.conformal.cqr`: conformalized quantile regression, two-sided
   and one-sided.
 * :mod:`calibtut.conformal.dcp`: distributional conformal prediction.
@@ -34,6 +37,7 @@ from calibtut.conformal.cqr import (
     cqr_interval,
     one_sided_cqr_quantiles,
 )
+from calibtut.conformal.cross import CrossConformalRegressor, cross_conformal_interval
 from calibtut.conformal.dcp import (
     DistributionalConformal,
     dcp_interval,
@@ -86,6 +90,8 @@ __all__ = [
     "split_conformal_interval",
     "SplitConformalRegressor",
     "weighted_conformal_interval",
+    "CrossConformalRegressor",
+    "cross_conformal_interval",
     "ConformalizedQuantileRegression",
     "cqr_interval",
     "OneSidedCQR",

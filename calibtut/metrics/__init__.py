@@ -19,6 +19,11 @@ regression
     sharpness.
 scores
     Pinball loss, CRPS (Gaussian, mixture, quantile approximation), NLL.
+ece_estimators
+    The debiased binned l2 ECE (Kumar, Liang & Ma 2019) and the smooth ECE
+    with a reflected Gaussian kernel (Błasiok & Nakkiran 2023).
+sets
+    Prediction-set coverage, mean set size and class-conditional coverage.
 hypothesis_tests
     Monte Carlo tests of calibration (PCE simulation test, ECE consistency
     resampling).
@@ -37,6 +42,7 @@ from calibtut.metrics.classification import (
     reliability_data,
     top_label_ece,
 )
+from calibtut.metrics.ece_estimators import debiased_ece, smooth_ece
 from calibtut.metrics.hypothesis_tests import (
     CalibrationTestResult,
     batch_pce,
@@ -58,6 +64,7 @@ from calibtut.metrics.regression import (
     quantile_sharpness,
     sharpness,
 )
+from calibtut.metrics.sets import class_conditional_coverage, mean_set_size, set_coverage
 from calibtut.metrics.scores import crps_gaussian, crps_mixture, crps_quantile, nll_gaussian, nll_mixture, pinball_loss
 
 __all__ = [
@@ -70,6 +77,8 @@ __all__ = [
     "brier_decomposition",
     "brier_score",
     "classwise_ece",
+    "class_conditional_coverage",
+    "debiased_ece",
     "consistency_band",
     "crps_gaussian",
     "crps_mixture",
@@ -79,6 +88,7 @@ __all__ = [
     "interval_coverage",
     "l2_calibration_error",
     "mean_interval_width",
+    "mean_set_size",
     "mixture_std",
     "nll_gaussian",
     "nll_mixture",
@@ -96,6 +106,8 @@ __all__ = [
     "quantile_frequencies",
     "quantile_sharpness",
     "reliability_data",
+    "set_coverage",
     "sharpness",
+    "smooth_ece",
     "top_label_ece",
 ]

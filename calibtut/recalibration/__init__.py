@@ -4,6 +4,12 @@ numpy in, numpy out.
 
 * :class:`TemperatureScaling`: one temperature on classifier logits, optionally
   importance-weighted.
+* :class:`PlattScaling`: a logistic map of binary scores, or one per class
+  (one-vs-rest), with Platt's smoothed targets or 0/1 targets.
+* :class:`VectorScaling`, :class:`MatrixScaling`: affine maps of multiclass
+  logits fitted by the NLL (matrix scaling with an optional L2 penalty).
+* :class:`HistogramBinning`: equal-width or equal-mass bins of class
+  probabilities, top-label or one-vs-rest.
 * :class:`QuantileRecalibrator`: quantile recalibration of a predictive CDF
   through a map of its PIT values (EMP, LIN, KDE and the DCP map of paper 002).
 * :func:`map_density`, :func:`recalibrated_nll`: the derivative of a fitted
@@ -18,7 +24,9 @@ numpy in, numpy out.
 Every method is a class following the estimator contract of CONTRIBUTING.md
 (``fit(cal_logits, cal_y)`` or ``fit(cal_pit)``, then ``predict_proba``,
 ``transform`` or ``predict_quantiles``), and the one-call functions
-(:func:`temperature_scaled_probs`, :func:`recalibrated_quantiles`,
+(:func:`temperature_scaled_probs`, :func:`platt_scaled_probs`,
+:func:`vector_scaled_probs`, :func:`matrix_scaled_probs`,
+:func:`histogram_binned_probs`, :func:`recalibrated_quantiles`,
 :func:`isotonic_recalibrated_quantiles`, the Venn functions) are thin wrappers
 around them.
 
@@ -27,8 +35,11 @@ produce intervals with a coverage guarantee, so they live in
 :mod:`calibtut.conformal`.
 """
 
+from calibtut.recalibration.affine import MatrixScaling, VectorScaling, matrix_scaled_probs, vector_scaled_probs
 from calibtut.recalibration.density import map_density, recalibrated_nll
+from calibtut.recalibration.histogram import HistogramBinning, histogram_binned_probs
 from calibtut.recalibration.isotonic import IsotonicRecalibrator, gaussian_mean_shift, isotonic_recalibrated_quantiles
+from calibtut.recalibration.platt import PlattScaling, platt_scaled_probs
 from calibtut.recalibration.quantile import (
     QuantileRecalibrator,
     gaussian_quantile_function,
@@ -47,6 +58,14 @@ from calibtut.recalibration.venn import (
 __all__ = [
     "TemperatureScaling",
     "temperature_scaled_probs",
+    "PlattScaling",
+    "platt_scaled_probs",
+    "VectorScaling",
+    "vector_scaled_probs",
+    "MatrixScaling",
+    "matrix_scaled_probs",
+    "HistogramBinning",
+    "histogram_binned_probs",
     "QuantileRecalibrator",
     "recalibrated_quantiles",
     "gaussian_quantile_function",
