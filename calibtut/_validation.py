@@ -183,6 +183,35 @@ def check_class_probs(probs, name, *, min_classes=2, n=None):
     return arr
 
 
+def check_n_classes(arr, name, n_classes):
+    """Refuse an ``(n, k)`` array of class scores whose ``k`` is not the ``n_classes`` seen at fit.
+
+    Parameters
+    ----------
+    arr : numpy.ndarray of shape (n, k)
+        Checked class probabilities, logits or scores.
+    name : str
+        The argument's name, used in the error message.
+    n_classes : int
+        The number of classes of the calibration set.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``arr``.
+
+    Examples
+    --------
+    >>> check_n_classes(np.zeros((4, 3)), "test_probs", 2)
+    Traceback (most recent call last):
+    ...
+    ValueError: test_probs has 3 classes, the calibration set has 2
+    """
+    if arr.shape[1] != n_classes:
+        raise ValueError(f"{name} has {arr.shape[1]} classes, the calibration set has {n_classes}")
+    return arr
+
+
 def check_labels(labels, name, *, n_classes=None, n=None):
     """Check class labels: 1-d integers in ``0 .. n_classes - 1``.
 

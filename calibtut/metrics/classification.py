@@ -68,6 +68,14 @@ def _check_choice(value, name, choices):
 
 
 def _check_confidence_correct(confidence, correct):
+    confidence = as_float_array(confidence, "confidence", finite=False, allow_empty=True)
+    if confidence.ndim == 2:
+        raise ValueError(
+            f"confidence must be 1-d, the predicted probability of one event per point, got shape "
+            f"{confidence.shape}; for (n, n_classes) class probabilities and labels use "
+            "top_label_ece(probs, labels) (confidence probs.max(axis=1), correct probs.argmax(axis=1) == labels) "
+            "or classwise_ece(probs, labels)"
+        )
     confidence = check_probabilities(confidence, "confidence", ndim=1)
     correct = as_float_array(correct, "correct", ndim=1)
     if not np.all((correct == 0) | (correct == 1)):
