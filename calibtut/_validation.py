@@ -12,7 +12,6 @@ import numbers
 import reprlib
 
 import numpy as np
-import pandas as pd
 
 
 def _shown(value):
@@ -503,6 +502,8 @@ def check_frame(df, name, columns=(), *, allow_empty=True):
     ...
     ValueError: runs lacks column(s) ['oce']; it has ['ece']
     """
+    import pandas as pd  # here, not at the top: the numpy families do not load pandas
+
     if not isinstance(df, pd.DataFrame):
         raise TypeError(f"{name} must be a pandas DataFrame, got {type(df).__name__}")
     missing = [c for c in columns if c not in df.columns]

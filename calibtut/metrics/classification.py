@@ -30,7 +30,6 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import numpy as np
-import pandas as pd
 from scipy import stats
 
 from calibtut._validation import (
@@ -233,6 +232,8 @@ def reliability_data(confidence, correct, n_bins=15, strategy="uniform", closed=
     [[2.0, 0.2, 0.5], [2.0, 0.85, 1.0]]
     """
     confidence, correct = _check_confidence_correct(confidence, correct)
+    import pandas as pd  # here, not at the top: importing calibtut.metrics does not load pandas
+
     _check_choice(closed, "closed", _CLOSED)
     edges, count, sum_conf, sum_acc = _binned(confidence, correct, n_bins, strategy, closed)
     with np.errstate(invalid="ignore", divide="ignore"):
