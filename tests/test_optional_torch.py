@@ -10,7 +10,7 @@ scikit-learn, not torch, and the numpy families work without it.
 * in a fresh virtual environment: ``pip install -c constraints.txt .`` (the package's
   own metadata, the lock's versions) installs no torch, and calibtut, its conformal,
   recalibration and metrics families import and compute there (the package
-  registries; about a minute with a warm pip cache, see ``FRESH_ENV_COST``).
+  registries; under a minute, see ``FRESH_ENV_COST``).
 """
 
 from __future__ import annotations
@@ -42,8 +42,9 @@ TORCH_FAMILIES = (
 )
 #: The families that run on numpy alone.
 NUMPY_FAMILIES = ("calibtut.conformal", "calibtut.recalibration", "calibtut.metrics", "calibtut.online")
-#: Measured on the shared two-core development machine (load 3 to 5), pip cache warm.
-FRESH_ENV_COST = "about 60 to 90 s of wall time (25 CPU-seconds), 650 MB installed"
+#: Measured on the shared two-core development machine (load 4 to 5; the wheels from pip's cache
+#: or the index), without .pyc files (--no-compile).
+FRESH_ENV_COST = "30 to 50 s of wall time (18 CPU-seconds for the whole file), 34 distributions, 527 MB"
 
 #: A tiny computation of each numpy family; prints one line.
 USE_THE_NUMPY_FAMILIES = textwrap.dedent("""
