@@ -33,7 +33,7 @@ _AT_BOUND_RTOL = 1e-5
 
 
 class TemperatureBoundWarning(UserWarning):
-    """The fitted temperature is at an end of its search range (``bounds``), not at a minimum inside it."""
+    """The NLL-fitted temperature is at an end of its search range (``bounds``), not at a minimum inside it."""
 
 
 def _check_logits(logits, name):
@@ -122,10 +122,15 @@ class TemperatureScaling:
         multiclass Brier score (the objective of paper 004's code).
     bounds : tuple of float, default (1e-2, 1e2)
         Search range ``(t_min, t_max)`` for the temperature. A fit that ends
-        on a bound issues a :class:`TemperatureBoundWarning`: at ``t_max`` the
-        logits separate the calibration labels no better than a constant (or
-        rank them backwards); at ``t_min`` they separate them perfectly (the
-        loss keeps falling as ``T -> 0``), as on the model's own training data.
+        on a bound says so in ``at_bound_``: at ``t_max`` the logits separate
+        the calibration labels no better than a constant (or rank them
+        backwards); at ``t_min`` they separate them perfectly (the loss keeps
+        falling as ``T -> 0``), as on the model's own training data. The NLL
+        fit also issues a :class:`TemperatureBoundWarning` then (its objective
+        is convex, so the bound is where the derivative kept one sign over the
+        whole range). The Brier fit does not warn: heavy importance weights
+        and all-correct calibration sets drive it to a bound on purpose in
+        the covariate-shift chapters.
 
     Attributes
     ----------
@@ -136,6 +141,9 @@ class TemperatureScaling:
     n_classes_ : int
         Number of classes (columns of ``cal_logits``); ``predict_proba``
         refuses logits with another number.
+    at_bound_ : {None, "lower", "upper"}
+        Which end of ``bounds`` the fitted temperature is on (within a
+        relative 1e-5), or None inside the range.
 
     Warns
     -----
@@ -143,7 +151,7 @@ class TemperatureScaling:
         When ``cal_logits`` or ``test_logits`` look like probabilities (every
         entry in [0, 1], rows summing to 1): pass logits or log-probabilities.
     TemperatureBoundWarning
-        When the fitted temperature is at an end of ``bounds``.
+        When the NLL fit's temperature is at an end of ``bounds``.
 
     Examples
     --------
@@ -230,19 +238,23 @@ class TemperatureScaling:
 
     def _warn_at_bound(self):
         t_min, t_max = self.bounds
-        t, loss = self.temperature_, "NLL" if self.loss == "nll" else "Brier score"
+        t = self.temperature_
+        self.at_bound_ = "upper" if t >= t_max * (1 - _AT_BOUND_RTOL) else "lower" if t <= t_min * (
+            1 + _AT_BOUND_RTOL) else None
+        if self.loss != "nll":
+            return
         where = f"the fitted temperature {t:.6g} is on the bound of bounds=({t_min:g}, {t_max:g})"
-        if t >= t_max * (1 - _AT_BOUND_RTOL):
+        if self.at_bound_ == "upper":
             warnings.warn(
-                f"{where} at t_max: the {loss} still falls as T grows, so the logits tell the calibration "
+                f"{where} at t_max: the NLL still falls as T grows, so the logits tell the calibration "
                 "labels apart no better than a constant (probabilities near uniform) or rank them "
                 "backwards; check that cal_logits and cal_y are aligned, or widen bounds",
                 TemperatureBoundWarning,
                 stacklevel=3,
             )
-        elif t <= t_min * (1 + _AT_BOUND_RTOL):
+        elif self.at_bound_ == "lower":
             warnings.warn(
-                f"{where} at t_min: the {loss} still falls as T shrinks, so the logits separate the "
+                f"{where} at t_min: the NLL still falls as T shrinks, so the logits separate the "
                 "calibration labels perfectly (as on the model's own training data or a very small set) and "
                 "the probabilities are near 0 and 1; fit on held-out data, or widen bounds",
                 TemperatureBoundWarning,

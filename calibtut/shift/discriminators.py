@@ -27,8 +27,6 @@ from __future__ import annotations
 
 import math
 
-import warnings
-
 import numpy as np
 import torch
 from scipy import special
@@ -41,7 +39,7 @@ from calibtut._torch import seeded_rng
 from calibtut._validation import as_float_array, check_fitted, check_int, check_real, check_rng
 from calibtut.models.mlp import check_hidden
 from calibtut.models.training import fit as fit_model
-from calibtut.recalibration.temperature import TemperatureBoundWarning, TemperatureScaling
+from calibtut.recalibration.temperature import TemperatureScaling
 from calibtut.shift.dann import _Cycler
 from calibtut.shift.weights import discriminator_weights
 
@@ -122,12 +120,7 @@ class _Discriminator:
         self._fit_raw(X_source, X_target, Xs_val, Xt_val, rng)
         X_val, s_val, w_val = _stack(Xs_val, Xt_val)
         z = self._logit(X_val)
-        with warnings.catch_warnings():
-            # a discriminator that cannot tell the domains apart wants T -> infinity (weights -> 1), one
-            # that separates them T -> 0: outcomes of the data, which the weights show, not a misuse
-            warnings.simplefilter("ignore", TemperatureBoundWarning)
-            ts = TemperatureScaling(loss="brier").fit(np.column_stack([np.zeros_like(z), z]), s_val,
-                                                      sample_weight=w_val)
+        ts = TemperatureScaling(loss="brier").fit(np.column_stack([np.zeros_like(z), z]), s_val, sample_weight=w_val)
         self.temperature_ = ts.temperature_
         return self
 
