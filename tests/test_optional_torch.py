@@ -123,19 +123,18 @@ def test_without_torch_the_numpy_families_work_and_the_torch_families_say_how_to
 def test_a_broken_torch_is_not_reported_as_a_missing_one():
     """torch installed but one of its own imports missing: that error, not the install hint."""
     code = textwrap.dedent("""
-        import sys, types
-        broken = types.ModuleType("torch")
-        def fail(name):
-            raise ModuleNotFoundError("No module named 'libtorch_stand_in'", name="libtorch_stand_in")
-        class Broken:
+        import sys
+
+        class BrokenTorch:  # torch is found, but a library it loads is not
             def find_spec(self, name, path=None, target=None):
                 if name == "torch":
-                    fail(name)
-        sys.meta_path.insert(0, Broken())
+                    raise ModuleNotFoundError("No module named 'torch_stand_in_lib'", name="torch_stand_in_lib")
+
+        sys.meta_path.insert(0, BrokenTorch())
         try:
             import calibtut._torch
         except ModuleNotFoundError as exc:
-            assert exc.name == "libtorch_stand_in", exc
+            assert exc.name == "torch_stand_in_lib", exc
         else:
             raise AssertionError("imported")
     """)
