@@ -1,13 +1,33 @@
-"""Shared torch internals: tensors from arrays, the device, seeded generators."""
+"""Shared torch internals: tensors from arrays, the device, seeded generators.
+
+torch is optional (the ``torch`` extra): every torch family (``calibtut.models``,
+``.regularizers``, ``.selective``, ``.shift``, ``.metrics.torch`` and the
+experiments that train networks) imports this module first, so that without
+torch its import fails with :data:`TORCH_MISSING`, which says how to install it.
+"""
 
 from __future__ import annotations
 
 import contextlib
 
 import numpy as np
-import torch
 
 from calibtut._validation import as_float_array, check_int
+
+#: The message of the ImportError that a torch family raises where torch is not installed.
+TORCH_MISSING = (
+    "this part of calibtut needs torch, an optional dependency: pip install \"calibtut[torch]\" "
+    "(for torch's CPU build, a 200 MB wheel instead of the CUDA one, first run "
+    "pip install torch --index-url https://download.pytorch.org/whl/cpu). "
+    "calibtut.conformal, calibtut.recalibration, calibtut.metrics and calibtut.online need numpy only."
+)
+
+try:
+    import torch
+except ModuleNotFoundError as exc:
+    if exc.name != "torch":  # torch is there but something it needs is not: show that
+        raise
+    raise ModuleNotFoundError(TORCH_MISSING, name="torch") from exc
 
 __all__ = ["resolve_device", "to_tensor", "seeded_rng"]
 

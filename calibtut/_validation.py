@@ -12,7 +12,6 @@ import numbers
 import reprlib
 
 import numpy as np
-import pandas as pd
 
 
 def _shown(value):
@@ -180,6 +179,35 @@ def check_class_probs(probs, name, *, min_classes=2, n=None):
         raise ValueError(f"{name} must have at least {min_classes} columns, got shape {arr.shape}")
     if n is not None and arr.shape[0] != n:
         raise ValueError(f"{name} must have {n} rows, got {arr.shape[0]}")
+    return arr
+
+
+def check_n_classes(arr, name, n_classes):
+    """Refuse an ``(n, k)`` array of class scores whose ``k`` is not the ``n_classes`` seen at fit.
+
+    Parameters
+    ----------
+    arr : numpy.ndarray of shape (n, k)
+        Checked class probabilities, logits or scores.
+    name : str
+        The argument's name, used in the error message.
+    n_classes : int
+        The number of classes of the calibration set.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``arr``.
+
+    Examples
+    --------
+    >>> check_n_classes(np.zeros((4, 3)), "test_probs", 2)
+    Traceback (most recent call last):
+    ...
+    ValueError: test_probs has 3 classes, the calibration set has 2
+    """
+    if arr.shape[1] != n_classes:
+        raise ValueError(f"{name} has {arr.shape[1]} classes, the calibration set has {n_classes}")
     return arr
 
 
@@ -474,6 +502,8 @@ def check_frame(df, name, columns=(), *, allow_empty=True):
     ...
     ValueError: runs lacks column(s) ['oce']; it has ['ece']
     """
+    import pandas as pd  # here, not at the top: the numpy families do not load pandas
+
     if not isinstance(df, pd.DataFrame):
         raise TypeError(f"{name} must be a pandas DataFrame, got {type(df).__name__}")
     missing = [c for c in columns if c not in df.columns]

@@ -405,9 +405,13 @@ def numerics_state(load=False):
             for info in threadpool_info()
         ]
     if load or "torch" in sys.modules:
-        import torch
-
-        state["torch"] = _torch_state(torch)
+        try:
+            import torch
+        except ModuleNotFoundError as exc:  # torch is optional (the torch extra): not listed then
+            if exc.name != "torch":
+                raise
+        else:
+            state["torch"] = _torch_state(torch)
     faiss = sys.modules.get("faiss")
     if faiss is not None:
         builds = [name.rsplit("_", 1)[-1] for name in sys.modules if name.startswith("faiss.swigfaiss")]

@@ -321,3 +321,13 @@ def test_ece_equals_the_three_bincount_form_and_netcal():
         assert np.isclose(top_label_ece(probs, labels, closed=closed), three, rtol=0, atol=1e-14)
     netcal = ECE(bins=15).measure(probs, labels)
     assert np.isclose(top_label_ece(probs, labels, closed="left"), netcal, rtol=0, atol=1e-12)
+
+
+def test_a_probability_matrix_given_as_confidence_points_at_top_label_ece():
+    probs = np.random.default_rng(0).dirichlet(np.ones(3), size=20)
+    labels = np.arange(20) % 3
+    for fn in (expected_calibration_error, overconfidence_error, reliability_data):
+        with pytest.raises(ValueError, match=r"confidence must be 1-d.* shape \(20, 3\).*top_label_ece\(probs, labels\)"):
+            fn(probs, labels)
+    assert top_label_ece(probs, labels) == expected_calibration_error(
+        probs.max(axis=1), probs.argmax(axis=1) == labels)

@@ -8,8 +8,8 @@ compatible ranges; the exact versions the book is tested with live in
 
 * every runtime requirement is a range with a lower and an upper bound, and the
   torch range admits the two latest minor releases on the registry;
-* ``pip install --dry-run --report`` of the package into a fresh environment
-  that already holds a torch inside the range (the oldest declared, and the
+* ``pip install --dry-run --report`` of the package with its ``torch`` extra into a
+  fresh environment that already holds a torch inside the range (the oldest declared, and the
   previous minor release) plans no torch install (the installed torch is a
   metadata-only stand-in: the resolver reads what is installed from its
   ``.dist-info``, so no multi-gigabyte download is needed);
@@ -40,7 +40,9 @@ from packaging.version import Version
 
 ROOT = Path(__file__).resolve().parents[1]
 PROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf8"))["project"]
-RUNTIME = {Requirement(r).name.lower(): Requirement(r) for r in PROJECT["dependencies"]}
+#: The runtime requirements and the torch extra (torch is optional: ``calibtut[torch]``).
+RUNTIME = {Requirement(r).name.lower(): Requirement(r)
+           for r in PROJECT["dependencies"] + PROJECT["optional-dependencies"]["torch"]}
 
 #: Libraries installed at their oldest declared version in the minimum-dependencies check.
 MINIMUM_CHECKED = ("numpy", "scipy", "pandas", "scikit-learn")
@@ -168,7 +170,7 @@ def test_dry_run_keeps_an_installed_torch(tmp_path, which):
     (info / "INSTALLER").write_text("pip\n", encoding="utf8")
     (info / "RECORD").write_text("", encoding="utf8")
     report = tmp_path / "report.json"
-    _pip("--python", python, "install", "--dry-run", "--quiet", "--report", report, ROOT)
+    _pip("--python", python, "install", "--dry-run", "--quiet", "--report", report, f"{ROOT}[torch]")
     planned = {item["metadata"]["name"].lower() for item in json.loads(report.read_text())["install"]}
     assert "calibtut" in planned  # the report is the real plan of this package
     assert "torch" not in planned, f"pip would replace torch {installed}: plan {sorted(planned)}"

@@ -1,6 +1,7 @@
 """Tests for calibtut.recalibration: oracles (netcal, MAPIE, scipy), hand cases, coverage laws."""
 
 import math
+import re
 import warnings
 
 import numpy as np
@@ -20,6 +21,7 @@ from calibtut.conformal import (
 from calibtut.recalibration import (
     IsotonicRecalibrator,
     QuantileRecalibrator,
+    TemperatureBoundWarning,
     TemperatureScaling,
     gaussian_quantile_function,
     mixture_quantile_function,
@@ -85,8 +87,60 @@ def test_newton_temperature_equals_a_tight_brent_search(seed):
 def test_newton_temperature_stops_at_the_bound():
     # labels that always agree with the largest logit want T -> 0: the fit returns t_min
     logits = np.array([[3.0, 0.0], [0.0, 2.0], [1.0, -1.0]])
-    ts = TemperatureScaling(bounds=(0.5, 10.0)).fit(logits, [0, 1, 0])
+    with pytest.warns(TemperatureBoundWarning, match=r"0\.5 is on the bound of bounds=\(0\.5, 10\) at t_min"):
+        ts = TemperatureScaling(bounds=(0.5, 10.0)).fit(logits, [0, 1, 0])
     assert ts.temperature_ == pytest.approx(0.5, rel=1e-9)
+
+
+@pytest.mark.parametrize("loss", ["nll", "brier"])
+def test_a_temperature_on_a_search_bound_is_reported(loss):
+    logits, labels = _classification_data(0, n=300)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # inside the range: no warning
+        assert TemperatureScaling(loss=loss).fit(logits, labels).at_bound_ is None
+    # the NLL fit warns; the Brier fit, driven to its bounds on purpose in the covariate-shift
+    # chapters, only records it
+    reported = pytest.warns(TemperatureBoundWarning) if loss == "nll" else warnings.catch_warnings()
+    # logits that rank the labels backwards: the loss falls as T grows, up to t_max
+    with reported as record:
+        if loss == "brier":
+            warnings.simplefilter("error")
+        ts = TemperatureScaling(loss=loss, bounds=(0.1, 3.0)).fit(-logits, labels)
+    assert ts.temperature_ == pytest.approx(3.0, rel=1e-5) and ts.at_bound_ == "upper"
+    if loss == "nll":
+        assert re.search("at t_max: .* no better than a constant .* widen bounds", str(record[0].message))
+    # labels that are every row's largest logit: the loss falls as T shrinks, down to t_min
+    reported = pytest.warns(TemperatureBoundWarning) if loss == "nll" else warnings.catch_warnings()
+    with reported as record:
+        if loss == "brier":
+            warnings.simplefilter("error")
+        ts = TemperatureScaling(loss=loss).fit(logits, logits.argmax(axis=1))
+    assert ts.temperature_ == pytest.approx(0.01, rel=1e-5) and ts.at_bound_ == "lower"
+    if loss == "nll":
+        assert re.search("at t_min: .* separate the calibration labels perfectly", str(record[0].message))
+
+
+def test_probabilities_passed_as_logits_are_reported():
+    logits, labels = _classification_data(1, n=200)
+    probs = special.softmax(logits, axis=1)
+    with pytest.warns(UserWarning, match=r"cal_logits look like class probabilities .*numpy\.log"):
+        ts = TemperatureScaling().fit(probs, labels)
+    with pytest.warns(UserWarning, match="test_logits look like class probabilities"):
+        ts.predict_proba(probs)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # log-probabilities are logits: same temperature, no warning
+        t_log = TemperatureScaling().fit(np.log(probs), labels).temperature_
+    assert t_log == pytest.approx(TemperatureScaling().fit(logits, labels).temperature_, rel=1e-6)
+
+
+def test_temperature_refuses_test_logits_with_another_number_of_classes():
+    logits, labels = _classification_data(2, n=100, k=3)
+    ts = TemperatureScaling().fit(logits, labels)
+    assert ts.n_classes_ == 3
+    with pytest.raises(ValueError, match="test_logits has 2 classes, the calibration set has 3"):
+        ts.predict_proba(logits[:, :2])
+    with pytest.raises(ValueError, match="test_logits has 2 classes, the calibration set has 3"):
+        temperature_scaled_probs(logits, labels, logits[:, :2])
 
 
 def test_weighted_temperature_matches_grid_and_repetition():

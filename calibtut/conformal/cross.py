@@ -29,7 +29,6 @@ that it lies inside the CV+ interval.
 from __future__ import annotations
 
 import numpy as np
-from sklearn.base import clone
 
 from calibtut._numeric import ceil_rank
 from calibtut._validation import (
@@ -157,6 +156,8 @@ class CrossConformalRegressor:
         self.seed = seed
 
     def _new_model(self):
+        from sklearn.base import clone  # here: importing calibtut.conformal does not load scikit-learn
+
         # clone(safe=False) deep-copies an object without scikit-learn's get_params
         return clone(self.estimator, safe=False) if _is_model(self.estimator) else self.estimator()
 

@@ -31,7 +31,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import pandas as pd
 
 from calibtut._numeric import RANK_DECIMALS, ceil_rank, conformal_rank
 from calibtut._validation import (
@@ -234,6 +233,7 @@ def recalibration_conformal_table(pit, levels):
     pit = check_probabilities(pit, "pit", ndim=1)
     levels = check_levels(levels)
     z = np.append(np.sort(pit), np.inf)
+    import pandas as pd  # here, not at the top: importing calibtut.conformal does not load pandas
     n = pit.size
     rank_emp = ceil_rank(n * levels)
     rank_dcp = np.array([conformal_rank(n, a) for a in levels], dtype=np.int64)

@@ -54,6 +54,7 @@ from calibtut._validation import (
     check_class_probs,
     check_fitted,
     check_labels,
+    check_n_classes,
     check_real,
     check_rng,
     check_weights,
@@ -89,10 +90,7 @@ def _check_choice(value, name, choices):
 
 
 def _check_test_probs(test_probs, n_classes):
-    test_probs = check_class_probs(test_probs, "test_probs")
-    if test_probs.shape[1] != n_classes:
-        raise ValueError(f"test_probs has {test_probs.shape[1]} classes, the calibration set has {n_classes}")
-    return test_probs
+    return check_n_classes(check_class_probs(test_probs, "test_probs"), "test_probs", n_classes)
 
 
 def _category_thresholds(cal_scores, cal_categories, alpha, too_small):

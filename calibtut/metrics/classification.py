@@ -30,7 +30,6 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import numpy as np
-import pandas as pd
 from scipy import stats
 
 from calibtut._validation import (
@@ -68,6 +67,14 @@ def _check_choice(value, name, choices):
 
 
 def _check_confidence_correct(confidence, correct):
+    confidence = as_float_array(confidence, "confidence", finite=False, allow_empty=True)
+    if confidence.ndim == 2:
+        raise ValueError(
+            f"confidence must be 1-d, the predicted probability of one event per point, got shape "
+            f"{confidence.shape}; for (n, n_classes) class probabilities and labels use "
+            "top_label_ece(probs, labels) (confidence probs.max(axis=1), correct probs.argmax(axis=1) == labels) "
+            "or classwise_ece(probs, labels)"
+        )
     confidence = check_probabilities(confidence, "confidence", ndim=1)
     correct = as_float_array(correct, "correct", ndim=1)
     if not np.all((correct == 0) | (correct == 1)):
@@ -225,6 +232,8 @@ def reliability_data(confidence, correct, n_bins=15, strategy="uniform", closed=
     [[2.0, 0.2, 0.5], [2.0, 0.85, 1.0]]
     """
     confidence, correct = _check_confidence_correct(confidence, correct)
+    import pandas as pd  # here, not at the top: importing calibtut.metrics does not load pandas
+
     _check_choice(closed, "closed", _CLOSED)
     edges, count, sum_conf, sum_acc = _binned(confidence, correct, n_bins, strategy, closed)
     with np.errstate(invalid="ignore", divide="ignore"):

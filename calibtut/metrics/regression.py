@@ -19,7 +19,6 @@ from __future__ import annotations
 import numbers
 
 import numpy as np
-import pandas as pd
 from scipy import stats
 
 from calibtut._validation import (
@@ -110,6 +109,7 @@ def pit_reliability_data(pit, levels=101, alpha=0.1):
         grid = np.linspace(0.0, 1.0, check_int(levels, "levels", minimum=2))
     else:
         grid = check_levels(levels, open_interval=False)
+    import pandas as pd  # here, not at the top: importing calibtut.metrics does not load pandas
     n = pit.size
     return pd.DataFrame(
         {

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import math
 
-import torch
+# torch through calibtut._torch: where it is not installed, an ImportError that says how to install it
+from calibtut._torch import torch
 
 __all__ = [
     "pit_gaussian",

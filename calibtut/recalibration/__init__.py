@@ -3,7 +3,8 @@
 numpy in, numpy out.
 
 * :class:`TemperatureScaling`: one temperature on classifier logits, optionally
-  importance-weighted.
+  importance-weighted (a :class:`TemperatureBoundWarning` when the fit ends on
+  an end of its search range).
 * :class:`PlattScaling`: a logistic map of binary scores, or one per class
   (one-vs-rest), with Platt's smoothed targets or 0/1 targets.
 * :class:`VectorScaling`, :class:`MatrixScaling`: affine maps of multiclass
@@ -46,7 +47,7 @@ from calibtut.recalibration.quantile import (
     mixture_quantile_function,
     recalibrated_quantiles,
 )
-from calibtut.recalibration.temperature import TemperatureScaling, temperature_scaled_probs
+from calibtut.recalibration.temperature import TemperatureBoundWarning, TemperatureScaling, temperature_scaled_probs
 from calibtut.recalibration.venn import (
     VennABERS,
     VennPredictor,
@@ -56,6 +57,7 @@ from calibtut.recalibration.venn import (
 )
 
 __all__ = [
+    "TemperatureBoundWarning",
     "TemperatureScaling",
     "temperature_scaled_probs",
     "PlattScaling",

@@ -43,7 +43,6 @@ from __future__ import annotations
 
 import numpy as np
 from scipy import stats
-from sklearn.isotonic import IsotonicRegression
 
 from calibtut._validation import (
     as_float_array,
@@ -133,6 +132,8 @@ class IsotonicRecalibrator:
         m = c.size
         denom = m + 1 if self.fix_truncation else m
         freq = np.searchsorted(c, c, side="right") / denom
+        from sklearn.isotonic import IsotonicRegression  # here: importing calibtut.recalibration does not load scikit-learn
+
         self.isotonic_ = IsotonicRegression(y_min=0.0, y_max=1.0, increasing=True, out_of_bounds="clip")
         self.isotonic_.fit(c, freq)
         xs = np.asarray(self.isotonic_.X_thresholds_, dtype=float)

@@ -10,6 +10,8 @@ the one-call wrapper of :class:`TemperatureScaling`.
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 from scipy import optimize, special
 
@@ -17,13 +19,21 @@ from calibtut._validation import (
     as_float_array,
     check_fitted,
     check_labels,
+    check_n_classes,
     check_positive,
     check_weights,
 )
 
-__all__ = ["TemperatureScaling", "temperature_scaled_probs"]
+__all__ = ["TemperatureBoundWarning", "TemperatureScaling", "temperature_scaled_probs"]
 
 _LOSSES = ("nll", "brier")
+#: A fitted temperature within this relative distance of a search bound is reported as on it
+#: (Newton stops on the bound itself; the bounded Brent search of the Brier fit within about 1e-7).
+_AT_BOUND_RTOL = 1e-5
+
+
+class TemperatureBoundWarning(UserWarning):
+    """The NLL-fitted temperature is at an end of its search range (``bounds``), not at a minimum inside it."""
 
 
 def _check_logits(logits, name):
@@ -34,6 +44,18 @@ def _check_logits(logits, name):
             "for one binary logit z pass numpy.column_stack([0 * z, z])"
         )
     return logits
+
+
+def _warn_if_probabilities(logits, name):
+    """Warn when ``logits`` look like class probabilities: every entry in [0, 1], rows summing to 1."""
+    if logits.min() >= 0 and logits.max() <= 1 and np.allclose(logits.sum(axis=1), 1.0, rtol=0, atol=1e-6):
+        warnings.warn(
+            f"{name} look like class probabilities (every entry in [0, 1], each row summing to 1), "
+            "but temperature scaling divides logits: pass the model's logits (its pre-softmax scores) "
+            "or log-probabilities (numpy.log(probs)), whose softmax gives the same probabilities",
+            UserWarning,
+            stacklevel=3,
+        )
 
 
 def _softmax(logits, beta):
@@ -99,7 +121,16 @@ class TemperatureScaling:
         Objective: mean negative log-likelihood (Guo et al. 2017) or mean
         multiclass Brier score (the objective of paper 004's code).
     bounds : tuple of float, default (1e-2, 1e2)
-        Search range ``(t_min, t_max)`` for the temperature.
+        Search range ``(t_min, t_max)`` for the temperature. A fit that ends
+        on a bound says so in ``at_bound_``: at ``t_max`` the logits separate
+        the calibration labels no better than a constant (or rank them
+        backwards); at ``t_min`` they separate them perfectly (the loss keeps
+        falling as ``T -> 0``), as on the model's own training data. The NLL
+        fit also issues a :class:`TemperatureBoundWarning` then (its objective
+        is convex, so the bound is where the derivative kept one sign over the
+        whole range). The Brier fit does not warn: heavy importance weights
+        and all-correct calibration sets drive it to a bound on purpose in
+        the covariate-shift chapters.
 
     Attributes
     ----------
@@ -107,6 +138,20 @@ class TemperatureScaling:
         Fitted temperature; ``predict_proba`` returns ``softmax(logits / T)``.
     loss_ : float
         Objective value at ``temperature_``.
+    n_classes_ : int
+        Number of classes (columns of ``cal_logits``); ``predict_proba``
+        refuses logits with another number.
+    at_bound_ : {None, "lower", "upper"}
+        Which end of ``bounds`` the fitted temperature is on (within a
+        relative 1e-5), or None inside the range.
+
+    Warns
+    -----
+    UserWarning
+        When ``cal_logits`` or ``test_logits`` look like probabilities (every
+        entry in [0, 1], rows summing to 1): pass logits or log-probabilities.
+    TemperatureBoundWarning
+        When the NLL fit's temperature is at an end of ``bounds``.
 
     Examples
     --------
@@ -172,21 +217,49 @@ class TemperatureScaling:
             ``self``.
         """
         logits, labels, weights = self._fit_arguments(cal_logits, cal_y, sample_weight)
+        _warn_if_probabilities(logits, "cal_logits")
+        self.n_classes_ = logits.shape[1]
         if self.loss == "nll":
             beta = _newton_inverse_temperature(logits, labels, weights, self.bounds)
             self.temperature_ = float(1.0 / beta)
             self.loss_ = self._objective(-np.log(beta), logits, labels, weights)
-            return self
-        result = optimize.minimize_scalar(
-            self._objective,
-            bounds=tuple(np.log(self.bounds)),
-            args=(logits, labels, weights),
-            method="bounded",
-            options={"xatol": 1e-8},
-        )
-        self.temperature_ = float(np.exp(result.x))
-        self.loss_ = float(result.fun)
+        else:
+            result = optimize.minimize_scalar(
+                self._objective,
+                bounds=tuple(np.log(self.bounds)),
+                args=(logits, labels, weights),
+                method="bounded",
+                options={"xatol": 1e-8},
+            )
+            self.temperature_ = float(np.exp(result.x))
+            self.loss_ = float(result.fun)
+        self._warn_at_bound()
         return self
+
+    def _warn_at_bound(self):
+        t_min, t_max = self.bounds
+        t = self.temperature_
+        self.at_bound_ = "upper" if t >= t_max * (1 - _AT_BOUND_RTOL) else "lower" if t <= t_min * (
+            1 + _AT_BOUND_RTOL) else None
+        if self.loss != "nll":
+            return
+        where = f"the fitted temperature {t:.6g} is on the bound of bounds=({t_min:g}, {t_max:g})"
+        if self.at_bound_ == "upper":
+            warnings.warn(
+                f"{where} at t_max: the NLL still falls as T grows, so the logits tell the calibration "
+                "labels apart no better than a constant (probabilities near uniform) or rank them "
+                "backwards; check that cal_logits and cal_y are aligned, or widen bounds",
+                TemperatureBoundWarning,
+                stacklevel=3,
+            )
+        elif self.at_bound_ == "lower":
+            warnings.warn(
+                f"{where} at t_min: the NLL still falls as T shrinks, so the logits separate the "
+                "calibration labels perfectly (as on the model's own training data or a very small set) and "
+                "the probabilities are near 0 and 1; fit on held-out data, or widen bounds",
+                TemperatureBoundWarning,
+                stacklevel=3,
+            )
 
     def predict_proba(self, test_logits):
         """Calibrated probabilities ``softmax(test_logits / temperature_)``.
@@ -201,7 +274,8 @@ class TemperatureScaling:
         numpy.ndarray of shape (n, n_classes)
         """
         check_fitted(self, "temperature_")
-        logits = _check_logits(test_logits, "test_logits")
+        logits = check_n_classes(_check_logits(test_logits, "test_logits"), "test_logits", self.n_classes_)
+        _warn_if_probabilities(logits, "test_logits")
         return _softmax(logits, 1.0 / self.temperature_)
 
 

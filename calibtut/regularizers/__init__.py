@@ -8,6 +8,9 @@
   PCE-Sort and Trunc, and the study loss that adds one to a base score.
 """
 
+# first: where torch is not installed, calibtut._torch raises an ImportError that says how to
+# install it (pip install "calibtut[torch]")
+from calibtut import _torch  # noqa: F401
 
 from calibtut.regularizers.calibration_penalties import (
     BASE_MODELS,

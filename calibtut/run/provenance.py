@@ -109,7 +109,7 @@ def libraries():
     that threadpoolctl finds loaded (numpy's and scipy's OpenBLAS): the
     versions that, with the CPU's instruction set and the numerics profile
     (:mod:`calibtut.numerics`), decide a result's last bits. Imports numpy,
-    scipy and torch.
+    scipy and torch (whose entries are None where torch is not installed).
 
     Examples
     --------
@@ -120,11 +120,11 @@ def libraries():
     import scipy.linalg  # noqa: F401 - loads scipy's own BLAS, so that it is listed
 
     state = numerics_state(load=True)
-    torch = state["torch"]
+    torch = state.get("torch") or {}  # None where torch (an optional dependency) is not installed
     return {
-        "torch": torch["version"],
-        "mkl": torch["mkl"],
-        "onednn": torch["onednn"],
+        "torch": torch.get("version"),
+        "mkl": torch.get("mkl"),
+        "onednn": torch.get("onednn"),
         "numpy": state["numpy"]["version"],
         "blas": sorted({f"{b['internal_api']} {b['version']} ({b['library']})" for b in state["blas"]}),
     }

@@ -9,6 +9,9 @@
   (:class:`ADMIT`, :class:`VennADMIT` and their one-call forms).
 """
 
+# first: where torch is not installed, calibtut._torch raises an ImportError that says how to
+# install it (pip install "calibtut[torch]")
+from calibtut import _torch  # noqa: F401
 
 from calibtut.selective.admit import (
     ADMIT,

@@ -22,6 +22,9 @@ weighted conformal prediction under covariate shift is in
 :mod:`calibtut.conformal`.
 """
 
+# first: where torch is not installed, calibtut._torch raises an ImportError that says how to
+# install it (pip install "calibtut[torch]")
+from calibtut import _torch  # noqa: F401
 from calibtut.shift.dann import DANNHead, DANNHistory, GradientReversal, fit_dann, grad_reverse, grl_coefficient
 from calibtut.shift.discriminators import LogisticDiscriminator, MLPDiscriminator, check_domains
 from calibtut.shift.temperature import SGDTemperatureScaling

@@ -13,6 +13,9 @@
 Notebooks and tests import every name from this package.
 """
 
+# first: where torch is not installed, calibtut._torch raises an ImportError that says how to
+# install it (pip install "calibtut[torch]")
+from calibtut import _torch  # noqa: F401
 from calibtut.experiments.covariate_shift.chapters import (
     clip_median_summary,
     clip_summary,

@@ -18,6 +18,9 @@ as ``calibtut.experiments.quantile_regularization:run_qr_config``, which the
 re-export below keeps importable. Importing this part imports torch.
 """
 
+# first: where torch is not installed, calibtut._torch raises an ImportError that says how to
+# install it (pip install "calibtut[torch]")
+from calibtut import _torch  # noqa: F401
 from calibtut.experiments.quantile_regularization.tables import (
     PAPER_TABLES,
     SHORT_METRIC_LABELS,

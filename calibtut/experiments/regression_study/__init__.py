@@ -32,6 +32,9 @@ The sweep stores under ``results/regression_study/`` record the runner as
 re-export below keeps importable.
 """
 
+# first: where torch is not installed, calibtut._torch raises an ImportError that says how to
+# install it (pip install "calibtut[torch]")
+from calibtut import _torch  # noqa: F401
 from calibtut.experiments.regression_study.ablations import (
     ABLATIONS,
     ablation_effects,

@@ -35,6 +35,9 @@ The sweep stores under ``results/venn_admit/`` record the runners as
 below keeps importable.
 """
 
+# first: where torch is not installed, calibtut._torch raises an ImportError that says how to
+# install it (pip install "calibtut[torch]")
+from calibtut import _torch  # noqa: F401
 from calibtut.experiments.venn_admit.claims import CLAIM_TASKS, CONFORMAL_BASELINES, claims_vs_paper
 from calibtut.experiments.venn_admit.figures import plot_admitted_accuracy, plot_claim_accuracy
 from calibtut.experiments.venn_admit.protection import (
