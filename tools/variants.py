@@ -312,7 +312,8 @@ def render_page(report: dict) -> str:
               f"- code: commit `{(environment.get('commit') or 'unknown')[:12]}`"
               + (" (with uncommitted changes)" if environment.get("dirty") else ""), ""]
     lines += ["## Chapters and variants", "",
-              "Each cell gives the kernel's CPU seconds; a failing cell is named below the table.", ""]
+              "Each cell says whether the chapter passed (✓) or failed (✗) under that variant, and its "
+              "kernel's CPU seconds; a failing cell is named below the table.", ""]
     names = [v.name for v in VARIANTS]
     lines += ["| chapter | " + " | ".join(names) + " |", "|---|" + "---:|" * len(names)]
     failures, notes = [], []
@@ -325,14 +326,14 @@ def render_page(report: dict) -> str:
             if row is None:
                 cells.append("not run")
                 continue
-            seconds = "" if row.get("cpu_s") is None else f" {row['cpu_s']:.0f} s"
-            cells.append({"pass": "pass", "n/a": "n/a"}.get(row["status"], "**FAIL**") + seconds)
+            seconds = "" if row.get("cpu_s") is None else f" {row['cpu_s']:.0f}"
+            cells.append({"pass": "✓", "n/a": "–"}.get(row["status"], "**✗**") + seconds)
             if row["status"] == "n/a":
                 notes.append(f"- `{chapter}`, {name}: not applicable ({row['note']})")
             totals[name] += row.get("cpu_s") or 0.0
             failures += [f"- `{chapter}`, {name}: {message}" for message in row.get("failed", [])]
-        title = Path(chapter).stem
-        lines.append(f"| [{Path(chapter).parent.name}/{title}](../{chapter}) | " + " | ".join(cells) + " |")
+        part, number = Path(chapter).parent.name.replace("_", " "), Path(chapter).stem.split("_")[0]
+        lines.append(f"| [{part} {number}](../{chapter}) | " + " | ".join(cells) + " |")
     lines.append("| **all chapters (CPU s)** | " + " | ".join(f"{totals[n]:.0f}" for n in names) + " |")
     passed = sum(row["status"] == "pass" for rows in report["chapters"].values() for row in rows.values())
     total = sum(row["status"] != "n/a" for rows in report["chapters"].values() for row in rows.values())
