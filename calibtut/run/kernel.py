@@ -48,6 +48,27 @@ class SettlingKernelManager(AsyncKernelManager):
         help="Seconds to wait for an interrupted cell to answer before the kernel is killed.",
     )
 
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self._own_handlers = {signum: signal.getsignal(signum) for signum in _STOP_SIGNALS}
+
+    async def start_kernel(self, **kw):
+        """Start the kernel; from then on SIGINT and SIGTERM raise ``KeyboardInterrupt`` through the event loop.
+
+        papermill waits for a cell inside an event loop that may block in its
+        selector with no timer to wake it. A signal that the operating system
+        hands to another thread of the process (jupyter_client's and zmq's)
+        then stays pending, and Ctrl-C does nothing until the cell ends. The
+        loop's own signal handling wakes it through a file descriptor whichever
+        thread gets the signal; the handler raises ``KeyboardInterrupt`` in the
+        main thread, and the kernel is shut down by :meth:`shutdown_kernel`.
+        """
+        await super().start_kernel(**kw)
+        if threading.current_thread() is threading.main_thread():
+            loop = asyncio.get_running_loop()
+            for signum in _STOP_SIGNALS:
+                loop.add_signal_handler(signum, _raise_interrupt, signum)
+
     async def interrupt_kernel(self):
         """Interrupt the kernel process alone, not its process group.
 
@@ -75,10 +96,22 @@ class SettlingKernelManager(AsyncKernelManager):
         restart : bool, default False
             Passed on to ``AsyncKernelManager.shutdown_kernel``.
         """
+        self._restore_own_handlers()
+        await _cancel_stale_cells()
         if not now and self.has_kernel and await self.is_alive():
             await self.interrupt_kernel()
             now = not await self._answered()
         await super().shutdown_kernel(now=now, restart=restart)
+
+    def _restore_own_handlers(self):
+        """Give SIGINT and SIGTERM back to the handlers the process had before :meth:`start_kernel`."""
+        if threading.current_thread() is not threading.main_thread():
+            return
+        loop = asyncio.get_running_loop()
+        for signum, handler in self._own_handlers.items():
+            loop.remove_signal_handler(signum)
+            if handler is not None:
+                signal.signal(signum, handler)
 
     async def _answered(self):
         """True once the kernel replies to an empty cell queued behind the one it was running."""
@@ -99,6 +132,27 @@ class SettlingKernelManager(AsyncKernelManager):
                 return False
             finally:
                 client.stop_channels()
+
+
+_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+def _raise_interrupt(signum):
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+async def _cancel_stale_cells():
+    """Cancel and collect nbclient's wait for a cell that a ``KeyboardInterrupt`` left pending.
+
+    Left pending, that wait runs again while the kernel shuts down, sees the
+    kernel gone and logs "Kernel died" with a traceback.
+    """
+    current = asyncio.current_task()
+    stale = [task for task in asyncio.all_tasks() if task is not current and not task.done()
+             and task.get_coro().__qualname__.startswith("NotebookClient.")]
+    for task in stale:
+        task.cancel()
+    await asyncio.gather(*stale, return_exceptions=True)
 
 
 @contextmanager
