@@ -347,6 +347,40 @@ def check_alpha(alpha, name="alpha"):
     return alpha
 
 
+def check_choice(value, name, choices):
+    """``value`` when it is one of ``choices``; else a ``ValueError`` naming the argument and the choices.
+
+    Examples
+    --------
+    >>> check_choice("right", "closed", ("right", "left"))
+    'right'
+    >>> check_choice("both", "closed", ("right", "left"))
+    Traceback (most recent call last):
+    ...
+    ValueError: closed must be one of ('right', 'left'), got 'both'
+    """
+    if value not in choices:
+        raise ValueError(f"{name} must be one of {choices}, got {value!r}")
+    return value
+
+
+def check_bool(value, name):
+    """``value`` as a Python bool when it is a bool (numpy's included); else a ``TypeError``.
+
+    Examples
+    --------
+    >>> check_bool(True, "randomized")
+    True
+    >>> check_bool(1, "randomized")
+    Traceback (most recent call last):
+    ...
+    TypeError: randomized must be a bool, got 1
+    """
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be a bool, got {_shown(value)}")
+    return bool(value)
+
+
 def check_int(value, name, *, minimum=None, maximum=None):
     """Check an integer argument (bools rejected) and optional bounds.
 

@@ -36,7 +36,7 @@ from collections.abc import Mapping
 import numpy as np
 import torch
 
-from calibtut._validation import check_int, check_real
+from calibtut._validation import check_bool, check_int, check_real
 from calibtut.data import Standardizer, load_regression
 from calibtut.metrics import l2_calibration_error, nll_gaussian, pit_gaussian
 from calibtut.models import DeepEnsemble, MCDropoutGaussian, fit, fit_ensemble, resolve_device
@@ -355,8 +355,7 @@ def run_qr_config(
     kfold_iso = check_int(kfold_iso, "kfold_iso", minimum=0)
     if kfold_iso == 1:
         raise ValueError("kfold_iso must be 0 (skip) or at least 2")
-    if not isinstance(shuffle, bool):
-        raise TypeError(f"shuffle must be a bool, got {type(shuffle).__name__}")
+    check_bool(shuffle, "shuffle")
     rule = _spacing_rule(spacing, spacing_mult)
     dev = resolve_device(device)
     if num_threads is None:

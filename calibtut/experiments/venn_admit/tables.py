@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from calibtut._validation import check_alpha, check_frame, check_int, check_real
+from calibtut._validation import check_alpha, check_bool, check_frame, check_int, check_real
 from calibtut.conformal.quantiles import conformal_quantile
 from calibtut.experiments.venn_admit._common import method_list
 from calibtut.experiments.venn_admit.tasks import DATASETS, METHODS
@@ -566,8 +566,7 @@ def table5_by_features(runs, methods=("KNN", "APS", "ADMIT", "Venn-ADMIT", "Venn
     """
     if not isinstance(runs, dict) or not runs:
         raise TypeError(f"runs must be a non-empty dict of input name to rows, got {type(runs).__name__}")
-    if not isinstance(by_class, bool):
-        raise TypeError(f"by_class must be a bool, got {type(by_class).__name__}")
+    check_bool(by_class, "by_class")
     methods = method_list(list(methods), METHODS)
     key = ["dataset", "method", "class", "metric"] if by_class else ["dataset", "method", "metric"]
     paper = paper_table("venn_admit", "table5")

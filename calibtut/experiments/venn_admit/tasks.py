@@ -65,7 +65,7 @@ import pandas as pd
 import torch
 
 from calibtut._torch import resolve_device
-from calibtut._validation import as_float_array, check_alpha, check_int, check_labels, check_real
+from calibtut._validation import as_float_array, check_alpha, check_bool, check_int, check_labels, check_real
 from calibtut.conformal.sets import (
     label_conditional_sets,
     localized_conformal_sets,
@@ -542,8 +542,7 @@ def va_rows(train, cal, test, seed=0, *, alpha=0.1, kappa=1000, methods=None, po
     alpha = check_alpha(alpha)
     kappa = check_int(kappa, "kappa", minimum=1)
     methods = method_list(methods, METHODS if parts[0][1].shape[1] == 2 else PROTEIN_METHODS)
-    if not isinstance(points, bool):
-        raise TypeError(f"points must be a bool, got {points!r}")
+    check_bool(points, "points")
     p = _approximation(*parts, seed, parts[0][1].shape[1])
     rows = _result_rows(p, alpha, kappa, seed, methods)
     return (rows, _points_frame(p)) if points else rows
@@ -839,8 +838,7 @@ def run_protein_config(dataset="protein", seed=0, *, n_proteins=None, n_test_pro
     >>> sorted(rows["method"].unique())  # doctest: +SKIP
     ['ADMIT', 'KNN', 'localizer', 'memory layer']
     """
-    if not isinstance(points, bool):
-        raise TypeError(f"points must be a bool, got {points!r}")
+    check_bool(points, "points")
     p, alpha, kappa, seed, methods = _protein_pipeline(
         dataset, seed, n_proteins, n_test_proteins, alpha, kappa, methods, model_seed, hidden, channels, epochs,
         batch_size, lr, localizer_points, device)
