@@ -806,27 +806,6 @@ def test_pooled_singletons_weighs_every_admitted_point_once():
         pooled_singletons(rows, by=["alpha", "method"])
 
 
-def test_accuracy_gap_sd_is_a_standardized_binomial_gap():
-    # calibrated singletons (accuracy 1 - alpha in expectation): the gap is about N(0, 1)
-    rng = np.random.default_rng(0)
-    n = rng.integers(50, 500, size=4000)
-    pooled = pd.DataFrame({"n": n, "accuracy": rng.binomial(n, 0.9) / n})
-    gap = accuracy_gap_sd(pooled, 0.1)
-    assert abs(gap.mean()) < 0.1 and abs(gap.std() - 1) < 0.05
-    assert (gap < -3).mean() < 0.005  # Corollary 1's "below 1 - alpha" is rarely read into noise
-    # under-covering singletons (accuracy 0.8 on 400 points) are 6.7 deviations short
-    short = accuracy_gap_sd(pd.DataFrame({"n": [400], "accuracy": [0.8]}), 0.1)
-    assert short.iloc[0] == pytest.approx(-0.1 / np.sqrt(0.09 / 400))
-    with pytest.raises(ValueError, match="pooled lacks"):
-        accuracy_gap_sd(pd.DataFrame({"n": [10]}), 0.1)
-    with pytest.raises(ValueError, match="alpha"):
-        accuracy_gap_sd(pooled, 1.0)
-    with pytest.raises(ValueError, match="non-negative"):
-        accuracy_gap_sd(pd.DataFrame({"n": [-1], "accuracy": [0.5]}), 0.1)
-    with pytest.raises(ValueError, match=r"\[0, 1\]"):
-        accuracy_gap_sd(pd.DataFrame({"n": [10], "accuracy": [1.5]}), 0.1)
-
-
 def test_admitted_accuracy_gap_hand_case_pools_each_sequence_over_splits():
     # sequence 7 in both splits: one cluster of 6 points, 5 right; 8: 4 of 4; 9: 0 of 2
     rows = pd.DataFrame({"method": "V", "seed": [0, 1, 0, 1], "sequence": [7, 7, 8, 9], "n": [3, 3, 4, 2],
@@ -1023,36 +1002,6 @@ def test_va_rows_refuses_mismatched_parts():
 # ------------------------------------------------------------------------------------------ sequence-level splits
 
 
-def test_calibration_parts_keep_each_sequence_in_one_part():
-    from calibtut.experiments.venn_admit.tasks import _calibration_parts, _sequence_ids
-
-    rng = np.random.default_rng(0)
-    labels = [np.zeros(n, int) for n in rng.integers(1, 40, size=200)]
-    groups = _sequence_ids(labels)
-    assert groups.size == sum(map(len, labels)) and groups[0] == 0 and groups[-1] == 199
-    parts = _calibration_parts(groups.size, 3, groups)
-    rows = np.concatenate(list(parts.values()))
-    assert np.array_equal(np.sort(rows), np.arange(groups.size))  # every row once
-    owners = [set(groups[idx]) for idx in parts.values()]
-    assert not (owners[0] & owners[1] or owners[0] & owners[2] or owners[1] & owners[2])
-    assert [len(o) for o in owners] == [20, 90, 90]  # the shares hold for sequences
-    # rows within a part come in a random order (the localizer takes the first ones)
-    assert not np.array_equal(parts["knn"], np.sort(parts["knn"]))
-    # deterministic given the seed, and another seed draws other sequences
-    again = _calibration_parts(groups.size, 3, groups)
-    assert all(np.array_equal(parts[k], again[k]) for k in parts)
-    assert set(groups[_calibration_parts(groups.size, 4, groups)["knn"]]) != owners[0]
-
-
-def test_calibration_parts_without_groups_split_rows_as_before():
-    from calibtut.experiments.venn_admit.tasks import _calibration_parts
-
-    parts = _calibration_parts(101, 5)
-    order = np.random.default_rng([5, 1]).permutation(101)
-    assert [len(v) for v in parts.values()] == [10, 45, 46]
-    assert np.array_equal(np.concatenate(list(parts.values())), order)
-
-
 def test_protein_and_grammar_calibration_parts_split_by_sequence(monkeypatch):
     from calibtut.experiments.venn_admit import tasks
 
@@ -1108,3 +1057,10 @@ def test_run_protein_config_returns_three_class_points_on_request():
     assert (pts["split"] == "test").sum() == rows["n_test"].iloc[0]
     with pytest.raises(TypeError, match="points must be a bool"):
         run_protein_config(seed=0, methods=["KNN"], points="yes", **small)
+
+
+def test_sequence_ids_number_each_token_by_its_sequence():
+    from calibtut.experiments.venn_admit.tasks import _sequence_ids
+
+    labels = [np.zeros(n, int) for n in (3, 1, 2)]
+    assert _sequence_ids(labels).tolist() == [0, 0, 0, 1, 2, 2]
