@@ -1,4 +1,6 @@
-"""Statistics of the large-scale comparison of paper 002, on well-kept libraries.
+"""Statistical tests and summaries of repeated runs: paper 002's comparison, standard errors, accuracy gaps.
+
+Written on well-kept libraries (scipy, statsmodels, scikit-posthocs, seaborn).
 
 * :func:`holm`: Holm's step-down correction (written out; checked against ``statsmodels``).
 * :func:`pce_study_test`: the per-dataset PCE test against its simulated null
@@ -25,6 +27,10 @@
 * :func:`letter_value_plot`: the distribution over datasets of each method's
   Cohen's d as letter-value ("boxen") plots (``seaborn.boxenplot``), methods
   sorted by median, on a symmetric-log axis, as in paper 002's Figures 3-10.
+* :func:`mean_with_sem`: mean and standard error of every column of a table
+  of repeated runs (paper 004's chapter 7).
+* :func:`accuracy_gap_sd`: an accuracy minus its target ``1 - alpha``, in
+  binomial standard deviations (paper 001's "below 1 - alpha" reading).
 """
 
 from __future__ import annotations

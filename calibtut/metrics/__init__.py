@@ -17,6 +17,9 @@ regression
     PCE_p, quantile calibration error (PCE of quantile models, drift-paper
     L_ece), the l2 calibration error, PIT reliability data, coverage and
     sharpness, the exact PCE of a Gaussian forecast of the wrong scale.
+interval_scores
+    The CRPS and STD that paper 002's figures plot, in the authors' code's
+    definitions (weighted interval score, quantile spread).
 scores
     Pinball loss, CRPS (Gaussian, mixture, quantile approximation), NLL.
 ece_estimators

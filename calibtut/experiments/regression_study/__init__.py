@@ -24,6 +24,8 @@ and tests import from here. Its files, by role:
   the merged-tie Rec-LIN);
 * :mod:`~calibtut.experiments.regression_study.costs`: what the full run
   cost, measured on its stored tasks;
+* :mod:`~calibtut.experiments.regression_study.pce_protocol`: the authors'
+  per-batch metrics, measured against the full-set PCE test (chapter 1);
 * :mod:`~calibtut.experiments.regression_study.synthetic`: chapter 3's
   set-ups, where the QR and Trunc penalties alone lead a forecast.
 
