@@ -182,6 +182,27 @@ def check_class_probs(probs, name, *, min_classes=2, n=None):
     return arr
 
 
+def check_logits(logits, name):
+    """Classifier logits as a float array of shape ``(n, n_classes)``, at least two columns.
+
+    Examples
+    --------
+    >>> check_logits([[0.0, 1.5]], "cal_logits").shape
+    (1, 2)
+    >>> check_logits([[1.5]], "cal_logits")
+    Traceback (most recent call last):
+    ...
+    ValueError: cal_logits must have at least 2 columns (n, n_classes), got shape (1, 1); for one binary logit z pass numpy.column_stack([0 * z, z])
+    """
+    logits = as_float_array(logits, name, ndim=2)
+    if logits.shape[1] < 2:
+        raise ValueError(
+            f"{name} must have at least 2 columns (n, n_classes), got shape {logits.shape}; "
+            "for one binary logit z pass numpy.column_stack([0 * z, z])"
+        )
+    return logits
+
+
 def check_n_classes(arr, name, n_classes):
     """Refuse an ``(n, k)`` array of class scores whose ``k`` is not the ``n_classes`` seen at fit.
 
