@@ -182,6 +182,27 @@ def check_class_probs(probs, name, *, min_classes=2, n=None):
     return arr
 
 
+def check_logits(logits, name):
+    """Classifier logits as a float array of shape ``(n, n_classes)``, at least two columns.
+
+    Examples
+    --------
+    >>> check_logits([[0.0, 1.5]], "cal_logits").shape
+    (1, 2)
+    >>> check_logits([[1.5]], "cal_logits")
+    Traceback (most recent call last):
+    ...
+    ValueError: cal_logits must have at least 2 columns (n, n_classes), got shape (1, 1); for one binary logit z pass numpy.column_stack([0 * z, z])
+    """
+    logits = as_float_array(logits, name, ndim=2)
+    if logits.shape[1] < 2:
+        raise ValueError(
+            f"{name} must have at least 2 columns (n, n_classes), got shape {logits.shape}; "
+            "for one binary logit z pass numpy.column_stack([0 * z, z])"
+        )
+    return logits
+
+
 def check_n_classes(arr, name, n_classes):
     """Refuse an ``(n, k)`` array of class scores whose ``k`` is not the ``n_classes`` seen at fit.
 
@@ -345,6 +366,40 @@ def check_alpha(alpha, name="alpha"):
     if not 0 < alpha < 1:
         raise ValueError(f"{name} must lie in (0, 1), got {alpha}")
     return alpha
+
+
+def check_choice(value, name, choices):
+    """``value`` when it is one of ``choices``; else a ``ValueError`` naming the argument and the choices.
+
+    Examples
+    --------
+    >>> check_choice("right", "closed", ("right", "left"))
+    'right'
+    >>> check_choice("both", "closed", ("right", "left"))
+    Traceback (most recent call last):
+    ...
+    ValueError: closed must be one of ('right', 'left'), got 'both'
+    """
+    if value not in choices:
+        raise ValueError(f"{name} must be one of {choices}, got {value!r}")
+    return value
+
+
+def check_bool(value, name):
+    """``value`` as a Python bool when it is a bool (numpy's included); else a ``TypeError``.
+
+    Examples
+    --------
+    >>> check_bool(True, "randomized")
+    True
+    >>> check_bool(1, "randomized")
+    Traceback (most recent call last):
+    ...
+    TypeError: randomized must be a bool, got 1
+    """
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be a bool, got {_shown(value)}")
+    return bool(value)
 
 
 def check_int(value, name, *, minimum=None, maximum=None):

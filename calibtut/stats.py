@@ -1,4 +1,6 @@
-"""Statistics of the large-scale comparison of paper 002, on well-kept libraries.
+"""Statistical tests and summaries of repeated runs: paper 002's comparison, standard errors, accuracy gaps.
+
+Written on well-kept libraries (scipy, statsmodels, scikit-posthocs, seaborn).
 
 * :func:`holm`: Holm's step-down correction (written out; checked against ``statsmodels``).
 * :func:`pce_study_test`: the per-dataset PCE test against its simulated null
@@ -25,6 +27,10 @@
 * :func:`letter_value_plot`: the distribution over datasets of each method's
   Cohen's d as letter-value ("boxen") plots (``seaborn.boxenplot``), methods
   sorted by median, on a symmetric-log axis, as in paper 002's Figures 3-10.
+* :func:`mean_with_sem`: mean and standard error of every column of a table
+  of repeated runs (paper 004's chapter 7).
+* :func:`accuracy_gap_sd`: an accuracy minus its target ``1 - alpha``, in
+  binomial standard deviations (paper 001's "below 1 - alpha" reading).
 """
 
 from __future__ import annotations
@@ -35,18 +41,27 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
-from calibtut._validation import as_float_array, check_alpha, check_int, check_probabilities, check_real
+from calibtut._validation import (
+    as_float_array,
+    check_alpha,
+    check_frame,
+    check_int,
+    check_probabilities,
+    check_real,
+)
 from calibtut.metrics.hypothesis_tests import pce_test
 
 __all__ = [
     "LAMBDA_GRID",
     "ComparisonResult",
+    "accuracy_gap_sd",
     "clustered_proportion_se",
     "cohens_d",
     "critical_difference_diagram",
     "friedman_wilcoxon",
     "holm",
     "letter_value_plot",
+    "mean_with_sem",
     "paired_wilcoxon",
     "pce_study_test",
     "select_lambda",
@@ -568,3 +583,82 @@ def letter_value_plot(effects, ax=None, *, linthresh=1.0, families=None, **kwarg
     ax.set_xlabel("Cohen's d")
     ax.set_ylabel("")
     return ax
+
+
+def accuracy_gap_sd(pooled, alpha):
+    r"""Accuracy of admitted points minus :math:`1 - \alpha`, in binomial standard deviations.
+
+    Corollary 1 and the claims about it read "below :math:`1 - \alpha`" as
+    a gap under :math:`-3` and "reaches :math:`1 - \alpha` up to sampling
+    error" as a gap of at least :math:`-3`, with the standard deviation
+    :math:`\sqrt{\alpha (1 - \alpha) / n}` of an accuracy estimated on
+    :math:`n` admitted points. Over several calibration splits sharing one
+    test set, that deviation is too small (see :func:`pooled_singletons`):
+    a "reaches" check built on it is then stricter than it needs to be, and
+    a "below" check more lenient, so the latter should hold by a wide margin.
+
+    Where nothing is admitted the gap is NaN. ``(gap >= -3).all()`` then
+    fails, which suits a claim about admitted points that needs some;
+    ``not (gap < -3).any()`` passes, which suits a claim that holds
+    vacuously when a method abstains everywhere.
+
+    Parameters
+    ----------
+    pooled : pandas.DataFrame
+        Columns ``n`` (non-negative counts) and ``accuracy`` (in [0, 1], NaN
+        where ``n`` is 0), as :func:`pooled_singletons` returns.
+    alpha : float
+        The miscoverage level, in (0, 1).
+
+    Returns
+    -------
+    pandas.Series
+        :math:`(\text{accuracy} - (1 - \alpha)) / \sqrt{\alpha (1 - \alpha) / n}`,
+        NaN where nothing is admitted.
+
+    Examples
+    --------
+    >>> pooled = pd.DataFrame({"n": [100, 400, 0], "accuracy": [0.87, 0.60, np.nan]})
+    >>> accuracy_gap_sd(pooled, 0.1).round(2).tolist()
+    [-1.0, -20.0, nan]
+    """
+    alpha = check_alpha(alpha)
+    if not isinstance(pooled, pd.DataFrame):
+        raise TypeError(f"pooled must be a pandas DataFrame, got {type(pooled).__name__}")
+    missing = [c for c in ("n", "accuracy") if c not in pooled.columns]
+    if missing:
+        raise ValueError(f"pooled lacks column(s) {missing}; pass the output of pooled_singletons")
+    n = pd.to_numeric(pooled["n"], errors="coerce").astype(float)
+    accuracy = pd.to_numeric(pooled["accuracy"], errors="coerce").astype(float)
+    if n.isna().any() or (n < 0).any():
+        raise ValueError("pooled['n'] must hold non-negative counts")
+    if ((accuracy < 0) | (accuracy > 1)).any() or (accuracy.isna() & (n > 0)).any():
+        raise ValueError("pooled['accuracy'] must lie in [0, 1] wherever n > 0")
+    n = n.where(n > 0)
+    return (accuracy - (1 - alpha)) / np.sqrt(alpha * (1 - alpha) / n)
+
+
+def mean_with_sem(runs):
+    """Mean and standard error (``std / sqrt(n)``, ddof 1) of every column over the runs.
+
+    Parameters
+    ----------
+    runs : pandas.DataFrame
+        One row per run, numeric columns (at least two rows).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Indexed by the columns of ``runs``, with columns ``mean`` and ``std. error``.
+
+    Examples
+    --------
+    >>> mean_with_sem(pd.DataFrame({"coverage": [0.8, 0.9, 1.0]})).round(4)
+              mean  std. error
+    coverage   0.9      0.0577
+    """
+    runs = check_frame(runs, "runs", allow_empty=False)
+    if len(runs) < 2:
+        raise ValueError(f"runs must have at least two rows for a standard error, got {len(runs)}")
+    values = runs.astype(float)
+    return pd.DataFrame({"mean": values.mean(), "std. error": values.sem()})

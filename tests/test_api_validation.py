@@ -485,6 +485,9 @@ VALID_FOR = {
         "estimator": lambda: __import__("sklearn.linear_model", fromlist=["LinearRegression"]).LinearRegression(),
         "X_test": _rng.normal(size=(N, 2))},
     "calibtut.metrics.sets": {"y": _labels, "sets": _probs > 0.3},
+    # seeded splits (issue 46 moved them from the experiments layer)
+    "calibtut.data.splits.kfold_indices": {"n": 10, "n_folds": 5, "fold": 0},
+    "calibtut.data.splits.calibration_parts": {"n": 20, "seed": 0},
     # Paper 001 (Venn-ADMIT): conformal classification sets, Venn predictors, nearest neighbours.
     "calibtut.conformal.OneSidedCQR": {"cal_quantiles": _quantiles, "test_quantiles": _quantiles},
     "calibtut.conformal.one_sided_cqr_quantiles": {"cal_quantiles": _quantiles, "test_quantiles": _quantiles},

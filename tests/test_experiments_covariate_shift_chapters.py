@@ -10,8 +10,6 @@ from scipy import special, stats
 from calibtut.experiments.covariate_shift import (
     clip_median_summary,
     clip_summary,
-    coverage_by_group,
-    mean_with_sem,
     misspecified_classifier_logits,
     top_weight_spread,
 )
@@ -25,20 +23,6 @@ def test_misspecified_classifier_is_sigmoid_x_minus_one():
         misspecified_classifier_logits(np.zeros((3, 2)))
     with pytest.raises(ValueError, match="X"):
         misspecified_classifier_logits([[np.nan]])
-
-
-def test_mean_with_sem_matches_scipy():
-    rng = np.random.default_rng(0)
-    runs = pd.DataFrame(rng.normal(size=(30, 3)), columns=["a", "b", "c"])
-    table = mean_with_sem(runs)
-    assert np.allclose(table["mean"], runs.mean())
-    assert np.allclose(table["std. error"], stats.sem(runs.to_numpy(), axis=0, ddof=1))
-    with pytest.raises(ValueError, match="two rows"):
-        mean_with_sem(runs.iloc[:1])
-    with pytest.raises(TypeError, match="DataFrame"):
-        mean_with_sem(runs.to_numpy())
-    with pytest.raises(ValueError, match="at least one row"):
-        mean_with_sem(runs.iloc[:0])
 
 
 def test_clip_summary_hand_case_and_errors():
@@ -124,16 +108,3 @@ def test_top_weight_spread_zero_minimum_and_errors():
         top_weight_spread([[1.0, 1.0]], k=3)
     with pytest.raises(ValueError, match="weights"):
         top_weight_spread([[np.inf, 1.0]], k=1)
-
-
-def test_coverage_by_group():
-    rng = np.random.default_rng(3)
-    groups = rng.integers(0, 4, size=1_000) * 10
-    covered = rng.random(1_000) < 0.9
-    series = coverage_by_group(covered, groups)
-    for g, value in series.items():
-        assert np.isclose(value, covered[groups == g].mean())
-    with pytest.raises(ValueError, match="0/1"):
-        coverage_by_group([0.5, 1.0], [0, 0])
-    with pytest.raises(ValueError, match="same length"):
-        coverage_by_group([1, 0], [0])

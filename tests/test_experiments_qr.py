@@ -15,9 +15,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
-from sklearn.model_selection import KFold
 
 from calibtut.data import MIRROR_ENV
 from calibtut.experiments.quantile_regularization import (
@@ -26,7 +23,6 @@ from calibtut.experiments.quantile_regularization import (
     ablation_tables,
     fold_order_summary,
     fold_order_tasks,
-    kfold_indices,
     mean_pm_std,
     paper_numbers,
     paper_setting,
@@ -45,24 +41,6 @@ needs_mirror = pytest.mark.skipif(
     reason=f"{MIRROR_ENV} is not set to the offline data mirror (e.g. ../shared/data)",
 )
 TINY = {"epochs": 2, "width": 16, "n_mc": 4, "n_members": 2, "batch_size": 128}
-
-
-@settings(max_examples=25, deadline=None)
-@given(n=st.integers(2, 60), k=st.integers(2, 10), data=st.data())
-def test_kfold_matches_sklearn_without_shuffle(n, k, data):
-    k = min(k, n)
-    fold = data.draw(st.integers(0, k - 1))
-    train, test = kfold_indices(n, k, fold)
-    ref_train, ref_test = list(KFold(n_splits=k).split(np.zeros(n)))[fold]
-    assert test.tolist() == ref_test.tolist() and train.tolist() == ref_train.tolist()
-
-
-def test_kfold_shuffled_folds_partition_and_are_seeded():
-    tests = [kfold_indices(23, 5, k, seed=3)[1] for k in range(5)]
-    assert sorted(np.concatenate(tests).tolist()) == list(range(23))
-    assert [len(t) for t in tests] == [5, 5, 5, 4, 4]
-    assert np.array_equal(kfold_indices(23, 5, 2, seed=3)[1], tests[2])
-    assert not np.array_equal(kfold_indices(23, 5, 2, seed=4)[1], tests[2])
 
 
 def test_summarize_runs_mean_and_sample_std():
@@ -136,15 +114,6 @@ def test_errors(kwargs, error, match):
 def test_dataset_must_be_a_string():
     with pytest.raises(TypeError, match="dataset"):
         run_qr_config(["yacht"])
-
-
-def test_kfold_errors():
-    with pytest.raises(ValueError, match="fold must be"):
-        kfold_indices(10, 5, 5)
-    with pytest.raises(ValueError, match="n_folds"):
-        kfold_indices(3, 5, 0)
-    with pytest.raises(TypeError, match="seed"):
-        kfold_indices(10, 5, 0, seed=1.5)
 
 
 def test_paper_setting_after_csv_round_trip():

@@ -16,6 +16,7 @@ from calibtut.metrics import (
     assign_bins,
     bin_edges,
     class_conditional_coverage,
+    coverage_by_group,
     debiased_ece,
     expected_calibration_error,
     mean_set_size,
@@ -241,3 +242,16 @@ def test_set_metrics_statistical_coverage_of_oracle_sets():
     gaps = np.array(gaps)
     assert abs(gaps.mean()) < 4 * gaps.std(ddof=1) / np.sqrt(len(gaps))
     assert np.mean(masses) >= 0.9
+
+
+def test_coverage_by_group():
+    rng = np.random.default_rng(3)
+    groups = rng.integers(0, 4, size=1_000) * 10
+    covered = rng.random(1_000) < 0.9
+    series = coverage_by_group(covered, groups)
+    for g, value in series.items():
+        assert np.isclose(value, covered[groups == g].mean())
+    with pytest.raises(ValueError, match="0/1"):
+        coverage_by_group([0.5, 1.0], [0, 0])
+    with pytest.raises(ValueError, match="same length"):
+        coverage_by_group([1, 0], [0])

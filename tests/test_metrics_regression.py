@@ -9,6 +9,7 @@ from hypothesis.extra.numpy import arrays
 from scipy import stats
 
 from calibtut.metrics import (
+    gaussian_scale_pce,
     interval_coverage,
     l2_calibration_error,
     mean_interval_width,
@@ -268,3 +269,29 @@ def test_uniform_pce_shrinks_like_inverse_sqrt_n():
 def test_bad_input(call, match):
     with pytest.raises(ValueError, match=match):
         call()
+
+
+@pytest.mark.parametrize("scale", [0.6, 0.9, 1.3])
+def test_gaussian_scale_pce_matches_the_pce_of_simulated_pits(scale):
+    y = np.random.default_rng(0).normal(size=400_000)
+    simulated = pce(stats.norm.cdf(y / scale))
+    # the sorted estimator's error at n = 4e5 is a few 1e-4
+    assert gaussian_scale_pce(scale) == pytest.approx(simulated, abs=2e-3)
+
+
+def test_gaussian_scale_pce_limits_and_mirror_symmetry():
+    assert gaussian_scale_pce(1.0) == pytest.approx(0.0, abs=1e-12)
+    # PITs all at 0 and 1 (s -> 0) or all at 1/2 (s -> inf): F_Z is 1/2 or a step at 1/2
+    assert gaussian_scale_pce(1e-5) == pytest.approx(0.25, abs=1e-3)
+    assert gaussian_scale_pce(1e5) == pytest.approx(0.25, abs=1e-3)
+    for s in (0.3, 0.77, 0.95):
+        assert gaussian_scale_pce(s) == pytest.approx(gaussian_scale_pce(1 / s), rel=1e-7)
+    values = [gaussian_scale_pce(s) for s in (0.5, 0.7, 0.9, 1.0)]
+    assert values == sorted(values, reverse=True)
+
+
+def test_gaussian_scale_pce_refuses_a_bad_scale():
+    with pytest.raises(ValueError, match="scale"):
+        gaussian_scale_pce(0.0)
+    with pytest.raises(ValueError, match="scale"):
+        gaussian_scale_pce(float("nan"))

@@ -13,11 +13,13 @@ from statsmodels.stats.multitest import multipletests
 from calibtut.metrics import pce_null_distribution
 from calibtut.stats import (
     LAMBDA_GRID,
+    accuracy_gap_sd,
     clustered_proportion_se,
     cohens_d,
     critical_difference_diagram,
     friedman_wilcoxon,
     holm,
+    mean_with_sem,
     paired_wilcoxon,
     pce_study_test,
     select_lambda,
@@ -307,3 +309,38 @@ def test_clustered_proportion_se_covers_correlated_clusters_where_the_binomial_d
 def test_clustered_proportion_se_refuses_bad_counts(successes, trials, match):
     with pytest.raises((TypeError, ValueError), match=match):
         clustered_proportion_se(successes, trials)
+
+
+def test_accuracy_gap_sd_is_a_standardized_binomial_gap():
+    # calibrated singletons (accuracy 1 - alpha in expectation): the gap is about N(0, 1)
+    rng = np.random.default_rng(0)
+    n = rng.integers(50, 500, size=4000)
+    pooled = pd.DataFrame({"n": n, "accuracy": rng.binomial(n, 0.9) / n})
+    gap = accuracy_gap_sd(pooled, 0.1)
+    assert abs(gap.mean()) < 0.1 and abs(gap.std() - 1) < 0.05
+    assert (gap < -3).mean() < 0.005  # Corollary 1's "below 1 - alpha" is rarely read into noise
+    # under-covering singletons (accuracy 0.8 on 400 points) are 6.7 deviations short
+    short = accuracy_gap_sd(pd.DataFrame({"n": [400], "accuracy": [0.8]}), 0.1)
+    assert short.iloc[0] == pytest.approx(-0.1 / np.sqrt(0.09 / 400))
+    with pytest.raises(ValueError, match="pooled lacks"):
+        accuracy_gap_sd(pd.DataFrame({"n": [10]}), 0.1)
+    with pytest.raises(ValueError, match="alpha"):
+        accuracy_gap_sd(pooled, 1.0)
+    with pytest.raises(ValueError, match="non-negative"):
+        accuracy_gap_sd(pd.DataFrame({"n": [-1], "accuracy": [0.5]}), 0.1)
+    with pytest.raises(ValueError, match=r"\[0, 1\]"):
+        accuracy_gap_sd(pd.DataFrame({"n": [10], "accuracy": [1.5]}), 0.1)
+
+
+def test_mean_with_sem_matches_scipy():
+    rng = np.random.default_rng(0)
+    runs = pd.DataFrame(rng.normal(size=(30, 3)), columns=["a", "b", "c"])
+    table = mean_with_sem(runs)
+    assert np.allclose(table["mean"], runs.mean())
+    assert np.allclose(table["std. error"], stats.sem(runs.to_numpy(), axis=0, ddof=1))
+    with pytest.raises(ValueError, match="two rows"):
+        mean_with_sem(runs.iloc[:1])
+    with pytest.raises(TypeError, match="DataFrame"):
+        mean_with_sem(runs.to_numpy())
+    with pytest.raises(ValueError, match="at least one row"):
+        mean_with_sem(runs.iloc[:0])

@@ -1,4 +1,4 @@
-"""Split conformal prediction and the finite-sample law of its coverage.
+"""The finite-sample law of split conformal coverage: its Beta and beta-binomial distributions and bands.
 
 Split (inductive) conformal prediction turns any conformity score computed on
 a held-out calibration set into a threshold with a distribution-free coverage

@@ -23,7 +23,7 @@ import math
 import numpy as np
 
 from calibtut._numeric import conformal_rank
-from calibtut._validation import as_float_array, check_alpha, check_fitted, check_levels, check_same_length
+from calibtut._validation import as_float_array, check_alpha, check_bool, check_fitted, check_levels, check_same_length
 from calibtut.conformal.quantiles import conformal_quantile
 
 __all__ = ["ConformalizedQuantileRegression", "OneSidedCQR", "cqr_interval", "one_sided_cqr_quantiles"]
@@ -75,8 +75,7 @@ class ConformalizedQuantileRegression:
 
     def __init__(self, alpha=0.1, *, symmetric=True):
         self.alpha = check_alpha(alpha)
-        if not isinstance(symmetric, bool):
-            raise TypeError(f"symmetric must be a bool, got {type(symmetric).__name__}")
+        check_bool(symmetric, "symmetric")
         self.symmetric = symmetric
 
     def fit(self, cal_quantiles, cal_y):
@@ -162,8 +161,7 @@ class OneSidedCQR:
 
     def __init__(self, levels, *, clip_rank=False):
         self.levels = check_levels(levels)
-        if not isinstance(clip_rank, bool):
-            raise TypeError(f"clip_rank must be a bool, got {type(clip_rank).__name__}")
+        check_bool(clip_rank, "clip_rank")
         self.clip_rank = clip_rank
 
     def fit(self, cal_quantiles, cal_y):

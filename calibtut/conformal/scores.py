@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from calibtut._validation import (
+    check_bool,
     check_class_probs,
     check_int,
     check_labels,
@@ -93,8 +94,7 @@ def _aps(probs):
 def _score_options(score, randomized, lam, k_reg):
     if score not in _SCORES:
         raise ValueError(f"score must be one of {_SCORES}, got {score!r}")
-    if not isinstance(randomized, bool):
-        raise TypeError(f"randomized must be a bool, got {randomized!r}")
+    check_bool(randomized, "randomized")
     if randomized and score == "lac":
         raise ValueError("randomized=True applies to score='aps' or 'raps', got score='lac'")
     lam = check_real(lam, "lam", low=0)

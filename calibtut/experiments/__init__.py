@@ -1,4 +1,4 @@
-"""The experiments layer: one package per part of the book that reproduces a paper.
+"""The experiments layer: one package per part of the book (drift, quantile regularization, regression study, covariate shift, Venn-ADMIT).
 
 Every package has the same files, each with a fixed role:
 
@@ -10,8 +10,16 @@ Every package has the same files, each with a fixed role:
   beside the paper's numbers from :mod:`calibtut.papers`;
 * ``figures.py``: the part's figures;
 * where needed, ``synthetic.py`` or ``chapters.py`` (the set-ups of the
-  teaching chapters), a file named for a large self-contained role (the
-  claims of paper 002), and ``_common.py`` (helpers private to the part).
+  teaching chapters), a file named for a large self-contained role
+  (``claims.py``, paper 002's and paper 001's verdicts; paper 002's
+  ``ablations.py``, ``sqr_forms.py``, ``map_rerun.py``, ``costs.py`` and
+  ``pce_protocol.py``; paper 001's ``run_spread.py`` and ``protection.py``),
+  and ``_common.py`` (helpers private to the part).
+
+Library-grade helpers do not live here: a function that a chapter uses but
+that is not about one paper's experiment belongs to its layer below
+(:mod:`calibtut.stats`, :mod:`calibtut.metrics`, :mod:`calibtut.data`), and
+the part re-exports it when a chapter imports it from the part.
 
 A package re-exports its public names, and the chapters import from it
 only (``from calibtut.experiments.drift import table1_summary``).

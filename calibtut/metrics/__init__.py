@@ -16,14 +16,18 @@ pit
 regression
     PCE_p, quantile calibration error (PCE of quantile models, drift-paper
     L_ece), the l2 calibration error, PIT reliability data, coverage and
-    sharpness.
+    sharpness, the exact PCE of a Gaussian forecast of the wrong scale.
+interval_scores
+    The CRPS and STD that paper 002's figures plot, in the authors' code's
+    definitions (weighted interval score, quantile spread).
 scores
     Pinball loss, CRPS (Gaussian, mixture, quantile approximation), NLL.
 ece_estimators
     The debiased binned l2 ECE (Kumar, Liang & Ma 2019) and the smooth ECE
     with a reflected Gaussian kernel (Błasiok & Nakkiran 2023).
 sets
-    Prediction-set coverage, mean set size and class-conditional coverage.
+    Prediction-set coverage, mean set size, class-conditional coverage and
+    coverage per group.
 hypothesis_tests
     Monte Carlo tests of calibration (PCE simulation test, ECE consistency
     resampling).
@@ -53,6 +57,7 @@ from calibtut.metrics.hypothesis_tests import (
 from calibtut.metrics.interval_scores import quantile_std, weighted_interval_score
 from calibtut.metrics.pit import pit_gaussian, pit_mixture, pit_quantile
 from calibtut.metrics.regression import (
+    gaussian_scale_pce,
     interval_coverage,
     l2_calibration_error,
     mean_interval_width,
@@ -64,10 +69,12 @@ from calibtut.metrics.regression import (
     quantile_sharpness,
     sharpness,
 )
-from calibtut.metrics.sets import class_conditional_coverage, mean_set_size, set_coverage
+from calibtut.metrics.sets import class_conditional_coverage, coverage_by_group, mean_set_size, set_coverage
 from calibtut.metrics.scores import crps_gaussian, crps_mixture, crps_quantile, nll_gaussian, nll_mixture, pinball_loss
 
 __all__ = [
+    "coverage_by_group",
+    "gaussian_scale_pce",
     "quantile_std",
     "weighted_interval_score",
     "BrierDecomposition",

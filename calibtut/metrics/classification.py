@@ -35,6 +35,7 @@ from scipy import stats
 from calibtut._validation import (
     as_float_array,
     check_alpha,
+    check_choice,
     check_class_probs,
     check_int,
     check_labels,
@@ -58,12 +59,6 @@ __all__ = [
 
 _STRATEGIES = ("uniform", "quantile")
 _CLOSED = ("right", "left")
-
-
-def _check_choice(value, name, choices):
-    if value not in choices:
-        raise ValueError(f"{name} must be one of {', '.join(map(repr, choices))}, got {value!r}")
-    return value
 
 
 def _check_confidence_correct(confidence, correct):
@@ -114,7 +109,7 @@ def bin_edges(confidence, n_bins=15, strategy="uniform"):
     array([0.  , 0.25, 0.5 , 0.75, 1.  ])
     """
     confidence = check_probabilities(confidence, "confidence", ndim=1)
-    return _bin_edges(confidence, check_int(n_bins, "n_bins", minimum=1), _check_choice(strategy, "strategy",
+    return _bin_edges(confidence, check_int(n_bins, "n_bins", minimum=1), check_choice(strategy, "strategy",
                                                                                           _STRATEGIES))
 
 
@@ -157,7 +152,7 @@ def assign_bins(confidence, edges, closed="right"):
     edges = check_probabilities(edges, "edges", ndim=1)
     if edges.size < 2 or np.any(np.diff(edges) < 0):
         raise ValueError("edges must hold at least 2 non-decreasing values")
-    return _assign_bins(confidence, edges, _check_choice(closed, "closed", _CLOSED))
+    return _assign_bins(confidence, edges, check_choice(closed, "closed", _CLOSED))
 
 
 def _assign_bins(confidence, edges, closed, uniform=False):
@@ -185,7 +180,7 @@ def _assign_bins(confidence, edges, closed, uniform=False):
 def _bin_index(confidence, n_bins, strategy, closed):
     """The edges and each confidence's bin, for checked arguments."""
     n_bins = check_int(n_bins, "n_bins", minimum=1)
-    edges = _bin_edges(confidence, n_bins, _check_choice(strategy, "strategy", _STRATEGIES))
+    edges = _bin_edges(confidence, n_bins, check_choice(strategy, "strategy", _STRATEGIES))
     return edges, _assign_bins(confidence, edges, closed, uniform=strategy == "uniform")
 
 
@@ -234,7 +229,7 @@ def reliability_data(confidence, correct, n_bins=15, strategy="uniform", closed=
     confidence, correct = _check_confidence_correct(confidence, correct)
     import pandas as pd  # here, not at the top: importing calibtut.metrics does not load pandas
 
-    _check_choice(closed, "closed", _CLOSED)
+    check_choice(closed, "closed", _CLOSED)
     edges, count, sum_conf, sum_acc = _binned(confidence, correct, n_bins, strategy, closed)
     with np.errstate(invalid="ignore", divide="ignore"):
         mean_conf = np.where(count > 0, sum_conf / count, np.nan)
@@ -327,7 +322,7 @@ def expected_calibration_error(confidence, correct, n_bins=15, strategy="uniform
     0.225
     """
     confidence, correct = _check_confidence_correct(confidence, correct)
-    _check_choice(closed, "closed", _CLOSED)
+    check_choice(closed, "closed", _CLOSED)
     return _ece(confidence, correct, n_bins, strategy, closed)
 
 
@@ -355,7 +350,7 @@ def overconfidence_error(confidence, correct, n_bins=15, strategy="uniform", clo
     0.175
     """
     confidence, correct = _check_confidence_correct(confidence, correct)
-    _check_choice(closed, "closed", _CLOSED)
+    check_choice(closed, "closed", _CLOSED)
     gap = _binned_gap(confidence, correct, n_bins, strategy, closed)
     return float(np.sum(np.maximum(-gap, 0.0)) / confidence.size)
 
@@ -387,7 +382,7 @@ def top_label_ece(probs, labels, n_bins=15, strategy="uniform", closed="right"):
     0.3
     """
     probs, labels = _check_probs_labels(probs, labels)
-    _check_choice(closed, "closed", _CLOSED)
+    check_choice(closed, "closed", _CLOSED)
     pred = np.argmax(probs, axis=1)
     correct = (pred == labels).astype(np.float64)
     return _ece(probs[np.arange(len(probs)), pred], correct, n_bins, strategy, closed)
@@ -415,7 +410,7 @@ def classwise_ece(probs, labels, n_bins=15, strategy="uniform", closed="right"):
     0.3
     """
     probs, labels = _check_probs_labels(probs, labels)
-    _check_choice(closed, "closed", _CLOSED)
+    check_choice(closed, "closed", _CLOSED)
     return float(np.mean([_ece(probs[:, k], (labels == k).astype(np.float64), n_bins, strategy, closed)
                           for k in range(probs.shape[1])]))
 
@@ -518,7 +513,7 @@ def brier_decomposition(probs, labels, n_bins=None, closed="right"):
     [0.19, 0.0025, 0.0625, 0.25]
     """
     f, o = _binary_or_multiclass(probs, labels)
-    _check_choice(closed, "closed", _CLOSED)
+    check_choice(closed, "closed", _CLOSED)
     n = f.shape[0]
     totals = np.zeros(5)
     for k in range(f.shape[1]):

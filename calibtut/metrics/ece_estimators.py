@@ -27,8 +27,8 @@ from __future__ import annotations
 import numpy as np
 from scipy import ndimage, optimize
 
-from calibtut._validation import check_int, check_real
-from calibtut.metrics.classification import _CLOSED, _binned, _check_choice, _check_confidence_correct
+from calibtut._validation import check_bool, check_choice, check_int, check_real
+from calibtut.metrics.classification import _CLOSED, _binned, _check_confidence_correct
 
 __all__ = ["debiased_ece", "smooth_ece"]
 
@@ -90,9 +90,8 @@ def debiased_ece(confidence, correct, n_bins=15, strategy="quantile", closed="ri
     0.025
     """
     confidence, correct = _check_confidence_correct(confidence, correct)
-    _check_choice(closed, "closed", _CLOSED)
-    if not isinstance(squared, (bool, np.bool_)):
-        raise TypeError(f"squared must be a bool, got {squared!r}")
+    check_choice(closed, "closed", _CLOSED)
+    check_bool(squared, "squared")
     _, count, sum_conf, sum_acc = _binned(confidence, correct, n_bins, strategy, closed)
     full = count >= 2
     n_b = count[full]

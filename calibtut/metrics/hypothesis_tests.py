@@ -29,10 +29,9 @@ from typing import NamedTuple
 
 import numpy as np
 
-from calibtut._validation import check_int, check_rng
+from calibtut._validation import check_choice, check_int, check_rng
 from calibtut.metrics.classification import (
     _CLOSED,
-    _check_choice,
     _check_confidence_correct,
     assign_bins,
     bin_edges,
@@ -250,7 +249,7 @@ def ece_test(confidence, correct, n_bins=15, strategy="uniform", closed="right",
     0.005
     """
     confidence, correct = _check_confidence_correct(confidence, correct)
-    _check_choice(closed, "closed", _CLOSED)
+    check_choice(closed, "closed", _CLOSED)
     n_sim = check_int(n_sim, "n_sim", minimum=1)
     rng = check_rng(seed)
     statistic = expected_calibration_error(confidence, correct, n_bins, strategy, closed)

@@ -19,7 +19,7 @@ from __future__ import annotations
 import numbers
 
 import numpy as np
-from scipy import stats
+from scipy import integrate, stats
 
 from calibtut._validation import (
     as_float_array,
@@ -35,6 +35,7 @@ from calibtut.metrics.pit import check_mixture, check_quantiles
 
 __all__ = [
     "check_pit",
+    "gaussian_scale_pce",
     "pit_reliability_data",
     "pce",
     "quantile_calibration_error",
@@ -405,3 +406,39 @@ def mixture_std(weights, means, stds):
     mu = np.sum(weights * means, axis=1)
     var = np.sum(weights * (stds**2 + (means - mu[:, None]) ** 2), axis=1)
     return np.sqrt(var)
+
+
+def gaussian_scale_pce(scale):
+    """Exact PCE of ``N(0, scale^2)`` forecasts of ``N(0, 1)`` outcomes.
+
+    The PIT is ``Phi(Y / scale)``, whose CDF is ``Phi(scale * Phi^-1(a))``, so
+    the PCE is ``int_0^1 |Phi(scale * Phi^-1(a)) - a| da`` (by quadrature, split
+    at ``a = 1/2`` where the sign changes).
+
+    Parameters
+    ----------
+    scale : float
+        Forecast standard deviation, > 0; 1 is calibrated, < 1 over-confident.
+
+    Returns
+    -------
+    float
+        The PCE, in ``[0, 1/4)``; it tends to 1/4 as ``scale`` tends to 0 or
+        to infinity (PITs all at 0 and 1, or all at 1/2). It is the same at
+        ``scale`` and ``1 / scale``: the two PIT CDFs are inverse functions,
+        mirror images across the diagonal.
+
+    Examples
+    --------
+    >>> round(gaussian_scale_pce(1.0), 12)
+    0.0
+    >>> round(gaussian_scale_pce(0.5), 4)  # = that of 2.0: the two PIT CDFs are inverses
+    0.1024
+    """
+    scale = check_real(scale, "scale", low=0, low_open=True)
+
+    def gap(a):
+        return abs(stats.norm.cdf(scale * stats.norm.ppf(a)) - a)
+
+    halves = (integrate.quad(gap, lo, hi, limit=200)[0] for lo, hi in ((0, 0.5), (0.5, 1)))
+    return float(sum(halves))

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from calibtut._validation import as_float_array, check_labels
+from calibtut._validation import as_float_array, check_labels, check_same_length
 
-__all__ = ["class_conditional_coverage", "mean_set_size", "set_coverage"]
+__all__ = ["class_conditional_coverage", "coverage_by_group", "mean_set_size", "set_coverage"]
 
 
 def _check_sets(sets, name="sets"):
@@ -131,3 +131,33 @@ def class_conditional_coverage(y, sets):
     counts = np.bincount(y, minlength=n_classes)
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where(counts > 0, hits / np.maximum(counts, 1), np.nan)
+
+
+def coverage_by_group(covered, groups):
+    """Coverage (mean of ``covered``) for each value of ``groups``, sorted by group.
+
+    Parameters
+    ----------
+    covered : array_like of bool or {0, 1}, shape (n,)
+        Whether each test label is in its prediction set.
+    groups : array_like of shape (n,)
+        Group of each test point (e.g. its rotation angle); finite numbers.
+
+    Returns
+    -------
+    pandas.Series
+        Coverage indexed by group.
+
+    Examples
+    --------
+    >>> coverage_by_group([1, 0, 1, 1], [10, 10, 20, 20]).tolist()
+    [0.5, 1.0]
+    """
+    import pandas as pd
+
+    hit = as_float_array(covered, "covered", ndim=1)
+    if np.any((hit != 0) & (hit != 1)):
+        raise ValueError("covered must hold booleans or 0/1 values")
+    group = as_float_array(groups, "groups", ndim=1)
+    check_same_length(covered=hit, groups=group)
+    return pd.Series(hit).groupby(group).mean().rename("coverage")

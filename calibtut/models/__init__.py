@@ -1,4 +1,62 @@
-"""Torch regression models with Gaussian outputs and a seeded training loop (paper 003)."""
+"""Torch networks and their seeded training loops: regressors, classifiers, memory heads, encoders.
+
+Gaussian regressors (MLP, MC dropout, deep ensembles; paper 003), paper 002's
+mixture and SQR networks and its batched study training, classifiers (LeNet
+for paper 004; paper 001's memory heads, token and protein CNNs, exemplar
+layer and cached sentence embeddings), and marginal kernel-density predictors
+that ignore the input. The default loss is the Gaussian NLL; the calibration
+losses live in :mod:`calibtut.regularizers`.
+
+Modules
+-------
+adversarial
+    Fast-gradient-sign (FGSM) adversarial examples for adversarial training.
+batched
+    Train several study models on the same data at once, each exactly as
+    :func:`fit_study` would.
+classifier_training
+    Seeded training of torch classifiers, and their logits and features as
+    numpy arrays.
+dropout
+    Heteroscedastic MC-dropout (Dropout-VI) regression network.
+ensemble
+    Deep ensembles of Gaussian MLPs with adversarial training
+    (Lakshminarayanan et al., 2017).
+exemplar
+    Paper 001's memory layer over token states: document logits and an
+    exemplar vector per text.
+lenet
+    LeNet-5 for 28 x 28 grey images (LeCun et al. 1998), as in paper 004's
+    code.
+marginal
+    Marginal kernel-density predictors: calibrated models that ignore the
+    input.
+memory_head
+    A classifier head whose hidden "memory layer" gives every instance an
+    exemplar vector (paper 001).
+mixture
+    Mixture density network of paper 002: ``x -> (weights, means, stds)`` of
+    K Gaussians.
+mlp
+    Heteroscedastic Gaussian multilayer perceptron: ``x -> (mean, std)``.
+protein_cnn
+    A small 1-D convolutional network for protein secondary structure, with
+    a memory layer (paper 001).
+sentence_embeddings
+    Sentence embeddings computed once per (texts, model) and cached on disk
+    by content hash (paper 001).
+sqr
+    Simultaneous quantile regression (SQR) networks of paper 002:
+    ``(x, alpha) -> Q(alpha | x)``.
+study_training
+    The base models of paper 002 by name, trained with the study's schedule.
+token_cnn
+    A per-token 1-D convolutional classifier with a memory layer, on integer
+    token sequences (paper 001).
+training
+    A small, seeded training loop with early stopping for
+    ``x -> prediction`` models.
+"""
 
 from calibtut._torch import resolve_device, to_tensor
 from calibtut.models.adversarial import feature_range_eps, fgsm_perturb

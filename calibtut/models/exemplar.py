@@ -33,7 +33,7 @@ import numpy as np
 import torch
 
 from calibtut._torch import resolve_device
-from calibtut._validation import check_int, check_labels, check_real, check_rng
+from calibtut._validation import check_bool, check_int, check_labels, check_real, check_rng
 from calibtut.models.sentence_embeddings import TokenizedTexts, TokenStates
 
 __all__ = ["ExemplarCNN", "ExemplarOutput", "exemplar_outputs", "fit_exemplar_cnn", "minmax_global_loss"]
@@ -94,8 +94,7 @@ class ExemplarCNN(torch.nn.Module):
         self.n_classes = check_int(n_classes, "n_classes", minimum=2)
         self.filters = check_int(filters, "filters", minimum=1)
         seed = check_int(seed, "seed", minimum=0)
-        if not isinstance(finetune, bool):
-            raise TypeError(f"finetune must be a bool, got {finetune!r}")
+        check_bool(finetune, "finetune")
         if encoder is not None and not isinstance(encoder, torch.nn.Module):
             raise TypeError(f"encoder must be a torch.nn.Module or None, got {type(encoder).__name__}")
         if finetune and encoder is None:

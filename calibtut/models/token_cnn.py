@@ -29,7 +29,7 @@ import numpy as np
 import torch
 
 from calibtut._torch import resolve_device
-from calibtut._validation import check_int, check_real, check_rng
+from calibtut._validation import check_bool, check_int, check_real, check_rng
 
 __all__ = ["PADDING", "UNKNOWN", "TokenCNN", "WordVocabulary", "fit_token_cnn", "token_cnn_outputs"]
 
@@ -78,8 +78,7 @@ class WordVocabulary:
 
     def __init__(self, sentences, *, min_count=2, lowercase=True):
         min_count = check_int(min_count, "min_count", minimum=1)
-        if not isinstance(lowercase, bool):
-            raise TypeError(f"lowercase must be a bool, got {lowercase!r}")
+        check_bool(lowercase, "lowercase")
         self.lowercase = lowercase
         counts = Counter(self._normal(w) for s in _words(sentences, "sentences") for w in s)
         kept = sorted((w for w, c in counts.items() if c >= min_count), key=lambda w: (-counts[w], w))

@@ -34,6 +34,33 @@ around them.
 Conformalized quantile regression and distributional conformal prediction
 produce intervals with a coverage guarantee, so they live in
 :mod:`calibtut.conformal`.
+
+Modules
+-------
+affine
+    Vector and matrix scaling of multiclass logits (Guo et al. 2017), fitted
+    by minimising the NLL.
+density
+    Density of a quantile-recalibration map, and the NLL of the recalibrated
+    model.
+histogram
+    Histogram binning of class probabilities (Zadrozny & Elkan 2001), top-
+    label or one-vs-rest.
+isotonic
+    Isotonic recalibration of regression CDFs (Kuleshov et al., 2018) and
+    its side effects.
+platt
+    Platt scaling: a logistic map of a classifier's score (Platt 1999),
+    binary or one-vs-rest.
+quantile
+    Quantile recalibration of a predictive CDF through a map of its PIT
+    values.
+temperature
+    Temperature scaling of classifier logits (Guo et al. 2017), optionally
+    weighted.
+venn
+    Inductive Venn predictors: multiprobabilities from a taxonomy, and Venn-
+    ABERS.
 """
 
 from calibtut.recalibration.affine import MatrixScaling, VectorScaling, matrix_scaled_probs, vector_scaled_probs

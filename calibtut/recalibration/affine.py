@@ -22,24 +22,16 @@ import numpy as np
 from scipy import optimize, special
 
 from calibtut._validation import (
-    as_float_array,
     check_fitted,
     check_int,
     check_labels,
+    check_logits,
+    check_n_classes,
     check_real,
     check_weights,
 )
 
 __all__ = ["MatrixScaling", "VectorScaling", "matrix_scaled_probs", "vector_scaled_probs"]
-
-
-def _check_logits(logits, name, n_classes=None):
-    logits = as_float_array(logits, name, ndim=2)
-    if logits.shape[1] < 2:
-        raise ValueError(f"{name} must have at least 2 columns (n, n_classes), got shape {logits.shape}")
-    if n_classes is not None and logits.shape[1] != n_classes:
-        raise ValueError(f"{name} must have {n_classes} columns as in fit, got shape {logits.shape}")
-    return logits
 
 
 class _AffineLogitScaling:
@@ -56,7 +48,7 @@ class _AffineLogitScaling:
         return (logits @ a.T if self._full else logits * a) + b
 
     def _fit(self, cal_logits, cal_y, sample_weight, l2):
-        logits = _check_logits(cal_logits, "cal_logits")
+        logits = check_logits(cal_logits, "cal_logits")
         n, k = logits.shape
         labels = check_labels(cal_y, "cal_y", n_classes=k, n=n)
         weights = np.full(n, 1.0 / n) if sample_weight is None else check_weights(sample_weight, "sample_weight", n=n)
@@ -99,7 +91,7 @@ class _AffineLogitScaling:
         numpy.ndarray of shape (m, n_classes)
         """
         check_fitted(self, "coef_")
-        logits = _check_logits(test_logits, "test_logits", self.n_classes_)
+        logits = check_n_classes(check_logits(test_logits, "test_logits"), "test_logits", self.n_classes_)
         return special.softmax(self._scores(logits, self.coef_, self.intercept_), axis=1)
 
 

@@ -46,6 +46,7 @@ from scipy import stats
 
 from calibtut._validation import (
     as_float_array,
+    check_bool,
     check_fitted,
     check_levels,
     check_positive,
@@ -111,8 +112,7 @@ class IsotonicRecalibrator:
     """
 
     def __init__(self, *, fix_truncation=False):
-        if not isinstance(fix_truncation, bool):
-            raise TypeError(f"fix_truncation must be a bool, got {type(fix_truncation).__name__}")
+        check_bool(fix_truncation, "fix_truncation")
         self.fix_truncation = fix_truncation
 
     def fit(self, cal_pit):

@@ -16,9 +16,9 @@ import numpy as np
 from scipy import optimize, special
 
 from calibtut._validation import (
-    as_float_array,
     check_fitted,
     check_labels,
+    check_logits,
     check_n_classes,
     check_positive,
     check_weights,
@@ -34,16 +34,6 @@ _AT_BOUND_RTOL = 1e-5
 
 class TemperatureBoundWarning(UserWarning):
     """The NLL-fitted temperature is at an end of its search range (``bounds``), not at a minimum inside it."""
-
-
-def _check_logits(logits, name):
-    logits = as_float_array(logits, name, ndim=2)
-    if logits.shape[1] < 2:
-        raise ValueError(
-            f"{name} must have at least 2 columns (n, n_classes), got shape {logits.shape}; "
-            "for one binary logit z pass numpy.column_stack([0 * z, z])"
-        )
-    return logits
 
 
 def _warn_if_probabilities(logits, name):
@@ -190,7 +180,7 @@ class TemperatureScaling:
     @staticmethod
     def _fit_arguments(cal_logits, cal_y, sample_weight):
         """Checked logits, labels and weights normalised to sum to one."""
-        logits = _check_logits(cal_logits, "cal_logits")
+        logits = check_logits(cal_logits, "cal_logits")
         n = len(logits)
         labels = check_labels(cal_y, "cal_y", n_classes=logits.shape[1], n=n)
         if sample_weight is None:
@@ -274,7 +264,7 @@ class TemperatureScaling:
         numpy.ndarray of shape (n, n_classes)
         """
         check_fitted(self, "temperature_")
-        logits = check_n_classes(_check_logits(test_logits, "test_logits"), "test_logits", self.n_classes_)
+        logits = check_n_classes(check_logits(test_logits, "test_logits"), "test_logits", self.n_classes_)
         _warn_if_probabilities(logits, "test_logits")
         return _softmax(logits, 1.0 / self.temperature_)
 

@@ -40,7 +40,7 @@ import numpy as np
 import torch
 from sklearn.isotonic import isotonic_regression
 
-from calibtut._validation import check_int, check_levels, check_real
+from calibtut._validation import check_choice, check_int, check_levels, check_real
 from calibtut.metrics.torch import crps_mixture, nll_mixture, pinball_loss, pit_mixture
 from calibtut.regularizers.quantile_regularization import pit_negentropy
 
@@ -293,12 +293,6 @@ def qr_spacing_002(n):
     return 64 if 64 <= n // 2 else int(n**0.5)
 
 
-def _check_name(value, name, choices):
-    if value not in choices:
-        raise ValueError(f"{name} must be one of {tuple(choices)}, got {value!r}")
-    return value
-
-
 class StudyLoss:
     """Training loss ``base score + lam * regularizer`` for the models of paper 002.
 
@@ -354,16 +348,16 @@ class StudyLoss:
         strength=0.1,
         levels=None,
     ):
-        self.model = _check_name(model, "model", BASE_MODELS)
+        self.model = check_choice(model, "model", tuple(BASE_MODELS))
         score = BASE_MODELS[model][0] if score is None else score
-        _check_name(score, "score", ("nll", "crps"))
+        check_choice(score, "score", ("nll", "crps"))
         if score not in BASE_MODELS[model]:
             raise ValueError(
                 f"score {score!r} is not available for model {model!r} (a quantile model has no density); "
                 f"use one of {BASE_MODELS[model]}"
             )
         self.score = score
-        self.regularizer = _check_name(regularizer, "regularizer", REGULARIZERS)
+        self.regularizer = check_choice(regularizer, "regularizer", tuple(REGULARIZERS))
         if model not in REGULARIZERS[regularizer]:
             raise ValueError(
                 f"regularizer {regularizer!r} applies to {REGULARIZERS[regularizer]} models, not {model!r}"

@@ -17,6 +17,41 @@ From a shell, ``python -m calibtut.run notebooks/<part>/<nb>.md --profile full``
 executes a notebook into ``_build/runs/<part>/<nb>/<profile>-<hash>/``,
 ``--workers N`` or ``--scheduler ADDRESS`` runs its sweeps in parallel, and
 ``--publish`` copies its tables and provenance into ``results/<part>/<nb>/``.
+
+Modules
+-------
+artifacts
+    Result tables, their provenance, publishing to ``results/`` and loading
+    back.
+compare
+    The side-by-side table of every "paper versus ours" section.
+engine
+    Where the tasks of a sweep run: in this process, or on a Dask cluster.
+execute
+    Execute a notebook with papermill at a profile, into its own run
+    directory.
+glue
+    Glue values into the book with only IPython (no myst-nb needed at run
+    time).
+kernel
+    The kernel manager of the runner: a kernel is shut down only once its
+    running cell has answered.
+profiles
+    Run profiles: every size in a notebook derives from ``ci`` or ``full``.
+progress
+    One progress report per sweep: a bar in a notebook, text lines in the
+    runner's log.
+provenance
+    What a run records about where and how it ran.
+recheck
+    Recompute a sample of a stored sweep and compare it with what the store
+    holds.
+store
+    The store of a sweep: one JSON line per finished task, appended as it
+    finishes.
+sweep
+    Resumable, parallel sweeps: every finished task is one line of a
+    committable store.
 """
 
 from calibtut.run._paths import RUN_DIR_ENV, current_run_dir, find_root, stored_path

@@ -29,6 +29,7 @@ import warnings
 import zlib
 from pathlib import Path
 
+from calibtut._validation import check_bool
 from calibtut.run._paths import (
     COMPRESS_ABOVE,
     GZIP_SUFFIX,
@@ -240,8 +241,7 @@ class SweepStore:
         >>> SweepStore(pathlib.Path(tempfile.mkdtemp()) / "none.jsonl").entries()
         []
         """
-        if not isinstance(repair, bool):
-            raise TypeError(f"repair must be a bool, got {repair!r}")
+        check_bool(repair, "repair")
         if repair:
             self._cut_unfinished_line()
         content, _, _ = self._read()

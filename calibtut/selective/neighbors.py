@@ -56,7 +56,7 @@ import math
 
 import torch
 
-from calibtut._validation import check_int
+from calibtut._validation import check_bool, check_int
 
 __all__ = ["nearest_neighbors"]
 
@@ -263,8 +263,7 @@ def nearest_neighbors(queries, reference, k, *, block_size=2048, exclude_self=Fa
             f"queries ({queries.dtype}, {queries.device}) and reference ({reference.dtype}, "
             f"{reference.device}) must share dtype and device"
         )
-    if not isinstance(exclude_self, bool):
-        raise TypeError(f"exclude_self must be a bool, got {exclude_self!r}")
+    check_bool(exclude_self, "exclude_self")
     if exclude_self and queries.shape != reference.shape:
         raise ValueError("exclude_self=True needs queries to be the reference itself (same shape)")
     n, dim = reference.shape

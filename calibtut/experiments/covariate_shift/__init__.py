@@ -19,8 +19,6 @@ from calibtut import _torch  # noqa: F401
 from calibtut.experiments.covariate_shift.chapters import (
     clip_median_summary,
     clip_summary,
-    coverage_by_group,
-    mean_with_sem,
     misspecified_classifier_logits,
     top_weight_spread,
 )
@@ -46,6 +44,11 @@ from calibtut.experiments.covariate_shift.tasks import (
     run_weight_variants,
     shift_predictions,
 )
+
+# Library functions the chapters import from this part (their homes are in the lower layers).
+from calibtut.metrics.sets import coverage_by_group
+from calibtut.stats import mean_with_sem
+
 
 __all__ = [
     "DIGIT_SHIFTS",

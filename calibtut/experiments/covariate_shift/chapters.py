@@ -7,16 +7,12 @@ teaching chapters share or reshape:
 
 * :func:`misspecified_classifier_logits`: the fixed, misspecified binary
   classifier of chapters 1 and 3, as two logits;
-* :func:`mean_with_sem`: mean and standard error of every column of a table
-  of repeated runs (chapter 7's coverages);
 * :func:`clip_summary`: bias, spread, error and effective sample size of an
   importance-weighted temperature per clip ``U`` (chapter 3);
 * :func:`clip_median_summary`: their robust counterparts, the median error,
   the interquartile range and the standard error of the median (chapter 3);
 * :func:`top_weight_spread`: the paper's Figure 2 as a table, the largest
-  importance weights over repeated runs (chapter 3);
-* :func:`coverage_by_group`: coverage per value of a grouping variable, such
-  as the rotation angle of chapter 7.
+  importance weights over repeated runs (chapter 3).
 """
 
 from __future__ import annotations
@@ -25,13 +21,11 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from calibtut._validation import as_float_array, check_frame, check_int, check_positive, check_same_length
+from calibtut._validation import as_float_array, check_frame, check_int, check_positive
 
 __all__ = [
     "clip_median_summary",
     "clip_summary",
-    "coverage_by_group",
-    "mean_with_sem",
     "misspecified_classifier_logits",
     "top_weight_spread",
 ]
@@ -64,32 +58,6 @@ def misspecified_classifier_logits(X):
         raise ValueError(f"X must have one column (a 1-D input), got shape {X.shape}")
     z = X[:, 0] - 1.0
     return np.column_stack([np.zeros_like(z), z])
-
-
-def mean_with_sem(runs):
-    """Mean and standard error (``std / sqrt(n)``, ddof 1) of every column over the runs.
-
-    Parameters
-    ----------
-    runs : pandas.DataFrame
-        One row per run, numeric columns (at least two rows).
-
-    Returns
-    -------
-    pandas.DataFrame
-        Indexed by the columns of ``runs``, with columns ``mean`` and ``std. error``.
-
-    Examples
-    --------
-    >>> mean_with_sem(pd.DataFrame({"coverage": [0.8, 0.9, 1.0]})).round(4)
-              mean  std. error
-    coverage   0.9      0.0577
-    """
-    runs = check_frame(runs, "runs", allow_empty=False)
-    if len(runs) < 2:
-        raise ValueError(f"runs must have at least two rows for a standard error, got {len(runs)}")
-    values = runs.astype(float)
-    return pd.DataFrame({"mean": values.mean(), "std. error": values.sem()})
 
 
 def clip_summary(rows):
@@ -223,29 +191,3 @@ def top_weight_spread(weights, k=15):
     )
 
 
-def coverage_by_group(covered, groups):
-    """Coverage (mean of ``covered``) for each value of ``groups``, sorted by group.
-
-    Parameters
-    ----------
-    covered : array_like of bool or {0, 1}, shape (n,)
-        Whether each test label is in its prediction set.
-    groups : array_like of shape (n,)
-        Group of each test point (e.g. its rotation angle); finite numbers.
-
-    Returns
-    -------
-    pandas.Series
-        Coverage indexed by group.
-
-    Examples
-    --------
-    >>> coverage_by_group([1, 0, 1, 1], [10, 10, 20, 20]).tolist()
-    [0.5, 1.0]
-    """
-    hit = as_float_array(covered, "covered", ndim=1)
-    if np.any((hit != 0) & (hit != 1)):
-        raise ValueError("covered must hold booleans or 0/1 values")
-    group = as_float_array(groups, "groups", ndim=1)
-    check_same_length(covered=hit, groups=group)
-    return pd.Series(hit).groupby(group).mean().rename("coverage")

@@ -61,7 +61,7 @@ import pandas as pd
 import torch
 from scipy import special
 
-from calibtut._validation import check_int, check_real
+from calibtut._validation import check_choice, check_int, check_real
 from calibtut.data import load_digits_8x8, load_mnist_pool, load_usps, rotate_images, texture_images
 from calibtut.metrics import expected_calibration_error, overconfidence_error
 from calibtut.models import LeNet5, extract_features, fit_classifier
@@ -236,20 +236,14 @@ def _check_source(shift, seed, repeat, n_source, n_target, epochs, lr):
     check_real(lr, "lr", low=0, low_open=True)
 
 
-def _check_choice(value, name, choices):
-    if value not in choices:
-        raise ValueError(f"{name} must be one of {choices}, got {value!r}")
-    return value
-
-
 def _check_run(shift, seed, repeat, n_source, n_target, epochs, lr, discriminator, dann_epochs, dann_lr, upper,
                temperature):
     _check_source(shift, seed, repeat, n_source, n_target, epochs, lr)
     check_int(dann_epochs, "dann_epochs", minimum=0)
     check_real(dann_lr, "dann_lr", low=0, low_open=True)
     check_real(upper, "upper", low=1)
-    _check_choice(discriminator, "discriminator", _DISCRIMINATORS)
-    _check_choice(temperature, "temperature", _TEMPERATURES)
+    check_choice(discriminator, "discriminator", _DISCRIMINATORS)
+    check_choice(temperature, "temperature", _TEMPERATURES)
 
 
 @functools.lru_cache(maxsize=8)
@@ -537,14 +531,14 @@ def run_weight_variants(shift="U->M", seed=0, repeat=0, *, n_source=None, n_targ
     """
     _check_source(shift, seed, repeat, n_source, n_target, epochs, lr)
     discriminators = _sequence(discriminators, "discriminators",
-                               lambda d: _check_choice(d, "discriminators", _DISCRIMINATORS))
+                               lambda d: check_choice(d, "discriminators", _DISCRIMINATORS))
     uppers = _sequence(uppers, "uppers", lambda u: check_real(u, "uppers", low=1))
-    temperatures = _sequence(temperatures, "temperatures", lambda m: _check_choice(m, "temperatures", _TEMPERATURES))
+    temperatures = _sequence(temperatures, "temperatures", lambda m: check_choice(m, "temperatures", _TEMPERATURES))
     if lr_step is not None:
         lr_step = check_int(lr_step, "lr_step", minimum=1)
     if not isinstance(disc_schedule, str):
         raise TypeError(f"disc_schedule must be a str, one of {tuple(DISC_SCHEDULES)}, got {disc_schedule!r}")
-    _check_choice(disc_schedule, "disc_schedule", tuple(DISC_SCHEDULES))
+    check_choice(disc_schedule, "disc_schedule", tuple(DISC_SCHEDULES))
     seed, epochs, lr = int(seed), int(epochs), float(lr)
     _, phi, logits, _, ys_val, yt_te = _features(shift, seed, n_source, n_target, epochs, lr, lr_step, device)
     _, source_history = _source_model(parse_shift(shift)[0], seed, n_source, epochs, lr, lr_step, device)

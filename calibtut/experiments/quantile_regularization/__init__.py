@@ -5,7 +5,7 @@ notebooks and tests import from here. Its files, by role:
 
 * :mod:`~calibtut.experiments.quantile_regularization.tasks`: the task lists
   (:func:`qr_tasks`, :func:`fold_order_tasks`), the folds
-  (:func:`kfold_indices`) and the one-configuration runner that
+  (:func:`calibtut.data.splits.kfold_indices`, re-exported here) and the one-configuration runner that
   :func:`calibtut.run.sweep` calls (:func:`run_qr_config`: one dataset, fold,
   model and regularizer weight, trained and evaluated);
 * :mod:`~calibtut.experiments.quantile_regularization.tables`: our runs
@@ -42,10 +42,13 @@ from calibtut.experiments.quantile_regularization.tasks import (
     METRIC_LABELS,
     PAPER_LAMBDA,
     fold_order_tasks,
-    kfold_indices,
     qr_tasks,
     run_qr_config,
 )
+
+# Library functions the chapters import from this part (their homes are in the lower layers).
+from calibtut.data.splits import kfold_indices
+
 
 __all__ = [
     "METRIC_LABELS",

@@ -30,14 +30,14 @@ from __future__ import annotations
 
 import functools
 import math
-import numbers
 from collections.abc import Mapping
 
 import numpy as np
 import torch
 
-from calibtut._validation import check_int, check_real
+from calibtut._validation import check_bool, check_int, check_real
 from calibtut.data import Standardizer, load_regression
+from calibtut.data.splits import kfold_indices
 from calibtut.metrics import l2_calibration_error, nll_gaussian, pit_gaussian
 from calibtut.models import DeepEnsemble, MCDropoutGaussian, fit, fit_ensemble, resolve_device
 from calibtut.recalibration.isotonic import IsotonicRecalibrator
@@ -48,7 +48,6 @@ __all__ = [
     "METRIC_LABELS",
     "PAPER_LAMBDA",
     "fold_order_tasks",
-    "kfold_indices",
     "qr_tasks",
     "run_qr_config",
 ]
@@ -126,57 +125,6 @@ def qr_tasks(datasets, folds, seeds, *, models=("dropout", "ensemble"), lam=None
                         tasks.append({"dataset": dataset, "fold": fold, "seed": seed, "model": model, "lam": weight,
                                       "kfold_iso": kfold_iso if weight == 0 else 0, **fixed})
     return tasks
-
-
-def kfold_indices(n, n_folds, fold, seed=None):
-    """Train and test indices of one fold of a K-fold split of ``range(n)``.
-
-    The rows are permuted with ``seed`` (``None``: kept in order, as scikit-learn's
-    ``KFold(shuffle=False)`` used by the authors' code) and cut into ``n_folds``
-    contiguous folds whose sizes differ by at most one (the first ``n % n_folds``
-    folds are one larger, as in ``KFold``).
-
-    Parameters
-    ----------
-    n : int
-        Number of rows.
-    n_folds : int
-        Number of folds, at least 2 and at most ``n``.
-    fold : int
-        The test fold, ``0 <= fold < n_folds``.
-    seed : int, numpy.random.Generator or None
-        Permutation of the rows before cutting.
-
-    Returns
-    -------
-    train_idx, test_idx : numpy.ndarray of int64
-        Sorted, disjoint, covering ``range(n)``.
-
-    Examples
-    --------
-    >>> train, test = kfold_indices(10, 5, 1)
-    >>> test.tolist(), len(train)
-    ([2, 3], 8)
-    >>> sorted(np.concatenate([kfold_indices(7, 3, k, seed=0)[1] for k in range(3)]).tolist()) == list(range(7))
-    True
-    """
-    n = check_int(n, "n", minimum=2)
-    n_folds = check_int(n_folds, "n_folds", minimum=2)
-    if n_folds > n:
-        raise ValueError(f"n_folds ({n_folds}) must not exceed the number of rows n ({n})")
-    fold = check_int(fold, "fold", minimum=0)
-    if fold >= n_folds:
-        raise ValueError(f"fold must be < n_folds ({n_folds}), got {fold}")
-    if seed is None:
-        order = np.arange(n)
-    else:
-        if isinstance(seed, bool) or not isinstance(seed, (numbers.Integral, np.random.Generator)):
-            raise TypeError(f"seed must be None, an int or a numpy Generator, got {type(seed).__name__}")
-        order = np.random.default_rng(seed).permutation(n)
-    parts = np.array_split(order, n_folds)
-    test = np.sort(parts[fold])
-    train = np.sort(np.concatenate([p for k, p in enumerate(parts) if k != fold]))
-    return train.astype(np.int64), test.astype(np.int64)
 
 
 @functools.lru_cache(maxsize=16)
@@ -355,8 +303,7 @@ def run_qr_config(
     kfold_iso = check_int(kfold_iso, "kfold_iso", minimum=0)
     if kfold_iso == 1:
         raise ValueError("kfold_iso must be 0 (skip) or at least 2")
-    if not isinstance(shuffle, bool):
-        raise TypeError(f"shuffle must be a bool, got {type(shuffle).__name__}")
+    check_bool(shuffle, "shuffle")
     rule = _spacing_rule(spacing, spacing_mult)
     dev = resolve_device(device)
     if num_threads is None:

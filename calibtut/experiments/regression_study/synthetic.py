@@ -11,8 +11,8 @@ the extreme ones, which is what an over-confident forecast does. The larger
 (``k = 64`` in batches of 512) the minimiser over the scale of a Gaussian
 forecast is far from the calibrated scale.
 
-* :func:`gaussian_scale_pce`: the exact PCE of ``N(0, s^2)`` forecasts of
-  ``N(0, 1)`` outcomes.
+* :func:`calibtut.metrics.regression.gaussian_scale_pce` (re-exported here):
+  the exact PCE of ``N(0, s^2)`` forecasts of ``N(0, 1)`` outcomes.
 * :func:`qr_scale_curve`: the penalty as a function of ``s`` on fixed batches,
   for several spacings, and :func:`qr_scale_optimum`, its minimiser and the
   PCE there; :func:`plot_qr_scale_curve` draws the curves.
@@ -35,15 +35,15 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import torch
-from scipy import integrate, optimize, stats
+from scipy import optimize, stats
 
 from calibtut._validation import check_int, check_levels, check_positive, check_real
+from calibtut.metrics.regression import gaussian_scale_pce
 from calibtut.regularizers.calibration_penalties import trunc_penalty
 from calibtut.regularizers.entropy import resolve_spacing
 from calibtut.regularizers.quantile_regularization import pit_negentropy
 
 __all__ = [
-    "gaussian_scale_pce",
     "plot_qr_scale_curve",
     "qr_scale_curve",
     "qr_scale_optimum",
@@ -51,42 +51,6 @@ __all__ = [
     "trunc_stationary_level",
     "trunc_stationary_table",
 ]
-
-
-def gaussian_scale_pce(scale):
-    """Exact PCE of ``N(0, scale^2)`` forecasts of ``N(0, 1)`` outcomes.
-
-    The PIT is ``Phi(Y / scale)``, whose CDF is ``Phi(scale * Phi^-1(a))``, so
-    the PCE is ``int_0^1 |Phi(scale * Phi^-1(a)) - a| da`` (by quadrature, split
-    at ``a = 1/2`` where the sign changes).
-
-    Parameters
-    ----------
-    scale : float
-        Forecast standard deviation, > 0; 1 is calibrated, < 1 over-confident.
-
-    Returns
-    -------
-    float
-        The PCE, in ``[0, 1/4)``; it tends to 1/4 as ``scale`` tends to 0 or
-        to infinity (PITs all at 0 and 1, or all at 1/2). It is the same at
-        ``scale`` and ``1 / scale``: the two PIT CDFs are inverse functions,
-        mirror images across the diagonal.
-
-    Examples
-    --------
-    >>> round(gaussian_scale_pce(1.0), 12)
-    0.0
-    >>> round(gaussian_scale_pce(0.5), 4)  # = that of 2.0: the two PIT CDFs are inverses
-    0.1024
-    """
-    scale = check_real(scale, "scale", low=0, low_open=True)
-
-    def gap(a):
-        return abs(stats.norm.cdf(scale * stats.norm.ppf(a)) - a)
-
-    halves = (integrate.quad(gap, lo, hi, limit=200)[0] for lo, hi in ((0, 0.5), (0.5, 1)))
-    return float(sum(halves))
 
 
 def _check_scales(scales):
@@ -173,7 +137,7 @@ def qr_scale_optimum(curve):
     pandas.DataFrame
         Indexed by ``k``: ``k_over_n`` (of the curve's batch size ``n``), ``scale`` (the minimiser on the grid of
         the penalty averaged over the seeds), ``pce``
-        (:func:`gaussian_scale_pce` at that scale) and ``seeds_below``: the
+        (:func:`~calibtut.metrics.regression.gaussian_scale_pce` at that scale) and ``seeds_below``: the
         share of seeds whose own penalty is lower at that scale than at the
         grid point nearest to 1 (the calibrated forecast).
 

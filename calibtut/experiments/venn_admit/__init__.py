@@ -76,7 +76,6 @@ from calibtut.experiments.venn_admit.tables import (
     PAPER_DATASETS,
     PROTEIN_CLASSES,
     SEQUENCE_DATASETS,
-    accuracy_gap_sd,
     admission_summary,
     admitted_accuracy_gap,
     category_coverage_table,
@@ -110,6 +109,10 @@ from calibtut.experiments.venn_admit.tasks import (
     va_rows,
     va_tasks,
 )
+
+# Library functions the chapters import from this part (their homes are in the lower layers).
+from calibtut.stats import accuracy_gap_sd
+
 
 __all__ = [
     "CLAIM_TASKS",

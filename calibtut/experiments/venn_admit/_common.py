@@ -17,7 +17,13 @@ def method_list(methods, allowed):
 
 
 def f05_score(y, pred):
-    """F0.5 of class 1 (precision weighted over recall, the paper's Grammar metric); 0 when nothing is right."""
+    """F0.5 of class 1 (precision weighted over recall, the paper's Grammar metric); 0 when nothing is right.
+
+    ``sklearn.metrics.fbeta_score(y, pred, beta=0.5, zero_division=0)`` to the
+    last bits, but not bit for bit (scikit-learn sums counts in another order),
+    so it is kept: the stored Grammar sweep holds its values and
+    ``calibtut.run.recheck`` compares them exactly.
+    """
     tp = float(np.sum((pred == 1) & (y == 1)))
     predicted, actual = float(np.sum(pred == 1)), float(np.sum(y == 1))
     if tp == 0:

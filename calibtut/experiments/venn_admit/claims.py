@@ -16,7 +16,7 @@ about one) one number per source and a verdict. The rules, by claim:
   the true class where the conformal baselines' singletons are least
   accurate, the highest accuracy among them; it holds when every baseline is
   below ``1 - alpha`` there by more than three binomial standard deviations
-  (:func:`~calibtut.experiments.venn_admit.accuracy_gap_sd`);
+  (:func:`~calibtut.stats.accuracy_gap_sd`);
 * C6, "Venn-ADMIT's admitted points reach 1 - alpha": the lowest accuracy of
   its admitted points over the true classes; it holds when no class with
   admitted points is below ``1 - alpha`` by more than three standard
@@ -45,9 +45,9 @@ from calibtut.experiments.venn_admit.tables import (
     PAPER_DATASETS,
     PROTEIN_CLASSES,
     SEQUENCE_DATASETS,
-    accuracy_gap_sd,
     pooled_singletons,
 )
+from calibtut.stats import accuracy_gap_sd
 from calibtut.papers import paper_table
 
 __all__ = ["CLAIM_TASKS", "CONFORMAL_BASELINES", "claims_vs_paper"]

@@ -6,9 +6,9 @@
   of the runners of :mod:`calibtut.experiments.venn_admit.tasks` over
   calibration splits; :func:`table2_vs_paper`, :func:`table4_vs_paper` and
   :func:`table5_vs_paper` put them beside the paper's numbers
-  (:func:`calibtut.papers.paper_table`); :func:`pooled_singletons` and
-  :func:`accuracy_gap_sd` pool the admitted points of several splits and
-  measure their accuracy against ``1 - alpha``, and
+  (:func:`calibtut.papers.paper_table`); :func:`pooled_singletons`
+  pools the admitted points of several splits (whose accuracy against
+  ``1 - alpha`` :func:`calibtut.stats.accuracy_gap_sd` measures), and
   :func:`admitted_accuracy_gap` does so with a standard error that counts
   correlated points of one sequence and the Venn categories' sizes;
 * the theory chapters (1, 3, 4): :func:`singleton_summary`,
@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from calibtut._validation import check_alpha, check_frame, check_int, check_real
+from calibtut._validation import check_alpha, check_bool, check_frame, check_int, check_real
 from calibtut.conformal.quantiles import conformal_quantile
 from calibtut.experiments.venn_admit._common import method_list
 from calibtut.experiments.venn_admit.tasks import DATASETS, METHODS
@@ -38,7 +38,6 @@ __all__ = [
     "PAPER_DATASETS",
     "PROTEIN_CLASSES",
     "SEQUENCE_DATASETS",
-    "accuracy_gap_sd",
     "admission_summary",
     "admitted_accuracy_gap",
     "category_coverage_table",
@@ -175,63 +174,10 @@ def pooled_singletons(rows, by=("method", "class")):
     return out
 
 
-def accuracy_gap_sd(pooled, alpha):
-    r"""Accuracy of admitted points minus :math:`1 - \alpha`, in binomial standard deviations.
-
-    Corollary 1 and the claims about it read "below :math:`1 - \alpha`" as
-    a gap under :math:`-3` and "reaches :math:`1 - \alpha` up to sampling
-    error" as a gap of at least :math:`-3`, with the standard deviation
-    :math:`\sqrt{\alpha (1 - \alpha) / n}` of an accuracy estimated on
-    :math:`n` admitted points. Over several calibration splits sharing one
-    test set, that deviation is too small (see :func:`pooled_singletons`):
-    a "reaches" check built on it is then stricter than it needs to be, and
-    a "below" check more lenient, so the latter should hold by a wide margin.
-
-    Where nothing is admitted the gap is NaN. ``(gap >= -3).all()`` then
-    fails, which suits a claim about admitted points that needs some;
-    ``not (gap < -3).any()`` passes, which suits a claim that holds
-    vacuously when a method abstains everywhere.
-
-    Parameters
-    ----------
-    pooled : pandas.DataFrame
-        Columns ``n`` (non-negative counts) and ``accuracy`` (in [0, 1], NaN
-        where ``n`` is 0), as :func:`pooled_singletons` returns.
-    alpha : float
-        The miscoverage level, in (0, 1).
-
-    Returns
-    -------
-    pandas.Series
-        :math:`(\text{accuracy} - (1 - \alpha)) / \sqrt{\alpha (1 - \alpha) / n}`,
-        NaN where nothing is admitted.
-
-    Examples
-    --------
-    >>> pooled = pd.DataFrame({"n": [100, 400, 0], "accuracy": [0.87, 0.60, np.nan]})
-    >>> accuracy_gap_sd(pooled, 0.1).round(2).tolist()
-    [-1.0, -20.0, nan]
-    """
-    alpha = check_alpha(alpha)
-    if not isinstance(pooled, pd.DataFrame):
-        raise TypeError(f"pooled must be a pandas DataFrame, got {type(pooled).__name__}")
-    missing = [c for c in ("n", "accuracy") if c not in pooled.columns]
-    if missing:
-        raise ValueError(f"pooled lacks column(s) {missing}; pass the output of pooled_singletons")
-    n = pd.to_numeric(pooled["n"], errors="coerce").astype(float)
-    accuracy = pd.to_numeric(pooled["accuracy"], errors="coerce").astype(float)
-    if n.isna().any() or (n < 0).any():
-        raise ValueError("pooled['n'] must hold non-negative counts")
-    if ((accuracy < 0) | (accuracy > 1)).any() or (accuracy.isna() & (n > 0)).any():
-        raise ValueError("pooled['accuracy'] must lie in [0, 1] wherever n > 0")
-    n = n.where(n > 0)
-    return (accuracy - (1 - alpha)) / np.sqrt(alpha * (1 - alpha) / n)
-
-
 def admitted_accuracy_gap(rows, alpha, by="method", *, min_errors=5):
     r"""Accuracy of admitted points minus :math:`1 - \alpha`, in standard errors that count what is correlated.
 
-    :func:`accuracy_gap_sd` divides by the binomial standard deviation of
+    :func:`calibtut.stats.accuracy_gap_sd` divides by the binomial standard deviation of
     independent points. Two things make the admitted points of Venn-ADMIT
     less informative than that, and this function counts both:
 
@@ -566,8 +512,7 @@ def table5_by_features(runs, methods=("KNN", "APS", "ADMIT", "Venn-ADMIT", "Venn
     """
     if not isinstance(runs, dict) or not runs:
         raise TypeError(f"runs must be a non-empty dict of input name to rows, got {type(runs).__name__}")
-    if not isinstance(by_class, bool):
-        raise TypeError(f"by_class must be a bool, got {type(by_class).__name__}")
+    check_bool(by_class, "by_class")
     methods = method_list(list(methods), METHODS)
     key = ["dataset", "method", "class", "metric"] if by_class else ["dataset", "method", "metric"]
     paper = paper_table("venn_admit", "table5")

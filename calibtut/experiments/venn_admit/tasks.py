@@ -65,7 +65,7 @@ import pandas as pd
 import torch
 
 from calibtut._torch import resolve_device
-from calibtut._validation import as_float_array, check_alpha, check_int, check_labels, check_real
+from calibtut._validation import as_float_array, check_alpha, check_bool, check_int, check_labels, check_real
 from calibtut.conformal.sets import (
     label_conditional_sets,
     localized_conformal_sets,
@@ -73,6 +73,7 @@ from calibtut.conformal.sets import (
     split_conformal_sets,
 )
 from calibtut.data.grammar import load_fce
+from calibtut.data.splits import calibration_parts
 from calibtut.data.protein import load_protein_ss
 from calibtut.data.sentiment import load_sentiment, sentiment_pool
 from calibtut.experiments.venn_admit._common import f05_score, method_list
@@ -240,36 +241,13 @@ def _training_neighbours(train_r, cal_r, test_r):
     return out
 
 
-def _calibration_parts(n, seed, groups=None):
-    """``D_valid``'s rows split at random into ``D_knn`` (10 %), ``D_ca^mc`` and ``D_ca^vp`` (45 % each).
-
-    With ``groups`` (one sequence id per row) whole sequences are split, so
-    that the tokens of one protein or sentence never sit in two parts; the
-    shares then hold for sequences, not rows.
-    """
-    rng = np.random.default_rng([seed, 1])
-    if groups is None:
-        order = rng.permutation(n)
-    else:
-        ids, inverse = np.unique(groups, return_inverse=True)
-        order = rng.permutation(ids.size)
-    n_knn, n_mc = order.size // 10, (order.size - order.size // 10) // 2
-    parts = {"knn": order[:n_knn], "mc": order[n_knn:n_knn + n_mc], "vp": order[n_knn + n_mc:]}
-    if groups is None:
-        return parts
-    part_of = np.empty(ids.size, dtype=np.int64)
-    for i, chosen in enumerate(parts.values()):
-        part_of[chosen] = i
-    return {name: rng.permutation(np.flatnonzero(part_of[inverse] == i)) for i, name in enumerate(parts)}
-
-
 def _approximation(train, cal, test, seed, n_classes, *, neighbours=None, localizer_points=None, groups=None):
     """Every per-point quantity of one task: a dict of splits, each a dict of arrays.
 
     ``train``, ``cal`` and ``test`` are ``(exemplars, logits, labels)`` of the
     network's training points, of ``D_valid`` and of the test set; ``seed``
     splits ``D_valid`` into ``D_knn``, ``D_ca^mc`` and ``D_ca^vp`` (by sequence
-    when ``groups`` gives each row's sequence, :func:`_calibration_parts`) and
+    when ``groups`` gives each row's sequence, :func:`calibtut.data.splits.calibration_parts`) and
     seeds the KNN and localizer fits. ``neighbours`` (``{"cal": (dist, idx),
     "test": ...}``, :func:`_training_neighbours`) saves the search when the same
     points serve several splits; ``localizer_points`` caps the ``D_knn`` points
@@ -277,7 +255,7 @@ def _approximation(train, cal, test, seed, n_classes, *, neighbours=None, locali
     """
     (train_r, train_logits, train_y), (cal_r, cal_logits, cal_y), (test_r, test_logits, test_y) = train, cal, test
     train_pred = train_logits.argmax(axis=1)
-    parts = _calibration_parts(len(cal_y), seed, groups)
+    parts = calibration_parts(len(cal_y), seed, groups)
     if neighbours is None:
         neighbours = _training_neighbours(train_r, cal_r, test_r)
     split = {}
@@ -542,8 +520,7 @@ def va_rows(train, cal, test, seed=0, *, alpha=0.1, kappa=1000, methods=None, po
     alpha = check_alpha(alpha)
     kappa = check_int(kappa, "kappa", minimum=1)
     methods = method_list(methods, METHODS if parts[0][1].shape[1] == 2 else PROTEIN_METHODS)
-    if not isinstance(points, bool):
-        raise TypeError(f"points must be a bool, got {points!r}")
+    check_bool(points, "points")
     p = _approximation(*parts, seed, parts[0][1].shape[1])
     rows = _result_rows(p, alpha, kappa, seed, methods)
     return (rows, _points_frame(p)) if points else rows
@@ -839,8 +816,7 @@ def run_protein_config(dataset="protein", seed=0, *, n_proteins=None, n_test_pro
     >>> sorted(rows["method"].unique())  # doctest: +SKIP
     ['ADMIT', 'KNN', 'localizer', 'memory layer']
     """
-    if not isinstance(points, bool):
-        raise TypeError(f"points must be a bool, got {points!r}")
+    check_bool(points, "points")
     p, alpha, kappa, seed, methods = _protein_pipeline(
         dataset, seed, n_proteins, n_test_proteins, alpha, kappa, methods, model_seed, hidden, channels, epochs,
         batch_size, lr, localizer_points, device)

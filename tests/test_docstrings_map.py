@@ -1,0 +1,121 @@
+"""The package's maps of itself stay complete: package docstrings and CONTRIBUTING's module map.
+
+* Every package of ``calibtut`` (a folder with an ``__init__.py``) has a
+  docstring that names each of its public submodules and subpackages (no
+  leading underscore): as an entry of a "Modules" / "Packages" list (the name
+  alone on its line) or in backticks (``tasks.py``, ``tasks``,
+  :mod:`calibtut.metrics.torch`). A word that happens to be a module's name in
+  running prose does not count.
+* CONTRIBUTING.md's module map names every module: each top-level part of
+  ``calibtut`` in the layer table (``calibtut.<part>``), each part of the
+  experiments layer in the sentence that lists them, and each file of an
+  experiments part (``tasks.py``, ``claims.py``, ...) in the table of the
+  experiments layer's files.
+
+Only files are read; nothing is imported.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = ROOT / "calibtut"
+CONTRIBUTING = ROOT / "CONTRIBUTING.md"
+
+
+def packages():
+    return sorted(p.parent for p in PACKAGE.rglob("__init__.py"))
+
+
+def public_children(package):
+    """Names of the public modules and subpackages directly under ``package``."""
+    names = [p.stem for p in package.glob("*.py") if not p.stem.startswith("_")]
+    names += [p.name for p in package.iterdir() if (p / "__init__.py").exists() and not p.name.startswith("_")]
+    return sorted(names)
+
+
+def mentions(doc, name):
+    """Whether ``doc`` names the module ``name`` as a list entry or in backticks."""
+    listed = re.search(rf"^[ \t]*{re.escape(name)}[ \t]*$", doc, re.M)
+    quoted = re.search(rf"`[~\w.]*\b{re.escape(name)}(\.py)?`", doc)
+    return bool(listed or quoted)
+
+
+def _dotted(package):
+    return ".".join(package.relative_to(PACKAGE.parent).parts)
+
+
+@pytest.mark.parametrize("package", packages(), ids=_dotted)
+def test_package_docstring_names_each_public_submodule(package):
+    doc = ast.get_docstring(ast.parse((package / "__init__.py").read_text(encoding="utf8")))
+    assert doc, f"{_dotted(package)} has no docstring"
+    missing = [name for name in public_children(package) if not mentions(doc, name)]
+    assert not missing, f"the docstring of {_dotted(package)} does not name {missing}"
+
+
+def _contributing():
+    return CONTRIBUTING.read_text(encoding="utf8")
+
+
+def _section(text, heading):
+    """The text of a markdown section, from its heading to the next heading of the same or a higher level."""
+    level = len(heading) - len(heading.lstrip("#"))
+    start = text.index(f"\n{heading}\n")
+    rest = text[start + len(heading) + 2:]
+    end = re.search(rf"^#{{1,{level}}} ", rest, re.M)
+    return rest[: end.start()] if end else rest
+
+
+def layer_table_parts(text):
+    """The top-level parts the layer table names: ``calibtut.<part>`` in the part column of a ``| <layer> |`` row."""
+    parts = set()
+    for line in _section(text, "## Package layout").splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) >= 3 and cells[0].isdigit():
+            parts.update(re.findall(r"`calibtut\.(\w+)", cells[1]))
+    return parts
+
+
+def experiments_parts_listed(text):
+    """The parts of the experiments layer named in the sentence that lists them (``drift``, ...)."""
+    section = _section(text, "### The experiments layer")
+    sentence = re.search(r"for each part of the book \(([^)]*)\)", section, re.S)
+    assert sentence, "CONTRIBUTING's experiments section no longer lists its parts 'for each part of the book (...)'"
+    return set(re.findall(r"`(\w+)`", sentence.group(1)))
+
+
+def experiments_files_listed(text):
+    """The file names (``tasks.py``, ...) that the experiments layer's file table names, in any column."""
+    section = _section(text, "### The experiments layer")
+    rows = [line for line in section.splitlines() if line.startswith("|")]
+    return set(re.findall(r"`(\w+\.py)`", "\n".join(rows)))
+
+
+def test_the_map_parsers_read_the_map():
+    text = _contributing()
+    assert {"metrics", "conformal", "experiments", "_validation"} <= layer_table_parts(text)
+    assert "drift" in experiments_parts_listed(text)
+    assert {"tasks.py", "tables.py", "_common.py"} <= experiments_files_listed(text)
+
+
+def test_contributing_layer_table_names_every_top_level_part():
+    parts = {p.stem for p in PACKAGE.glob("*.py") if p.name != "__init__.py"}
+    parts |= {p.name for p in PACKAGE.iterdir() if (p / "__init__.py").exists()}
+    missing = sorted(parts - layer_table_parts(_contributing()))
+    assert not missing, f"CONTRIBUTING.md's layer table does not name calibtut.{missing}"
+
+
+def test_contributing_names_every_experiments_part_and_file():
+    text = _contributing()
+    experiments = PACKAGE / "experiments"
+    parts = {p.name for p in experiments.iterdir() if (p / "__init__.py").exists()}
+    missing_parts = sorted(parts - experiments_parts_listed(text))
+    assert not missing_parts, f"CONTRIBUTING.md's experiments section does not list the parts {missing_parts}"
+    files = {p.name for part in parts for p in (experiments / part).glob("*.py") if p.name != "__init__.py"}
+    missing = sorted(files - experiments_files_listed(text))
+    assert not missing, f"CONTRIBUTING.md's table of the experiments files does not name {missing}"
