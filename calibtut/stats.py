@@ -593,9 +593,10 @@ def accuracy_gap_sd(pooled, alpha):
     error" as a gap of at least :math:`-3`, with the standard deviation
     :math:`\sqrt{\alpha (1 - \alpha) / n}` of an accuracy estimated on
     :math:`n` admitted points. Over several calibration splits sharing one
-    test set, that deviation is too small (see :func:`pooled_singletons`):
-    a "reaches" check built on it is then stricter than it needs to be, and
-    a "below" check more lenient, so the latter should hold by a wide margin.
+    test set, that deviation is too small (see
+    ``calibtut.experiments.venn_admit.pooled_singletons``): a "reaches"
+    check built on it is then stricter than it needs to be, and a "below"
+    check more lenient, so the latter should hold by a wide margin.
 
     Where nothing is admitted the gap is NaN. ``(gap >= -3).all()`` then
     fails, which suits a claim about admitted points that needs some;
@@ -606,7 +607,8 @@ def accuracy_gap_sd(pooled, alpha):
     ----------
     pooled : pandas.DataFrame
         Columns ``n`` (non-negative counts) and ``accuracy`` (in [0, 1], NaN
-        where ``n`` is 0), as :func:`pooled_singletons` returns.
+        where ``n`` is 0), as ``calibtut.experiments.venn_admit.pooled_singletons``
+        returns.
     alpha : float
         The miscoverage level, in (0, 1).
 
