@@ -1,4 +1,4 @@
-"""The experiments layer: one package per part of the book (drift, quantile regularization, regression study, covariate shift, Venn-ADMIT).
+"""The experiments layer: one package per part of the book (Foundations, drift, quantile regularization, regression study, covariate shift, Venn-ADMIT).
 
 Every package has the same files, each with a fixed role:
 
@@ -26,6 +26,9 @@ only (``from calibtut.experiments.drift import table1_summary``).
 
 Packages
 --------
+foundations
+    The Foundations chapters' shared set-up: the MNIST classifier of
+    Foundations 4 and 5 (``chapters.py``).
 drift
     Paper 000 (online calibration under drift): the drifted regression
     benchmark, the decision task and the hyper-parameter search of Section 5.
