@@ -29,6 +29,7 @@ from calibtut.run import (
     read_provenance,
     save_table,
     settings,
+    table_path,
 )
 from calibtut.run.__main__ import main
 from calibtut.run._paths import COMPRESS_ABOVE, gzip_bytes, stored_path
@@ -135,11 +136,11 @@ def test_find_root_fails_clearly(tmp_path, no_runner):
 
 def test_save_table_into_run_dir(run_dir):
     df = pd.DataFrame({"method": ["a", "b"], "ece": [0.1, 0.25]})
-    path = save_table(df, "table1")
-    assert path == run_dir / "table1.csv"
-    pd.testing.assert_frame_equal(pd.read_csv(path), df)
-    indexed = df.set_index("method")
-    pd.testing.assert_frame_equal(pd.read_csv(save_table(indexed, "t2")), df)
+    assert save_table(df, "table1") is None  # a cell ending with it shows no path
+    assert table_path("table1") == run_dir / "table1.csv"
+    pd.testing.assert_frame_equal(pd.read_csv(run_dir / "table1.csv"), df)
+    save_table(df.set_index("method"), "t2")
+    pd.testing.assert_frame_equal(pd.read_csv(table_path("t2")), df)
     assert not list(run_dir.glob("*.tmp"))
 
 
@@ -155,10 +156,13 @@ def test_save_table_checks_arguments(run_dir):
 
 def test_save_table_outside_runner(tmp_path, monkeypatch, no_runner):
     monkeypatch.chdir(tmp_path)
-    assert save_table(pd.DataFrame({"a": [1]}), "t") is None
+    assert table_path("t") is None
+    save_table(pd.DataFrame({"a": [1]}), "t")  # nowhere to write: nothing written
+    assert not list(tmp_path.rglob("*.csv"))
     (tmp_path / "_toc.yml").write_text("root: intro\n")
-    path = save_table(pd.DataFrame({"a": [1]}), "t")
-    assert path == tmp_path.resolve() / "_build" / "runs" / "interactive" / "t.csv"
+    save_table(pd.DataFrame({"a": [1]}), "t")
+    assert table_path("t") == tmp_path.resolve() / "_build" / "runs" / "interactive" / "t.csv"
+    assert table_path("t").is_file()
 
 
 def _fake_run(root, profile="full", status="completed"):

@@ -6,7 +6,7 @@ Inside a notebook:
 - :func:`sweep` runs a resumable grid of tasks, serially or on Dask workers
   (:mod:`calibtut.run.engine`), storing each finished task as one line of a
   committable store (:mod:`calibtut.run.store`);
-- :func:`save_table` saves a tidy table of the run;
+- :func:`save_table` saves a tidy table of the run (at :func:`table_path`);
 - :func:`load_result` shows a published full-scale table, and
   :func:`stored_tasks` and :func:`stored_rows` how far an unpublished
   full run has got and what it holds so far;
@@ -61,6 +61,7 @@ from calibtut.run.artifacts import (
     read_provenance,
     save_table,
     stored_rows,
+    table_path,
     stored_tasks,
 )
 from calibtut.run.compare import paper_vs_ours
@@ -92,4 +93,5 @@ __all__ = [
     "stored_rows",
     "stored_tasks",
     "sweep",
+    "table_path",
 ]

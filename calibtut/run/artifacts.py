@@ -31,6 +31,7 @@ __all__ = [
     "save_table",
     "stored_rows",
     "stored_tasks",
+    "table_path",
 ]
 
 PROVENANCE = "provenance.json"
@@ -65,15 +66,49 @@ def _tidy(df):
     return df.set_axis(columns, axis=1)
 
 
-def save_table(df, name):
-    """Save a tidy table of the current run as ``<run dir>/<name>.csv``.
+def table_path(name):
+    """Where :func:`save_table` writes the table ``name`` of the current run.
 
-    Under the runner (``python -m calibtut.run``) the table goes into the run
-    directory, where :func:`calibtut.run.publish` finds it. Outside the runner
-    (Jupyter, the book build) it goes to ``_build/runs/interactive/<name>.csv``
-    under the repository root; when no repository root can be found (e.g. on
-    Colab with only the package installed) nothing is written and None is
-    returned. A named or non-default index is written as ordinary columns.
+    Under the runner (``python -m calibtut.run``) that is the run directory,
+    where :func:`calibtut.run.publish` finds it; outside the runner (Jupyter,
+    the book build) it is ``_build/runs/interactive/<name>.csv`` under the
+    repository root. When no repository root can be found (e.g. on Colab with
+    only the package installed) there is nowhere to write: None.
+
+    Parameters
+    ----------
+    name : str
+        File name without extension, e.g. ``"table2"``.
+
+    Returns
+    -------
+    pathlib.Path or None
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> os.environ["CALIBTUT_RUN_DIR"] = tempfile.mkdtemp()
+    >>> table_path("table2").name
+    'table2.csv'
+    >>> del os.environ["CALIBTUT_RUN_DIR"]
+    """
+    check_name(name, "name")
+    folder = current_run_dir()
+    if folder is None:
+        root = find_root(required=False)
+        if root is None:
+            return None
+        folder = root / INTERACTIVE
+    return Path(folder) / f"{name}.csv"
+
+
+def save_table(df, name):
+    """Save a tidy table of the current run as CSV, at :func:`table_path` ``(name)``.
+
+    Nothing is written when there is nowhere to write (no run directory and
+    no repository root). A named or non-default index is written as ordinary
+    columns. Like ``DataFrame.to_csv`` with a path, it returns None, so a
+    notebook cell that ends with it shows no output.
 
     Parameters
     ----------
@@ -82,29 +117,19 @@ def save_table(df, name):
     name : str
         File name without extension, e.g. ``"table2"``.
 
-    Returns
-    -------
-    pathlib.Path or None
-        The CSV written, or None when there is nowhere to write it.
-
     Examples
     --------
     >>> import os, tempfile, pandas as pd
     >>> os.environ["CALIBTUT_RUN_DIR"] = tempfile.mkdtemp()
-    >>> path = save_table(pd.DataFrame({"method": ["a"], "ece": [0.01]}), "demo")
-    >>> path.name, pd.read_csv(path).shape
-    ('demo.csv', (1, 2))
+    >>> save_table(pd.DataFrame({"method": ["a"], "ece": [0.01]}), "demo")
+    >>> pd.read_csv(table_path("demo")).shape
+    (1, 2)
     >>> del os.environ["CALIBTUT_RUN_DIR"]
     """
-    check_name(name, "name")
+    path = table_path(name)
     df = _tidy(df)
-    folder = current_run_dir()
-    if folder is None:
-        root = find_root(required=False)
-        if root is None:
-            return None
-        folder = root / INTERACTIVE
-    return atomic_write_text(Path(folder) / f"{name}.csv", df.to_csv(index=False))
+    if path is not None:
+        atomic_write_text(path, df.to_csv(index=False))
 
 
 def _table_files(folder):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import html
+import reprlib
 from collections.abc import Mapping
 from types import MappingProxyType
 
@@ -9,6 +11,11 @@ __all__ = ["PROFILES", "Settings", "check_profile", "settings"]
 
 #: The valid profile names: ``ci`` (under 60 s on 2 CPU cores) and ``full`` (the paper's scale).
 PROFILES = ("ci", "full")
+
+#: How a setting's value is shortened in the one-line display of :class:`Settings`.
+_SHORT = reprlib.Repr()
+_SHORT.maxstring = _SHORT.maxother = 40
+_SHORT.maxlist = _SHORT.maxtuple = 6
 
 
 def check_profile(profile):
@@ -38,6 +45,12 @@ class Settings(Mapping):
     >>> s = settings("ci", ci={"n": 200}, full={"n": 10_000})
     >>> s.n, s["n"], s.profile
     (200, 200, 'ci')
+
+    In a notebook the settings display as one line a reader can take in
+    (:meth:`_repr_html_`), not as the constructor call that ``repr`` gives:
+
+    >>> s._repr_html_()
+    '<p class="calibtut-settings">This page ran the <b>ci</b> profile: n = 200.</p>'
     """
 
     __slots__ = ("_profile", "_values")
@@ -89,6 +102,11 @@ class Settings(Mapping):
 
     def _repr_pretty_(self, printer, cycle):
         printer.text(repr(self))
+
+    def _repr_html_(self):
+        values = " · ".join(f"{k} = {_SHORT.repr(v)}" for k, v in self._values.items())
+        text = f"This page ran the <b>{self._profile}</b> profile"
+        return f'<p class="calibtut-settings">{text}{": " + html.escape(values) if values else ""}.</p>'
 
 
 _RESERVED = frozenset({"profile", "keys", "items", "values", "get"})
