@@ -16,6 +16,8 @@ __all__ = ["class_conditional_coverage", "coverage_by_group", "mean_set_size", "
 
 
 def _check_sets(sets, name="sets"):
+    if isinstance(sets, np.ndarray) and sets.dtype == bool and sets.ndim == 2:
+        return sets  # already a membership matrix: nothing to convert or check
     arr = as_float_array(sets, name, ndim=2)
     if not np.all((arr == 0) | (arr == 1)):
         bad = arr[(arr != 0) & (arr != 1)].flat[0]
