@@ -11,7 +11,8 @@ Inside a notebook:
   :func:`stored_tasks` and :func:`stored_rows` how far an unpublished
   full run has got and what it holds so far;
 - :func:`paper_vs_ours` builds the comparison table;
-- :func:`glue` pastes values into the text of the book.
+- :func:`glue` pastes values into the text of the book, and the book's
+  table display (``display`` below) is switched on by :func:`settings`.
 
 From a shell, ``python -m calibtut.run notebooks/<part>/<nb>.md --profile full``
 executes a notebook into ``_build/runs/<part>/<nb>/<profile>-<hash>/``,
@@ -25,6 +26,9 @@ artifacts
     back.
 compare
     The side-by-side table of every "paper versus ours" section.
+display
+    How a notebook shows a table: a missing value as "–", no running row
+    number.
 engine
     Where the tasks of a sweep run: in this process, or on a Dask cluster.
 execute

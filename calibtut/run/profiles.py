@@ -7,6 +7,8 @@ import reprlib
 from collections.abc import Mapping
 from types import MappingProxyType
 
+from calibtut.run.display import use_book_display
+
 __all__ = ["PROFILES", "Settings", "check_profile", "settings"]
 
 #: The valid profile names: ``ci`` (under 60 s on 2 CPU cores) and ``full`` (the paper's scale).
@@ -115,6 +117,10 @@ _RESERVED = frozenset({"profile", "keys", "items", "values", "get"})
 def settings(profile, *, ci, full):
     """Pick the settings of one profile, checking both profiles define the same keys.
 
+    In a notebook it also switches on the book's table display
+    (:func:`calibtut.run.display.use_book_display`: a missing value as "–",
+    no running row number), since every chapter calls it first.
+
     Parameters
     ----------
     profile : {"ci", "full"}
@@ -160,4 +166,5 @@ def settings(profile, *, ci, full):
         raise ValueError(
             f"ci and full must define the same settings; only in ci: {only_ci}, only in full: {only_full}"
         )
+    use_book_display()
     return Settings(profile, given[profile])
