@@ -24,6 +24,10 @@ What a reader sees, checked as text and pixels:
   (``<matplotlib.legend.Legend at 0x...>``, ``[Text(0.5, 1.0, 'title')]``);
   longer outputs go into a collapsed dropdown (the ``hide-output`` tag) or
   become a compact table;
+* no plumbing in an output (a build path, ``Settings(...)``, a missing value
+  shown as ``NaN``, a full run "not yet published") and no words about the
+  making of the book in its prose ("the reading notes", "the extracted
+  text", "once they have been published");
 * figure text at least :data:`MIN_TEXT_PX` pixels high: a figure shrunk to
   the column loses its text size in proportion, and its smallest text, the
   house style's :data:`calibtut.plots.MIN_FONT_PT` points at the PNG's
@@ -331,7 +335,9 @@ def check_page(page_obj, page_path: Path, html: Path) -> list[str]:
         problems.append(f"widgets not rendered: {widgets[0]} views, {widgets[1]} rendered")
     problems += [f"JavaScript error: {e}" for e in errors]
     problems += [f"local resource failed to load: {u}" for u in failed]
-    problems += unparsed_markup(page_obj.evaluate(PROSE_JS))
+    prose = page_obj.evaluate(PROSE_JS)
+    problems += unparsed_markup(prose)
+    problems += process_words(prose)
     problems += output_floods(page_obj.evaluate(OUTPUTS_SEEN_JS))
     problems += overflow(page_obj, page_path, html)  # opens the hide-input dropdowns
     problems += small_figure_text(page_obj.evaluate(FIGURES_JS))
@@ -360,6 +366,13 @@ def unparsed_markup(prose: dict) -> list[str]:
     return sorted(set(problems))
 
 
+#: Plumbing in an output: a build path, the settings' constructor call, a missing value
+#: shown as NaN (the book shows "–", :mod:`calibtut.run.display`), a run that is missing.
+PLUMBING = re.compile(r"PosixPath\(|\bSettings\(|\bNaN\b|not yet published")
+#: Words about how the book was made, which a reader of the prose should not meet.
+PROCESS_WORDS = re.compile(r"until it is published|once they have been published|extracted text|reading notes",
+                           re.IGNORECASE)
+
 #: The repr of an object a cell returned by accident (``ax.legend()``, ``ax.set(...)``).
 OBJECT_REPR = re.compile(r"<[\w.]+ (?:object )?at 0x[0-9a-fA-F]+>|\bText\([-\d.e]+, [-\d.e]+, '")
 TRUNCATED_FRAME = re.compile(r"\b\d+ rows × \d+ columns\b")
@@ -377,7 +390,14 @@ def output_floods(outputs: list[dict]) -> list[str]:
             problems.append(f"truncated table in an output ({found}) {where}")
         for found in sorted(set(OBJECT_REPR.findall(out["text"]))):
             problems.append(f"object repr printed in an output: {found} {where}")
+        for found in sorted(set(PLUMBING.findall(out["text"]))):
+            problems.append(f"plumbing in an output: {found!r} {where}")
     return problems
+
+
+def process_words(prose: dict) -> list[str]:
+    """Phrases about the making of the book left in its prose."""
+    return [f"process words in the prose: {found!r}" for found in sorted(set(PROCESS_WORDS.findall(prose["text"])))]
 
 
 def png_dpi(src: str) -> float | None:
@@ -475,10 +495,16 @@ def test_reader_checks_catch_the_defects_they_target(tmp_path):
         {"where": "collapsed", "seen": False, "lines": 200, "text": "88 rows × 5 columns"},
         {"where": "legend", "seen": True, "lines": 1, "text": "<matplotlib.legend.Legend at 0x7fe928bb6610>"},
         {"where": "set", "seen": True, "lines": 1, "text": "[Text(0.5, 0, 'angle'), Text(0, 0.5, 'ECE')]"},
-        {"where": "fine", "seen": True, "lines": MAX_OUTPUT_LINES, "text": "0.25"},
+        {"where": "path", "seen": True, "lines": 1, "text": "PosixPath('/tmp/x/_build/runs/t.csv')"},
+        {"where": "settings", "seen": True, "lines": 1, "text": "Settings(profile='ci', n=200)"},
+        {"where": "nan", "seen": True, "lines": 2, "text": "method\tece\nTemp\tNaN"},
+        {"where": "fine", "seen": True, "lines": MAX_OUTPUT_LINES, "text": "0.25, nan-safe, –"},
     ]
     found = output_floods(outputs)
-    assert len(found) == 5 and not [p for p in found if "'fine'" in p]
+    assert len(found) == 8 and not [p for p in found if "'fine'" in p]
+    assert process_words({"text": "The reading notes list seventeen claims"}) == [
+        "process words in the prose: 'reading notes'"]
+    assert process_words({"text": "Seventeen claims, typed once"}) == []
     assert [p for p in found if "'collapsed'" in p] == [
         "truncated table in an output (88 rows × 5 columns) (cell ending 'collapsed')"]
     import matplotlib
