@@ -586,3 +586,19 @@ def test_print_pdf_of_a_small_page(tmp_path):
     assert data.startswith(b"%PDF-") and b"/Type /Page" in data
     with pytest.raises(ValueError, match="page"):
         tasks.print_pdf(tmp_path / "missing.html", pdf)
+
+
+def test_exercises_numbered_per_chapter():
+    """Each page's exercises are renumbered 1, 2, ... in page order; other kinds keep theirs."""
+    renumber = _book_glue().number_exercises_per_chapter
+    numbers = {
+        "a": {"exercise": {"x": (4,), "y": (3,), "z": (5,)}, "figure": {"f": (9,)}},
+        "b": {"exercise": {"w": (6,)}},
+        "c": {},
+    }
+    renumber(numbers)
+    assert numbers == {
+        "a": {"exercise": {"x": (2,), "y": (1,), "z": (3,)}, "figure": {"f": (9,)}},
+        "b": {"exercise": {"w": (1,)}},
+        "c": {},
+    }

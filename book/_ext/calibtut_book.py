@@ -538,8 +538,37 @@ def _copy_reader_notebooks(app, exception):
     shutil.copytree(source, Path(app.outdir) / READER_FOLDER)
 
 
+def number_exercises_per_chapter(toc_fignumbers: dict) -> None:
+    """Renumber each page's exercises 1, 2, 3, ... in page order, in place.
+
+    Without a numbered table of contents, Sphinx counts the exercises of
+    sphinx-exercise across the whole book ("Exercise 108"); a student looks
+    for "Exercise 3" in the chapter in front of them. ``toc_fignumbers`` is
+    Sphinx's ``{docname: {figtype: {id: (number,)}}}``.
+
+    Examples
+    --------
+    >>> numbers = {"a": {"exercise": {"x": (4,), "y": (3,)}}, "b": {"figure": {"f": (9,)}}}
+    >>> number_exercises_per_chapter(numbers)
+    >>> numbers["a"]["exercise"], numbers["b"]
+    ({'x': (2,), 'y': (1,)}, {'figure': {'f': (9,)}})
+    """
+    for numbers in toc_fignumbers.values():
+        exercises = numbers.get("exercise")
+        if exercises:
+            for i, key in enumerate(sorted(exercises, key=exercises.get), start=1):
+                exercises[key] = (i,)
+
+
+def _number_exercises(app, env):
+    number_exercises_per_chapter(env.toc_fignumbers)
+    return []  # no page to rewrite beyond those Sphinx already rewrites
+
+
 def setup(app):
     app.add_config_value("calibtut_hide_solutions", False, "env")
+    # after Sphinx's own numbering, which also runs on env-get-updated (priority 500)
+    app.connect("env-get-updated", _number_exercises, priority=900)
     app.connect("config-inited", _take_over_hide_solutions)
     app.connect("doctree-read", _drop_solutions)
     app.connect("config-inited", _configure)
