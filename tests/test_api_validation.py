@@ -470,6 +470,11 @@ VALID_FOR = {
         "z_forecast": np.array([1.0, 5.0]), "action": np.array([0, 1]), "z": np.array([3.0, 9.0]),
     },
     "calibtut.experiments.drift.gaussian_base_forecasts": {"y": _y, "n_steps": 10},
+    "calibtut.experiments.foundations": {
+        "a": 4.0, "b": 1.5, "power": 1.2, "n_seeds": 2, "n_bins": 5, "n_grid": 200,
+        "draws": lambda: calibtut.experiments.foundations.estimator_draws(50, 5, 4.0, 1.5, 1.2, 2, n_grid=200),
+        "truth": {"l1": 0.05, "l2": 0.06},
+    },
     # paper 003's claims: the paper's tables and one base/QR pair of ours
     "uci_claims": {
         "paper": lambda: calibtut.experiments.quantile_regularization.paper_numbers(),

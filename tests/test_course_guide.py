@@ -39,8 +39,9 @@ def test_the_workshop_lasts_about_six_hours(guide):
     assert 5.5 * 60 <= minutes <= 6.5 * 60
 
 
-def test_the_syllabus_has_ten_weeks(guide):
-    assert [week["week"] for week in guide["syllabus"]] == list(range(1, 11))
+def test_the_syllabus_has_twelve_weeks_each_graded(guide):
+    assert [week["week"] for week in guide["syllabus"]] == list(range(1, 13))
+    assert all(week.get("graded") for week in guide["syllabus"]), "a week without graded exercises"
 
 
 # --------------------------------------------------------------------------- the checks refuse bad data

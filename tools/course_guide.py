@@ -1,7 +1,7 @@
 """The course guide's data, its checks, and the Sphinx directives that draw it.
 
 ``book/_data/course_guide.yml`` holds what only an author can say: which
-chapter needs which, the one-day workshop path and the ten-week syllabus.
+chapter needs which, the one-day workshop path and the twelve-week syllabus.
 Everything else on ``book/course-guide.md`` is read at build time, so that the
 page stays true when the book changes:
 

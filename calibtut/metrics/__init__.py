@@ -23,8 +23,9 @@ interval_scores
 scores
     Pinball loss, CRPS (Gaussian, mixture, quantile approximation), NLL.
 ece_estimators
-    The debiased binned l2 ECE (Kumar, Liang & Ma 2019) and the smooth ECE
-    with a reflected Gaussian kernel (Błasiok & Nakkiran 2023).
+    The plug-in and debiased binned l2 ECE (Kumar, Liang & Ma 2019), the
+    smooth ECE with a reflected Gaussian kernel and its smoothed reliability
+    curve (Błasiok & Nakkiran 2023).
 sets
     Prediction-set coverage, mean set size, class-conditional coverage and
     coverage per group.
@@ -46,7 +47,7 @@ from calibtut.metrics.classification import (
     reliability_data,
     top_label_ece,
 )
-from calibtut.metrics.ece_estimators import debiased_ece, smooth_ece
+from calibtut.metrics.ece_estimators import debiased_ece, plugin_l2_ece, smooth_ece, smooth_reliability_curve
 from calibtut.metrics.hypothesis_tests import (
     CalibrationTestResult,
     batch_pce,
@@ -105,6 +106,7 @@ __all__ = [
     "pce_null_distribution",
     "pce_test",
     "pinball_loss",
+    "plugin_l2_ece",
     "pit_gaussian",
     "pit_mixture",
     "pit_quantile",
@@ -116,5 +118,6 @@ __all__ = [
     "set_coverage",
     "sharpness",
     "smooth_ece",
+    "smooth_reliability_curve",
     "top_label_ece",
 ]

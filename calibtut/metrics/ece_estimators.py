@@ -1,5 +1,8 @@
-r"""Calibration-error estimators beyond the plug-in binned ECE: debiased and smooth.
+r"""Calibration-error estimators beyond the plug-in binned ECE: l2, debiased and smooth.
 
+* :func:`plugin_l2_ece`: the plug-in binned l2 calibration error
+  :math:`\big(\sum_b w_b (\bar y_b - \bar p_b)^2\big)^{1/2}`, the estimator
+  that :func:`debiased_ece` corrects.
 * :func:`debiased_ece`: the bias-corrected squared binned estimator of
   Kumar, Liang & Ma (2019). The plug-in
   :math:`\sum_b w_b (\bar y_b - \bar p_b)^2` is biased upwards by the
@@ -30,7 +33,7 @@ from scipy import ndimage, optimize
 from calibtut._validation import check_bool, check_choice, check_int, check_real
 from calibtut.metrics.classification import _CLOSED, _binned, _check_confidence_correct
 
-__all__ = ["debiased_ece", "smooth_ece"]
+__all__ = ["debiased_ece", "plugin_l2_ece", "smooth_ece", "smooth_reliability_curve"]
 
 
 def debiased_ece(confidence, correct, n_bins=15, strategy="quantile", closed="right", squared=False):
@@ -92,12 +95,73 @@ def debiased_ece(confidence, correct, n_bins=15, strategy="quantile", closed="ri
     confidence, correct = _check_confidence_correct(confidence, correct)
     check_choice(closed, "closed", _CLOSED)
     check_bool(squared, "squared")
-    _, count, sum_conf, sum_acc = _binned(confidence, correct, n_bins, strategy, closed)
-    full = count >= 2
-    n_b = count[full]
-    acc, conf = sum_acc[full] / n_b, sum_conf[full] / n_b
+    n_b, acc, conf = _bin_means(confidence, correct, n_bins, strategy, closed, min_count=2)
     estimate = float(np.sum(n_b * ((acc - conf) ** 2 - acc * (1 - acc) / (n_b - 1))) / confidence.size)
     return estimate if squared else float(np.sqrt(max(estimate, 0.0)))
+
+
+def _bin_means(confidence, correct, n_bins, strategy, closed, min_count):
+    """Counts, frequencies and mean confidences of the bins with at least ``min_count`` points."""
+    _, count, sum_conf, sum_acc = _binned(confidence, correct, n_bins, strategy, closed)
+    kept = count >= min_count
+    return count[kept], sum_acc[kept] / count[kept], sum_conf[kept] / count[kept]
+
+
+def plugin_l2_ece(confidence, correct, n_bins=15, strategy="quantile", closed="right", squared=False):
+    r"""Plug-in binned l2 calibration error, the estimator :func:`debiased_ece` corrects.
+
+    .. math:: \widehat{\mathrm{ECE}^2}_{\mathrm{plug\text{-}in}}
+              = \sum_b \frac{n_b}{n} (\bar y_b - \bar p_b)^2
+
+    over the non-empty bins. Given the confidences, its mean exceeds the
+    binned squared error by the sampling variance of the bin frequencies,
+    :math:`\sum_b (n_b/n)\operatorname{Var}(\bar y_b)`, about
+    :math:`B\,\bar q(1 - \bar q)/n` for ``B`` bins of frequency near
+    :math:`\bar q`.
+
+    Parameters
+    ----------
+    confidence : array_like, shape (n,)
+        Predicted probability of the event.
+    correct : array_like of {0, 1} or bool, shape (n,)
+        Whether the event happened.
+    n_bins : int, default 15
+        Number of bins.
+    strategy : {"quantile", "uniform"}, default "quantile"
+        Equal-mass or equal-width bins.
+    closed : {"right", "left"}, default "right"
+        Edge convention (see :mod:`calibtut.metrics.classification`).
+    squared : bool, default False
+        Return the squared error instead of its square root.
+
+    Returns
+    -------
+    float
+        In [0, 1].
+
+    See Also
+    --------
+    debiased_ece : the same sum with each bin's variance estimate removed.
+    expected_calibration_error : the plug-in binned l1 ECE.
+
+    References
+    ----------
+    Kumar, Liang & Ma, "Verified uncertainty calibration", NeurIPS 2019.
+
+    Examples
+    --------
+    >>> # one bin: mean confidence .5, frequency 3/4 -> (.25)^2
+    >>> plugin_l2_ece([0.5, 0.5, 0.5, 0.5], [1, 1, 1, 0], n_bins=1, squared=True)
+    0.0625
+    >>> plugin_l2_ece([0.5, 0.5, 0.5, 0.5], [1, 1, 1, 0], n_bins=1)
+    0.25
+    """
+    confidence, correct = _check_confidence_correct(confidence, correct)
+    check_choice(closed, "closed", _CLOSED)
+    check_bool(squared, "squared")
+    n_b, acc, conf = _bin_means(confidence, correct, n_bins, strategy, closed, min_count=1)
+    estimate = float(np.sum(n_b * (acc - conf) ** 2) / confidence.size)
+    return estimate if squared else float(np.sqrt(estimate))
 
 
 def _smoothed_residual(confidence, residual, sigma, n_grid):
@@ -186,3 +250,68 @@ def smooth_ece(confidence, correct, bandwidth=None, n_grid=2000):
     if _smece(confidence, residual, low, n_grid) <= low:
         return low  # below the grid's resolution: the measure is about 0
     return float(optimize.brentq(lambda s: _smece(confidence, residual, s, n_grid) - s, low, 1.0, xtol=1e-12))
+
+
+def smooth_reliability_curve(confidence, correct, bandwidth=None, n_grid=2000):
+    r"""Smoothed reliability diagram of Błasiok & Nakkiran (2023): kernel regression of outcome on confidence.
+
+    .. math:: \hat\mu(t) = \frac{\sum_i y_i\,\tilde K_\sigma(t, f_i)}{\sum_i \tilde K_\sigma(t, f_i)},
+              \qquad \hat\delta(t) = \frac1n \sum_i \tilde K_\sigma(t, f_i)
+
+    with the reflected Gaussian kernel :math:`\tilde K_\sigma` of
+    :func:`smooth_ece`, evaluated at the centres of ``n_grid`` cells of
+    [0, 1]. A calibrated forecaster has :math:`\hat\mu(t) \approx t`; the
+    smooth ECE is :math:`\int_0^1 |\hat\mu(t) - \bar f(t)|\,\hat\delta(t)\,dt`
+    with :math:`\bar f(t)` the kernel average of the confidences, so where
+    the density :math:`\hat\delta` is small the curve counts little (and is
+    noisy).
+
+    Parameters
+    ----------
+    confidence : array_like, shape (n,)
+        Predicted probability of the event.
+    correct : array_like of {0, 1} or bool, shape (n,)
+        Whether the event happened.
+    bandwidth : float or None, default None
+        The kernel's standard deviation in (0, 1]; None: the smooth ECE's
+        fixed point :math:`\sigma^*` (the value :func:`smooth_ece` returns).
+    n_grid : int, default 2000
+        Cells of the grid on [0, 1] (at least 100).
+
+    Returns
+    -------
+    t : numpy.ndarray of shape (n_grid,)
+        Cell centres.
+    curve : numpy.ndarray of shape (n_grid,)
+        :math:`\hat\mu(t)`, the smoothed frequency of the event.
+    density : numpy.ndarray of shape (n_grid,)
+        :math:`\hat\delta(t)`, the density of the confidences (integrates
+        to 1 over [0, 1]).
+
+    See Also
+    --------
+    smooth_ece : the calibration error that goes with the curve.
+    calibtut.plots.reliability_diagram : the binned diagram.
+
+    References
+    ----------
+    Błasiok & Nakkiran, "Smooth ECE: principled reliability diagrams via
+    kernel smoothing", ICLR 2024 (arXiv:2309.12236, 2023).
+
+    Examples
+    --------
+    >>> # every outcome 1: the smoothed frequency is 1 wherever there is mass
+    >>> t, curve, density = smooth_reliability_curve([0.2, 0.4, 0.6], [1, 1, 1], bandwidth=0.1)
+    >>> bool(np.allclose(curve, 1.0)), round(float(density.mean()), 6)
+    (True, 1.0)
+    """
+    confidence, correct = _check_confidence_correct(confidence, correct)
+    n_grid = check_int(n_grid, "n_grid", minimum=100)
+    if bandwidth is None:
+        sigma = smooth_ece(confidence, correct, n_grid=n_grid)
+    else:
+        sigma = check_real(bandwidth, "bandwidth", low=0, low_open=True, high=1)
+    density = _smoothed_residual(confidence, np.ones_like(confidence), sigma, n_grid) * n_grid
+    events = _smoothed_residual(confidence, correct, sigma, n_grid) * n_grid
+    t = (np.arange(n_grid) + 0.5) / n_grid
+    return t, events / np.maximum(density, np.finfo(float).tiny), density
