@@ -146,7 +146,7 @@ def test_bad_arguments():
     with pytest.raises(ValueError, match="sample_weight must not be all zero"):
         SplitConformalRegressor().fit([0.0, 1.0], [0.0, 1.0], sample_weight=[0.0, 0.0])
     with pytest.raises(TypeError, match="alpha"):
-        SplitConformalRegressor(alpha="0.1")
+        SplitConformalRegressor(alpha="0.1").fit([0.0, 1.0], [0.0, 1.0])
     with pytest.raises(ValueError, match="n_cal"):
         coverage_distribution(5, 0.1)
     with pytest.raises(TypeError, match="n_cal"):

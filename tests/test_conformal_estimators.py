@@ -209,25 +209,25 @@ def test_predicting_before_fit_raises(model, predict):
         predict(model)
 
 
-def test_constructor_arguments_are_checked_at_construction():
+def test_constructor_arguments_are_stored_unchanged_and_checked_at_fit():
     for build, error, message in (
-        (lambda: SplitConformalClassifier(1.5), ValueError, r"alpha must lie in \(0, 1\), got 1.5"),
-        (lambda: SplitConformalClassifier(score="bayes"), ValueError, "score must be one of"),
-        (lambda: SplitConformalClassifier(allow_empty=1), TypeError, "allow_empty must be a bool"),
-        (lambda: SplitConformalClassifier(too_small="skip"), ValueError, "too_small must be one of"),
-        (lambda: SplitConformalClassifier(lam=0.1), ValueError, "lam and k_reg apply to score='raps' only"),
-        (lambda: SplitConformalClassifier(seed=-1), ValueError, "seed"),
-        (lambda: LocalizedConformalClassifier(score="raps"), ValueError, "score must be one of"),
-        (lambda: LocalizedConformalClassifier(form="exact"), ValueError, "form must be one of"),
-        (lambda: RAPSClassifier(criterion="width"), ValueError, "criterion must be one of"),
-        (lambda: RAPSClassifier(tune_fraction=1.0), ValueError, "tune_fraction must be < 1"),
-        (lambda: RAPSClassifier(randomized="yes"), TypeError, "randomized must be a bool"),
-        (lambda: ConformalizedQuantileRegression(symmetric="yes"), TypeError, "symmetric must be a bool"),
-        (lambda: OneSidedCQR([0.5], clip_rank=1), TypeError, "clip_rank must be a bool"),
-        (lambda: DistributionalConformal(score="left"), ValueError, "score must be one of"),
+        (lambda: SplitConformalClassifier(1.5).fit(_CAL, _Y), ValueError, r"alpha must lie in \(0, 1\), got 1.5"),
+        (lambda: SplitConformalClassifier(score="bayes").fit(_CAL, _Y), ValueError, "score must be one of"),
+        (lambda: SplitConformalClassifier(allow_empty=1).fit(_CAL, _Y), TypeError, "allow_empty must be a bool"),
+        (lambda: SplitConformalClassifier(too_small="skip").fit(_CAL, _Y), ValueError, "too_small must be one of"),
+        (lambda: SplitConformalClassifier(lam=0.1).fit(_CAL, _Y), ValueError, "lam and k_reg apply to score='raps' only"),
+        (lambda: SplitConformalClassifier(seed=-1).fit(_CAL, _Y), ValueError, "seed"),
+        (lambda: LocalizedConformalClassifier(score="raps").fit(_CAL, _Y), ValueError, "score must be one of"),
+        (lambda: LocalizedConformalClassifier(form="exact").fit(_CAL, _Y), ValueError, "form must be one of"),
+        (lambda: RAPSClassifier(criterion="width").fit(_CAL, _Y), ValueError, "criterion must be one of"),
+        (lambda: RAPSClassifier(tune_fraction=1.0).fit(_CAL, _Y), ValueError, "tune_fraction must be < 1"),
+        (lambda: RAPSClassifier(randomized="yes").fit(_CAL, _Y), TypeError, "randomized must be a bool"),
+        (lambda: ConformalizedQuantileRegression(symmetric="yes").fit(np.zeros((4, 2)), np.zeros(4)), TypeError, "symmetric must be a bool"),
+        (lambda: OneSidedCQR([0.5], clip_rank=1).fit(np.zeros((4, 1)), np.zeros(4)), TypeError, "clip_rank must be a bool"),
+        (lambda: DistributionalConformal(score="left").fit([0.5] * 4), ValueError, "score must be one of"),
     ):
         with pytest.raises(error, match=message):
-            build()
+            build()  # the constructor stores the value; fit refuses it
 
 
 def test_split_classifier_keywords_must_match_the_fit():

@@ -204,7 +204,7 @@ def test_temperature_scaling_equals_its_wrapper(seed):
     weights[0] = 1.0
     for loss in ("nll", "brier"):
         for sample_weight in (None, weights):
-            model = TemperatureScaling(loss, (0.1, 10.0)).fit(logits, labels, sample_weight=sample_weight)
+            model = TemperatureScaling(loss=loss, bounds=(0.1, 10.0)).fit(logits, labels, sample_weight=sample_weight)
             got = temperature_scaled_probs(logits, labels, test, sample_weight=sample_weight, loss=loss,
                                            bounds=(0.1, 10.0))
             assert np.array_equal(got, model.predict_proba(test))
@@ -313,9 +313,9 @@ def test_kde_resample_with_replacement_is_the_authors_bootstrap():
 
 def test_kde_resample_needs_a_size_and_a_bool():
     with pytest.raises(ValueError, match="max_kde_points"):
-        QuantileRecalibrator("kde", replace=True)
+        QuantileRecalibrator("kde", replace=True).fit([0.5])
     with pytest.raises(TypeError, match="replace"):
-        QuantileRecalibrator("kde", max_kde_points=10, replace=1)
+        QuantileRecalibrator("kde", max_kde_points=10, replace=1).fit([0.5])
 
 
 @pytest.mark.parametrize("method", METHODS)
@@ -387,7 +387,7 @@ def test_quantile_functions():
 
 def test_quantile_recalibrator_bad_arguments():
     with pytest.raises(ValueError, match="method"):
-        QuantileRecalibrator("iso")
+        QuantileRecalibrator("iso").fit([0.5])
     with pytest.raises(ValueError, match="cal_pit"):
         QuantileRecalibrator().fit([0.5, 1.5])
     with pytest.raises(RuntimeError, match="not fitted"):
@@ -480,7 +480,7 @@ def test_cqr_bad_arguments():
     with pytest.raises(ValueError, match="same length"):
         ConformalizedQuantileRegression().fit([[0.0, 1.0], [0.0, 1.0]], [0.5])
     with pytest.raises(TypeError, match="symmetric"):
-        ConformalizedQuantileRegression(symmetric="yes")
+        ConformalizedQuantileRegression(symmetric="yes").fit([[0.0, 1.0]], [0.5])
     with pytest.raises(ValueError, match="columns"):
         OneSidedCQR([0.1, 0.9]).fit(np.zeros((3, 3)), np.zeros(3))
     with pytest.raises(ValueError, match="levels"):
