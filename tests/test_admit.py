@@ -150,7 +150,7 @@ def test_venn_admit_equals_explicit_venn_categories(partition):
 def test_category_size_counts_the_explicit_venn_category(partition):
     rng = np.random.default_rng(8)
     mc, vp, test = _split(rng, 1500, q_max=2), _split(rng, 1500, q_max=2), _split(rng, 150, q_max=2)
-    model = VennADMIT(0.2, omega=0.4, kappa=5, partition=partition).fit(_cal(mc), _cal(vp))
+    model = VennADMIT(alpha=0.2, omega=0.4, kappa=5, partition=partition).fit(_cal(mc), _cal(vp))
     size = model.predict_category_size(_test(test))
 
     def singleton(split):
@@ -173,7 +173,7 @@ def test_category_size_counts_the_explicit_venn_category(partition):
     assert np.allclose(counts, np.round(counts)) and np.all(np.round(counts) <= size[held])
     assert np.all(size[~held] == 0) and size[held].min() >= 0 and size.max() > 10
     # neither the test weight nor q = K changes a category
-    censored = VennADMIT(0.2, omega=0.4, kappa=5, require_q=2, partition=partition).fit(_cal(mc), _cal(vp))
+    censored = VennADMIT(alpha=0.2, omega=0.4, kappa=5, require_q=2, partition=partition).fit(_cal(mc), _cal(vp))
     assert np.array_equal(censored.predict_category_size(_test(test)), size)
 
 

@@ -76,7 +76,7 @@ class ConformalizedQuantileRegression(Estimator):
 
     _parameter_constraints = {"alpha": check_alpha, "symmetric": check_bool}
 
-    def __init__(self, alpha=0.1, *, symmetric=True):
+    def __init__(self, *, alpha=0.1, symmetric=True):
         self.alpha = alpha
         self.symmetric = symmetric
 
@@ -241,7 +241,7 @@ def cqr_interval(cal_quantiles, cal_y, test_quantiles, alpha, *, symmetric=True)
     >>> cqr_interval([[0.0, 1.0]] * 3, [0.5, 1.5, 3.0], [[0.0, 2.0]], 0.5)
     (array([-0.5]), array([2.5]))
     """
-    model = ConformalizedQuantileRegression(alpha, symmetric=symmetric).fit(cal_quantiles, cal_y)
+    model = ConformalizedQuantileRegression(alpha=alpha, symmetric=symmetric).fit(cal_quantiles, cal_y)
     return model.predict_interval(test_quantiles)
 
 

@@ -80,7 +80,7 @@ class DistributionalConformal(Estimator):
     array([[0.5]])
     """
 
-    def __init__(self, alpha=0.1, *, score="abs"):
+    def __init__(self, *, alpha=0.1, score="abs"):
         self.alpha = alpha
         self.score = score
 
@@ -200,7 +200,7 @@ def dcp_interval(cal_pit, quantile_function, alpha, *, score="abs"):
     >>> lower.round(2), upper.round(2)  # identity model: the PIT levels themselves
     (array([0.1]), array([0.9]))
     """
-    return DistributionalConformal(alpha, score=score).fit(cal_pit).predict_interval(quantile_function)
+    return DistributionalConformal(alpha=alpha, score=score).fit(cal_pit).predict_interval(quantile_function)
 
 
 def recalibration_conformal_table(pit, levels):

@@ -93,7 +93,7 @@ class SplitConformalRegressor(Estimator):
 
     _parameter_constraints = {"alpha": check_alpha}
 
-    def __init__(self, alpha=0.1):
+    def __init__(self, *, alpha=0.1):
         self.alpha = alpha
 
     def fit(self, cal_pred, cal_y, *, scale=None, sample_weight=None):

@@ -192,7 +192,7 @@ class SplitConformalClassifier(Estimator):
     array([[ True,  True]])
     """
 
-    def __init__(self, alpha=0.1, *, score="lac", randomized=False, allow_empty=True, lam=0.0, k_reg=0,
+    def __init__(self, *, alpha=0.1, score="lac", randomized=False, allow_empty=True, lam=0.0, k_reg=0,
                  too_small="raise", seed=None):
         self.alpha = alpha
         self.score = score
@@ -413,7 +413,7 @@ def split_conformal_sets(
     >>> split_conformal_sets(cal, [0, 0, 1, 1], [[0.75, 0.25]], 0.4)
     array([[ True, False]])
     """
-    model = SplitConformalClassifier(alpha, score=score, randomized=randomized, allow_empty=allow_empty, lam=lam,
+    model = SplitConformalClassifier(alpha=alpha, score=score, randomized=randomized, allow_empty=allow_empty, lam=lam,
                                      k_reg=k_reg, seed=seed)
     return model.fit(cal_probs, cal_y).predict_set(test_probs)
 
@@ -482,7 +482,7 @@ def mondrian_conformal_sets(
            [False, False]])
     """
     cal_categories, test_categories = categories if isinstance(categories, tuple) else (categories, None)
-    model = SplitConformalClassifier(alpha, score=score, randomized=randomized, allow_empty=allow_empty, lam=lam,
+    model = SplitConformalClassifier(alpha=alpha, score=score, randomized=randomized, allow_empty=allow_empty, lam=lam,
                                      k_reg=k_reg, too_small=too_small, seed=seed)
     model.fit(cal_probs, cal_y, categories=cal_categories)
     return model.predict_set(test_probs, categories=test_categories)
@@ -521,7 +521,7 @@ def label_conditional_sets(cal_probs, cal_y, test_probs, alpha, *, score="lac", 
     array([[ True, False],
            [False, False]])
     """
-    model = SplitConformalClassifier(alpha, score=score, too_small=too_small)
+    model = SplitConformalClassifier(alpha=alpha, score=score, too_small=too_small)
     return model.fit(cal_probs, cal_y, categories="label").predict_set(test_probs)
 
 
@@ -560,7 +560,7 @@ def weighted_conformal_sets(cal_probs, cal_y, cal_weights, test_probs, test_weig
     >>> weighted_conformal_sets(cal, [0, 0, 1, 1], [1, 1, 1, 1], [[0.75, 0.25]], [1.0], 0.4)
     array([[ True, False]])
     """
-    model = SplitConformalClassifier(alpha, score=score).fit(cal_probs, cal_y,
+    model = SplitConformalClassifier(alpha=alpha, score=score).fit(cal_probs, cal_y,
                                                              sample_weight=check_weights(cal_weights, "cal_weights"))
     return model.predict_set(test_probs, sample_weight=_test_weights(test_weights, "test_weights"))
 
@@ -682,7 +682,7 @@ class LocalizedConformalClassifier(Estimator):
     array([[ True, False]])
     """
 
-    def __init__(self, alpha=0.1, *, score="lac", form="naive"):
+    def __init__(self, *, alpha=0.1, score="lac", form="naive"):
         self.alpha = alpha
         self.score = score
         self.form = form
@@ -807,7 +807,7 @@ def localized_conformal_sets(cal_probs, cal_y, test_probs, kernel, alpha, *, sco
     ...                          cal_kernel=near)
     array([[ True, False]])
     """
-    model = LocalizedConformalClassifier(alpha, score=score, form=form)
+    model = LocalizedConformalClassifier(alpha=alpha, score=score, form=form)
     model.fit(cal_probs, cal_y, cal_kernel=cal_kernel)
     return model.predict_set(test_probs, kernel)
 
@@ -875,7 +875,7 @@ class RAPSClassifier(Estimator):
     (100, 4)
     """
 
-    def __init__(self, alpha=0.1, *, criterion="size", tune_fraction=0.3, randomized=True, allow_empty=False,
+    def __init__(self, *, alpha=0.1, criterion="size", tune_fraction=0.3, randomized=True, allow_empty=False,
                  seed=None):
         self.alpha = alpha
         self.criterion = criterion
@@ -895,7 +895,7 @@ class RAPSClassifier(Estimator):
 
     def _split_classifier(self, lam, k_reg, rng):
         p = self.params_
-        return SplitConformalClassifier(p.alpha, score="raps", randomized=p.randomized, allow_empty=p.allow_empty,
+        return SplitConformalClassifier(alpha=p.alpha, score="raps", randomized=p.randomized, allow_empty=p.allow_empty,
                                         lam=lam, k_reg=k_reg, seed=rng)
 
     def fit(self, cal_probs, cal_y):
@@ -1003,6 +1003,6 @@ def raps_sets(cal_probs, cal_y, test_probs, alpha, *, criterion="size", tune_fra
     >>> sets.shape, sorted(params)
     ((100, 4), ['k_reg', 'lam'])
     """
-    model = RAPSClassifier(alpha, criterion=criterion, tune_fraction=tune_fraction, randomized=randomized,
+    model = RAPSClassifier(alpha=alpha, criterion=criterion, tune_fraction=tune_fraction, randomized=randomized,
                            allow_empty=allow_empty, seed=seed).fit(cal_probs, cal_y)
     return model.predict_set(test_probs), {"lam": model.lam_, "k_reg": model.k_reg_}

@@ -181,7 +181,7 @@ class ADMIT(Estimator):
         "partition": rule(check_choice, choices=_PARTITIONS),
     }
 
-    def __init__(self, alpha=0.1, *, omega, kappa=1000, partition="band"):
+    def __init__(self, *, alpha=0.1, omega, kappa=1000, partition="band"):
         self.alpha = alpha
         self.omega = omega
         self.kappa = kappa
@@ -279,7 +279,7 @@ def admit_sets(cal, test, alpha, *, omega, kappa=1000, partition="band"):
     >>> admit_sets(cal, KNNFeatures([[0.5, 0.5]], None, [0], [0.0]), 0.25, omega=1.0, kappa=3)
     array([[ True, False]])
     """
-    return ADMIT(alpha, omega=omega, kappa=kappa, partition=partition).fit(cal).predict_set(test)
+    return ADMIT(alpha=alpha, omega=omega, kappa=kappa, partition=partition).fit(cal).predict_set(test)
 
 
 def _psi_rows(localizer_psi, m, n_vp):
@@ -381,7 +381,7 @@ class VennADMIT(Estimator):
         "require_q": optional(check_int, minimum=0),
     }
 
-    def __init__(self, alpha=0.1, *, omega, kappa=1000, require_q=None, partition="band"):
+    def __init__(self, *, alpha=0.1, omega, kappa=1000, require_q=None, partition="band"):
         self.alpha = alpha
         self.omega = omega
         self.kappa = kappa
@@ -407,7 +407,7 @@ class VennADMIT(Estimator):
             ``self``, fitted.
         """
         p = self._validate_params()
-        admit = ADMIT(p.alpha, omega=p.omega, kappa=p.kappa, partition=p.partition).fit(mc)
+        admit = ADMIT(alpha=p.alpha, omega=p.omega, kappa=p.kappa, partition=p.partition).fit(mc)
         vp = _checked_features(vp, "vp", labelled=True, n_classes=admit.n_classes_)
         vp_class = _singleton_class(admit.predict_set(vp))
         vp_correct = (vp_class == vp.labels).astype(np.int64)
@@ -596,7 +596,7 @@ def venn_admit(mc, vp, test, alpha, *, omega, kappa=1000, test_weight=1.0, local
     >>> admitted, lower.round(3)
     (array([ True]), array([0.923]))
     """
-    model = VennADMIT(alpha, omega=omega, kappa=kappa, require_q=require_q, partition=partition).fit(mc, vp)
+    model = VennADMIT(alpha=alpha, omega=omega, kappa=kappa, require_q=require_q, partition=partition).fit(mc, vp)
     lower = model.predict_lower(test, test_weight=test_weight, localizer_psi=localizer_psi)
     return model._admitted(test, lower), lower
 
