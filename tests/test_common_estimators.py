@@ -338,3 +338,159 @@ def test_repr_shows_the_changed_parameters(name):
     for key, value in CASES[name].params.items():
         changed = defaults[key] is inspect.Parameter.empty or not np.array_equal(value, defaults[key])
         assert (f"{key}={value!r}" in shown) == changed, f"{name}: repr {shown} and parameter {key}={value!r}"
+
+
+# --- the public torch functions ------------------------------------------------------------------
+#
+# Every public function of calibtut.metrics.torch and calibtut.regularizers, and the forward of the
+# selective networks, refuses a NaN, an out-of-range value and a wrong shape in each tensor argument
+# with an error that names it. The training steps call them with validate_args=False (no device
+# read per step); that path is not walked here.
+
+torch = pytest.importorskip("torch")
+
+_T = 8
+
+
+def _t(*values):
+    return torch.tensor(values, dtype=torch.float64)
+
+
+def _nan(x):
+    x = x.clone()
+    x.view(-1)[0] = float("nan")
+    return x
+
+
+def _set_first(value):
+    def bad(x):
+        x = x.clone()
+        x.view(-1)[0] = value
+        return x
+    return bad
+
+
+def _drop_last(x):
+    return x[..., :-1]
+
+
+def _rows(n=_T):
+    return lambda: torch.linspace(0.05, 0.95, n, dtype=torch.float64)
+
+
+_GAUSSIAN = {"y": lambda: torch.zeros(_T, dtype=torch.float64), "mean": lambda: torch.zeros(_T, dtype=torch.float64),
+             "std": lambda: torch.ones(_T, dtype=torch.float64)}
+_MIXTURE = {"y": lambda: torch.zeros(_T, dtype=torch.float64),
+            "weights": lambda: torch.full((_T, 2), 0.5, dtype=torch.float64),
+            "means": lambda: torch.zeros(_T, 2, dtype=torch.float64), "stds": lambda: torch.ones(_T, 2, dtype=torch.float64)}
+_QUANTILES = {"quantiles": lambda: torch.zeros(_T, 3, dtype=torch.float64), "y": lambda: torch.zeros(_T, dtype=torch.float64),
+              "levels": lambda: _t(0.1, 0.5, 0.9)}
+_GAUSSIAN_BAD = {"y": [_nan, _drop_last], "mean": [_nan, _drop_last], "std": [_nan, _set_first(-1.0), _drop_last]}
+_MIXTURE_BAD = {"y": [_nan, _drop_last], "weights": [_nan, _set_first(-0.5), _drop_last],
+                "means": [_nan, _drop_last], "stds": [_nan, _set_first(-1.0), _drop_last]}
+_QUANTILES_BAD = {"quantiles": [_nan, _drop_last], "y": [_nan, _drop_last],
+                  "levels": [_nan, _set_first(0.0), _set_first(1.5), _drop_last]}
+_PIT_BAD = {"pit": [_nan, _set_first(1.5), _set_first(-0.1), lambda x: x[:, None]]}
+
+
+def _knn_forward(**kwargs):
+    from calibtut.selective import KNNApproximation
+
+    return KNNApproximation(3)(**kwargs)
+
+
+def _localizer_forward(**kwargs):
+    from calibtut.selective import Localizer
+
+    return Localizer()(**kwargs)
+
+
+def _qr_loss(**kwargs):
+    from calibtut.regularizers import qr_loss
+
+    return qr_loss(torch.tensor(1.0, dtype=torch.float64), **kwargs)
+
+
+#: name -> (function, valid tensors by argument, bad transforms by argument)
+TORCH_CASES = {
+    "pit_gaussian": ("calibtut.metrics.torch", _GAUSSIAN, _GAUSSIAN_BAD),
+    "nll_gaussian": ("calibtut.metrics.torch", _GAUSSIAN, _GAUSSIAN_BAD),
+    "crps_gaussian": ("calibtut.metrics.torch", _GAUSSIAN, _GAUSSIAN_BAD),
+    "nll_mixture": ("calibtut.metrics.torch", _MIXTURE, _MIXTURE_BAD),
+    "crps_mixture": ("calibtut.metrics.torch", _MIXTURE, _MIXTURE_BAD),
+    "pit_mixture": ("calibtut.metrics.torch", _MIXTURE, _MIXTURE_BAD),
+    "pinball_loss": ("calibtut.metrics.torch", _QUANTILES, _QUANTILES_BAD),
+    "pce_kde_quantile": ("calibtut.regularizers", _QUANTILES, _QUANTILES_BAD),
+    "trunc_penalty": ("calibtut.regularizers", _QUANTILES, _QUANTILES_BAD),
+    "pce_kde_pit": ("calibtut.regularizers", {"pit": _rows()}, _PIT_BAD),
+    "pce_sort": ("calibtut.regularizers", {"pit": _rows()}, _PIT_BAD),
+    "pit_negentropy": ("calibtut.regularizers", {"pit": _rows(16)}, _PIT_BAD),
+    "qr_loss": (_qr_loss, {"pit": _rows(16)}, _PIT_BAD),
+    "KNNApproximation.forward": (_knn_forward, {
+        "distances": lambda: torch.rand(_T, 4, dtype=torch.float64),
+        "neighbor_logits": lambda: torch.zeros(_T, 4, 3, dtype=torch.float64),
+        "neighbor_labels": lambda: torch.arange(4 * _T).reshape(_T, 4) % 3}, {
+        "distances": [_nan, _set_first(-1.0), _drop_last], "neighbor_logits": [_nan, _drop_last],
+        "neighbor_labels": [_set_first(3), _set_first(-1), lambda x: x.double(), _drop_last]}),
+    "Localizer.forward": (_localizer_forward, {
+        "distances": lambda: torch.rand(_T, 4, dtype=torch.float64),
+        "support_logits": lambda: torch.zeros(4, 3, dtype=torch.float64)}, {
+        "distances": [_nan, _set_first(-1.0), _drop_last], "support_logits": [_nan, lambda x: x[:-1]]}),
+}
+
+#: Public names of the walked torch modules that take no tensor to check, or only inside a step.
+TORCH_EXEMPT = {
+    # building blocks that pit_negentropy calls inside the training step: type and shape checks only
+    "spacing_entropy_torch", "abs_diff_row_sums", "hard_sort_matrix", "neural_sort_matrix", "soft_sort",
+    "soft_sort_l2",
+    # numpy, scalars or tables
+    "check_spacing", "resolve_spacing", "spacing_entropy", "spacing_entropy_bias", "qr_spacing_002", "BASE_MODELS",
+    "REGULARIZERS",
+    # the (output, y) losses of the training loops: they run at each step, with validate_args=False inside
+    "QuantileRegularizedLoss", "StudyLoss",
+}
+
+
+def test_the_torch_walk_knows_every_public_torch_function():
+    walked = set()
+    for module in ("calibtut.metrics.torch", "calibtut.regularizers"):
+        walked |= set(importlib.import_module(module).__all__)
+    unknown = sorted(walked - set(TORCH_CASES) - TORCH_EXEMPT)
+    assert not unknown, f"public torch functions without a case in TORCH_CASES (or a reason in TORCH_EXEMPT): {unknown}"
+
+
+def _torch_function(name):
+    where = TORCH_CASES[name][0]
+    return getattr(importlib.import_module(where), name) if isinstance(where, str) else where
+
+
+_torch_cases = [pytest.param(name, arg, i, id=f"{name}.{arg}[{i}]")
+                for name, (_, _, bad) in TORCH_CASES.items() for arg, transforms in bad.items()
+                for i in range(len(transforms))]
+
+
+@pytest.mark.parametrize("name", list(TORCH_CASES))
+def test_torch_function_accepts_its_valid_tensors(name):
+    out = _torch_function(name)(**{k: v() for k, v in TORCH_CASES[name][1].items()})
+    assert bool(torch.isfinite(out).all())
+
+
+@pytest.mark.parametrize(("name", "arg", "index"), _torch_cases)
+def test_torch_function_refuses_a_bad_tensor_naming_it(name, arg, index):
+    fn, valid, bad = _torch_function(name), TORCH_CASES[name][1], TORCH_CASES[name][2]
+    kwargs = {k: v() for k, v in valid.items()}
+    kwargs[arg] = bad[arg][index](kwargs[arg])
+    with pytest.raises((TypeError, ValueError)) as info:
+        fn(**kwargs)
+    assert re.search(rf"\b{arg}\b", str(info.value)), f"{name}({arg}: bad #{index}): {info.value}"
+
+
+@pytest.mark.parametrize(("network", "width"), [("GaussianMLP", 3), ("MixtureMLP", 3), ("SQRNet", 3),
+                                                ("MCDropoutGaussian", 3), ("DeepEnsemble", 3)])
+def test_network_forward_names_x_when_its_width_is_wrong(network, width):
+    from calibtut import models
+
+    model = getattr(models, network)(width, hidden=(4,), seed=0)
+    model(torch.zeros(5, width))
+    with pytest.raises(ValueError, match=rf"x must have {width} features"):
+        model(torch.zeros(5, width + 1))

@@ -119,8 +119,8 @@ class KNNApproximation(torch.nn.Module):
         neighbor_logits = _tensor(neighbor_logits, "neighbor_logits", 3, torch.float64)
         if neighbor_logits.shape != (*distances.shape, self.n_classes):
             raise ValueError(
-                f"neighbor_logits must have shape {(*distances.shape, self.n_classes)}, "
-                f"got {tuple(neighbor_logits.shape)}"
+                f"neighbor_logits must have shape {(*distances.shape, self.n_classes)} (distances has shape "
+                f"{tuple(distances.shape)}, and {self.n_classes} classes), got {tuple(neighbor_logits.shape)}"
             )
         neighbor_labels = check_tensor(neighbor_labels, "neighbor_labels", ndim=2, integer=True, low=0,
                                        high=self.n_classes - 1)
