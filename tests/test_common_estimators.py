@@ -18,6 +18,13 @@ public estimator fails here until it is given one. Each case is checked for:
 * every numeric array of the fit inputs refused, with a NaN (floats) or a
   fractional entry (integers), by an error naming the argument;
 * ``repr`` showing the class and the parameters that differ from the default.
+
+The second part walks the public torch functions (``calibtut.metrics.torch``,
+``calibtut.regularizers``, the forward of the selective networks): each tensor
+argument refused, with its name, when it holds a NaN, a value out of range or
+has the wrong shape (:data:`TORCH_CASES`; :data:`TORCH_EXEMPT` says why a name
+is not walked); and the networks' ``forward`` naming ``x`` when its width is
+wrong.
 """
 
 from __future__ import annotations
@@ -382,9 +389,10 @@ _GAUSSIAN = {"y": lambda: torch.zeros(_T, dtype=torch.float64), "mean": lambda: 
              "std": lambda: torch.ones(_T, dtype=torch.float64)}
 _MIXTURE = {"y": lambda: torch.zeros(_T, dtype=torch.float64),
             "weights": lambda: torch.full((_T, 2), 0.5, dtype=torch.float64),
-            "means": lambda: torch.zeros(_T, 2, dtype=torch.float64), "stds": lambda: torch.ones(_T, 2, dtype=torch.float64)}
-_QUANTILES = {"quantiles": lambda: torch.zeros(_T, 3, dtype=torch.float64), "y": lambda: torch.zeros(_T, dtype=torch.float64),
-              "levels": lambda: _t(0.1, 0.5, 0.9)}
+            "means": lambda: torch.zeros(_T, 2, dtype=torch.float64),
+            "stds": lambda: torch.ones(_T, 2, dtype=torch.float64)}
+_QUANTILES = {"quantiles": lambda: torch.zeros(_T, 3, dtype=torch.float64),
+              "y": lambda: torch.zeros(_T, dtype=torch.float64), "levels": lambda: _t(0.1, 0.5, 0.9)}
 _GAUSSIAN_BAD = {"y": [_nan, _drop_last], "mean": [_nan, _drop_last], "std": [_nan, _set_first(-1.0), _drop_last]}
 _MIXTURE_BAD = {"y": [_nan, _drop_last], "weights": [_nan, _set_first(-0.5), _drop_last],
                 "means": [_nan, _drop_last], "stds": [_nan, _set_first(-1.0), _drop_last]}

@@ -195,7 +195,8 @@ class LogisticDiscriminator(_Discriminator):
 
     def _fit_raw(self, X_source, X_target, Xs_val, Xt_val, rng):
         X, s, w = _stack(X_source, X_target)
-        self.pipeline_ = make_pipeline(StandardScaler(), LogisticRegression(C=self.params_.C, max_iter=self.params_.max_iter))
+        p = self.params_
+        self.pipeline_ = make_pipeline(StandardScaler(), LogisticRegression(C=p.C, max_iter=p.max_iter))
         self.pipeline_.fit(X, s, logisticregression__sample_weight=w)
 
     def _logit(self, X):
