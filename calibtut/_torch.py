@@ -29,7 +29,7 @@ except ModuleNotFoundError as exc:
         raise
     raise ModuleNotFoundError(TORCH_MISSING, name="torch") from exc
 
-__all__ = ["resolve_device", "to_tensor", "seeded_rng"]
+__all__ = ["check_features", "check_tensor", "resolve_device", "to_tensor", "seeded_rng"]
 
 
 def resolve_device(device):
@@ -73,6 +73,86 @@ def to_tensor(x, name, *, ndim, dtype=torch.float32):
     if not torch.isfinite(t).all():
         raise ValueError(f"{name} contains NaN or infinite values")
     return t
+
+
+def check_tensor(x, name, *, ndim=None, integer=False, low=None, high=None, low_open=False, high_open=False):
+    """Check a tensor given to a public torch function: type, rank, finiteness, range; the message names it.
+
+    Reading the values synchronises with the device, so the public functions
+    check their tensors once, where they enter the package, and the training
+    loops call the unchecked core (``validate_args=False``) at each step.
+
+    Parameters
+    ----------
+    x : object
+        The value to check.
+    name : str
+        The argument's name, used in error messages.
+    ndim : int or tuple of int, optional
+        Accepted numbers of dimensions.
+    integer : bool, default False
+        Require an integer dtype (class labels) instead of a floating one.
+    low, high : float, optional
+        Bounds of the accepted values (closed unless ``low_open``/``high_open``).
+
+    Returns
+    -------
+    torch.Tensor
+        ``x``.
+
+    Examples
+    --------
+    >>> check_tensor(torch.tensor([0.2, 0.9]), "pit", ndim=1, low=0, high=1)
+    tensor([0.2000, 0.9000])
+    >>> check_tensor(torch.tensor([0.2, 1.5]), "pit", ndim=1, low=0, high=1)
+    Traceback (most recent call last):
+    ...
+    ValueError: pit must lie in [0, 1], got values in [0.2, 1.5]
+    """
+    if not isinstance(x, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
+    if integer and (x.is_floating_point() or x.is_complex() or x.dtype == torch.bool):
+        raise TypeError(f"{name} must have an integer dtype (class labels), got {x.dtype}")
+    if not integer and not x.is_floating_point():
+        raise TypeError(f"{name} must have a floating dtype, got {x.dtype}")
+    allowed = (ndim,) if isinstance(ndim, int) else ndim
+    if allowed is not None and x.ndim not in allowed:
+        raise ValueError(f"{name} must have {ndim} dimension(s), got shape {tuple(x.shape)}")
+    if x.numel() == 0:
+        raise ValueError(f"{name} must not be empty")
+    with torch.no_grad():
+        if not integer and not bool(torch.isfinite(x).all()):
+            raise ValueError(f"{name} contains NaN or infinite values")
+        lo, hi = float(x.min()), float(x.max())
+    below = low is not None and (lo < low or (low_open and lo == low))
+    above = high is not None and (hi > high or (high_open and hi == high))
+    if below or above:
+        left, right = "(" if low_open else "[", ")" if high_open else "]"
+        bounds = f"{left}{'-inf' if low is None else f'{low:g}'}, {'inf' if high is None else f'{high:g}'}{right}"
+        raise ValueError(f"{name} must lie in {bounds}, got values in [{lo:.4g}, {hi:.4g}]")
+    return x
+
+
+def check_features(x, name, n_features):
+    """Check the input of a network's ``forward``: a floating tensor whose last dimension holds ``n_features``.
+
+    Only the type and the shape are read (no value), so the check costs no
+    device synchronisation and runs at every call, training steps included.
+
+    Examples
+    --------
+    >>> check_features(torch.zeros(4, 3), "x", 2)
+    Traceback (most recent call last):
+    ...
+    ValueError: x must have 2 features (its last dimension), got shape (4, 3)
+    """
+    if not isinstance(x, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
+    if not x.is_floating_point():
+        raise TypeError(f"{name} must have a floating dtype, got {x.dtype}")
+    if x.ndim == 0 or x.shape[-1] != n_features:
+        raise ValueError(f"{name} must have {n_features} features (its last dimension), got shape {tuple(x.shape)}")
+    return x
 
 
 @contextlib.contextmanager

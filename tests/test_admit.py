@@ -150,7 +150,7 @@ def test_venn_admit_equals_explicit_venn_categories(partition):
 def test_category_size_counts_the_explicit_venn_category(partition):
     rng = np.random.default_rng(8)
     mc, vp, test = _split(rng, 1500, q_max=2), _split(rng, 1500, q_max=2), _split(rng, 150, q_max=2)
-    model = VennADMIT(0.2, omega=0.4, kappa=5, partition=partition).fit(_cal(mc), _cal(vp))
+    model = VennADMIT(alpha=0.2, omega=0.4, kappa=5, partition=partition).fit(_cal(mc), _cal(vp))
     size = model.predict_category_size(_test(test))
 
     def singleton(split):
@@ -173,7 +173,7 @@ def test_category_size_counts_the_explicit_venn_category(partition):
     assert np.allclose(counts, np.round(counts)) and np.all(np.round(counts) <= size[held])
     assert np.all(size[~held] == 0) and size[held].min() >= 0 and size.max() > 10
     # neither the test weight nor q = K changes a category
-    censored = VennADMIT(0.2, omega=0.4, kappa=5, require_q=2, partition=partition).fit(_cal(mc), _cal(vp))
+    censored = VennADMIT(alpha=0.2, omega=0.4, kappa=5, require_q=2, partition=partition).fit(_cal(mc), _cal(vp))
     assert np.array_equal(censored.predict_category_size(_test(test)), size)
 
 
@@ -380,15 +380,16 @@ def test_classes_are_the_one_call_functions_and_keep_their_fit():
     assert np.array_equal(np.sort(members), np.flatnonzero(vp_sets.sum(axis=1) == 1))
 
 
-def test_predicting_before_fit_raises_and_options_are_checked_at_construction():
+def test_predicting_before_fit_raises_and_options_are_checked_at_fit():
     test = _test(_split(np.random.default_rng(16), 5))
+    cal = _cal(_split(np.random.default_rng(17), 30))
     with pytest.raises(RuntimeError, match="not fitted: call fit first"):
         ADMIT(omega=0.5, kappa=9).predict_set(test)
     with pytest.raises(RuntimeError, match="not fitted: call fit first"):
         VennADMIT(omega=0.5, kappa=9).predict_admitted(test)
     with pytest.raises(ValueError, match="kappa=5 is too small for alpha=0.1"):
-        ADMIT(alpha=0.1, omega=0.5, kappa=5)
+        ADMIT(alpha=0.1, omega=0.5, kappa=5).fit(cal)
     with pytest.raises(ValueError, match="partition must be one of"):
-        VennADMIT(alpha=0.1, omega=0.5, kappa=9, partition="sliding")
+        VennADMIT(alpha=0.1, omega=0.5, kappa=9, partition="sliding").fit(cal, cal)
     with pytest.raises(ValueError, match="require_q must be >= 0, got -1"):
-        VennADMIT(alpha=0.1, omega=0.5, kappa=9, require_q=-1)
+        VennADMIT(alpha=0.1, omega=0.5, kappa=9, require_q=-1).fit(cal, cal)

@@ -4,7 +4,10 @@ The test walks every public module of ``calibtut`` (any module whose dotted
 name has no part starting with ``_``) and takes every function and class in
 its ``__all__``; for a class it walks the constructor and the methods of the
 estimator contract (``fit``, ``predict_*``, ``transform``), called on an
-instance built and fitted from valid values. A new public callable is
+instance built and fitted from valid values. An estimator (a subclass of
+``calibtut._estimator.Estimator``) stores its hyper-parameters unchanged and
+checks them at ``fit``, so a bad constructor argument is fed to the
+constructor and must be refused by the ``fit`` that follows. A new public callable is
 covered as soon as it is listed in an ``__all__``; if the walker cannot build
 a valid call for it, the test says which argument needs a valid value.
 
@@ -51,6 +54,7 @@ import pytest
 import torch
 
 import calibtut
+from calibtut._estimator import Estimator
 
 #: ``qualified name.parameter`` of numeric parameters that legitimately accept
 #: infinity; each one must say so in its docstring (checked below). None today.
@@ -699,7 +703,12 @@ class Target:
     def call(self, **given):
         kwargs = _valid_kwargs(self, given)
         if self.owner is None:
-            return self.obj(**kwargs, **given)
+            result = self.obj(**kwargs, **given)
+            if isinstance(result, Estimator):
+                # an estimator stores its hyper-parameters unchanged and checks them at fit
+                fit = Target(f"{self.qualname}.fit", self.obj.fit, self.obj, "fit")
+                result.fit(**_valid_kwargs(fit, {}))
+            return result
         instance = self.owner(**_valid_kwargs(self.constructor(), {}))
         if self.method != "fit" and hasattr(instance, "fit"):
             fit = self.fit_target()

@@ -68,7 +68,7 @@ def test_class_and_wrappers_agree_with_ties():
         alpha = float(rng.uniform(0.05, 0.5))
         scale_cal, scale_test = rng.uniform(0.5, 2, n), rng.uniform(0.5, 2, m)
         w_cal, w_test = rng.integers(0, 3, n) + 0.5, rng.exponential(size=m)
-        model = SplitConformalRegressor(alpha)
+        model = SplitConformalRegressor(alpha=alpha)
         np.testing.assert_array_equal(split_conformal_interval(cal_pred, cal_y, test_pred, alpha),
                                       model.fit(cal_pred, cal_y).predict_interval(test_pred))
         np.testing.assert_array_equal(
@@ -104,7 +104,7 @@ def test_regressor_coverage_inside_the_beta_binomial_band(alpha):
         rng = np.random.default_rng(seed)
         pred = rng.normal(size=n_cal + n_test)
         y = pred + rng.standard_t(3, size=n_cal + n_test)
-        model = SplitConformalRegressor(alpha).fit(pred[:n_cal], y[:n_cal])
+        model = SplitConformalRegressor(alpha=alpha).fit(pred[:n_cal], y[:n_cal])
         lo, hi = model.predict_interval(pred[n_cal:])
         coverage = np.mean((lo <= y[n_cal:]) & (y[n_cal:] <= hi))
         inside.append(lo_band <= coverage <= hi_band)
@@ -146,7 +146,7 @@ def test_bad_arguments():
     with pytest.raises(ValueError, match="sample_weight must not be all zero"):
         SplitConformalRegressor().fit([0.0, 1.0], [0.0, 1.0], sample_weight=[0.0, 0.0])
     with pytest.raises(TypeError, match="alpha"):
-        SplitConformalRegressor(alpha="0.1")
+        SplitConformalRegressor(alpha="0.1").fit([0.0, 1.0], [0.0, 1.0])
     with pytest.raises(ValueError, match="n_cal"):
         coverage_distribution(5, 0.1)
     with pytest.raises(TypeError, match="n_cal"):

@@ -126,11 +126,11 @@ def test_coverage_laws_over_seeds():
 
 def test_arguments_are_checked():
     with pytest.raises(TypeError, match="estimator"):
-        CrossConformalRegressor(3.0)
+        CrossConformalRegressor(3.0).fit(np.zeros((4, 1)), np.zeros(4))
     with pytest.raises(ValueError, match="method"):
-        CrossConformalRegressor(LinearRegression(), method="jackknife")
+        CrossConformalRegressor(LinearRegression(), method="jackknife").fit(np.zeros((4, 1)), np.zeros(4))
     with pytest.raises(ValueError, match="n_folds"):
-        CrossConformalRegressor(LinearRegression(), n_folds=1)
+        CrossConformalRegressor(LinearRegression(), n_folds=1).fit(np.zeros((4, 1)), np.zeros(4))
     with pytest.raises(ValueError, match="n_folds"):
         CrossConformalRegressor(LinearRegression(), n_folds=10).fit(np.zeros((5, 1)), np.zeros(5))
     with pytest.raises(ValueError, match="folds"):

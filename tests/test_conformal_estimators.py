@@ -48,9 +48,9 @@ def test_split_classifier_equals_its_wrappers(seed):
     for score, randomized, extra in (("lac", False, {}), ("aps", False, {}), ("aps", True, {}),
                                      ("raps", True, {"lam": 0.1, "k_reg": 1})):
         options = {"score": score, "randomized": randomized, **extra}
-        model = SplitConformalClassifier(alpha, seed=seed, **options).fit(cal, y)
+        model = SplitConformalClassifier(alpha=alpha, seed=seed, **options).fit(cal, y)
         assert np.array_equal(model.predict_set(test), split_conformal_sets(cal, y, test, alpha, seed=seed, **options))
-    model = SplitConformalClassifier(alpha, too_small="include").fit(cal, y, categories="label")
+    model = SplitConformalClassifier(alpha=alpha, too_small="include").fit(cal, y, categories="label")
     assert np.array_equal(model.predict_set(test), label_conditional_sets(cal, y, test, alpha, too_small="include"))
 
 
@@ -66,12 +66,13 @@ def test_mondrian_classifier_equals_its_wrapper(seed):
 
     for fit_categories, predict_categories in ((cal_codes, test_codes), (cal_codes, per_label),
                                                (confident(cal, y), confident)):
-        model = SplitConformalClassifier(0.2, score="aps", too_small="include").fit(cal, y, categories=fit_categories)
+        model = SplitConformalClassifier(alpha=0.2, score="aps", too_small="include").fit(
+            cal, y, categories=fit_categories)
         got = model.predict_set(test, categories=predict_categories)
         expected = mondrian_conformal_sets(cal, y, test, 0.2, categories=(fit_categories, predict_categories),
                                            score="aps", too_small="include")
         assert np.array_equal(got, expected)
-    by_function = SplitConformalClassifier(0.2, too_small="include").fit(cal, y, categories=confident)
+    by_function = SplitConformalClassifier(alpha=0.2, too_small="include").fit(cal, y, categories=confident)
     assert np.array_equal(by_function.predict_set(test),
                           mondrian_conformal_sets(cal, y, test, 0.2, categories=confident, too_small="include"))
 
@@ -86,7 +87,7 @@ def test_localized_classifier_equals_its_wrapper(form):
         kernel, cal_kernel = full[len(cal):, :len(cal)], full[:len(cal), :len(cal)]
         extra = {"cal_kernel": cal_kernel} if form == "valid" else {}
         for score in ("lac", "aps"):
-            model = LocalizedConformalClassifier(0.2, score=score, form=form).fit(cal, y, **extra)
+            model = LocalizedConformalClassifier(alpha=0.2, score=score, form=form).fit(cal, y, **extra)
             expected = localized_conformal_sets(cal, y, test, kernel, 0.2, score=score, form=form, **extra)
             assert np.array_equal(model.predict_set(test, kernel), expected)
 
@@ -95,7 +96,7 @@ def test_localized_classifier_equals_its_wrapper(form):
 def test_raps_classifier_equals_its_wrapper(criterion):
     rng = np.random.default_rng(30)
     cal, y, test = _draw(rng, n_classes=4, n=400, m=50)
-    model = RAPSClassifier(0.1, criterion=criterion, seed=3).fit(cal, y)
+    model = RAPSClassifier(alpha=0.1, criterion=criterion, seed=3).fit(cal, y)
     sets, params = raps_sets(cal, y, test, 0.1, criterion=criterion, seed=3)
     assert np.array_equal(model.predict_set(test), sets)
     assert params == {"lam": model.lam_, "k_reg": model.k_reg_}
@@ -113,7 +114,7 @@ def test_quantile_regressors_equal_their_wrappers(seed):
     test_q = np.column_stack([test_lower, test_lower + rng.integers(0, 5, m) / 2])
     alpha = float(rng.choice([0.1, 0.2, 0.5]))
     for symmetric in (True, False):
-        model = ConformalizedQuantileRegression(alpha, symmetric=symmetric).fit(cal_q, cal_y)
+        model = ConformalizedQuantileRegression(alpha=alpha, symmetric=symmetric).fit(cal_q, cal_y)
         expected = model.predict_interval(test_q)
         got = cqr_interval(cal_q, cal_y, test_q, alpha, symmetric=symmetric)
         assert all(np.array_equal(a, b) for a, b in zip(got, expected, strict=True))
@@ -133,7 +134,7 @@ def test_distributional_conformal_equals_its_wrapper(seed):
     quantile_function = gaussian_quantile_function(rng.normal(size=m), rng.uniform(0.5, 2.0, m))
     alpha = float(rng.choice([0.1, 0.2, 0.5]))
     for score in ("abs", "equal_tailed"):
-        expected = DistributionalConformal(alpha, score=score).fit(cal_pit).predict_interval(quantile_function)
+        expected = DistributionalConformal(alpha=alpha, score=score).fit(cal_pit).predict_interval(quantile_function)
         got = dcp_interval(cal_pit, quantile_function, alpha, score=score)
         assert all(np.array_equal(a, b) for a, b in zip(got, expected, strict=True))
 
@@ -145,7 +146,7 @@ def test_mondrian_codes_at_fit_and_a_function_at_predict_by_hand():
     # calibration categories 0, 0, 0, 1, 1, 1 with LAC scores 0.1 0.2 0.3 | 0.4 0.5 0.6 (labels all 0);
     # alpha 0.5: rank ceil(4 * 0.5) = 2 in each category -> thresholds 0.2 and 0.5.
     cal = [[0.9, 0.1], [0.8, 0.2], [0.7, 0.3], [0.6, 0.4], [0.5, 0.5], [0.4, 0.6]]
-    model = SplitConformalClassifier(0.5).fit(cal, [0] * 6, categories=[0, 0, 0, 1, 1, 1])
+    model = SplitConformalClassifier(alpha=0.5).fit(cal, [0] * 6, categories=[0, 0, 0, 1, 1, 1])
     assert model.thresholds_ == pytest.approx({0: 0.2, 1: 0.5})
     # test point (0.75, 0.25) has scores 0.25, 0.75: in category 0 nothing enters, in category 1 label 0 does
     assert model.predict_set([[0.75, 0.25]] * 2, categories=[0, 1]).tolist() == [[False, False], [True, False]]
@@ -156,7 +157,7 @@ def test_mondrian_codes_at_fit_and_a_function_at_predict_by_hand():
 
 def test_cqr_and_one_sided_cqr_by_hand():
     # CQR: lower 0, upper 1; y = 0.5, 1.5, 3.0 -> scores -0.5, 0.5, 2.0; alpha 0.5: rank 2 -> 0.5
-    cqr = ConformalizedQuantileRegression(0.5).fit(np.tile([0.0, 1.0], (3, 1)), [0.5, 1.5, 3.0])
+    cqr = ConformalizedQuantileRegression(alpha=0.5).fit(np.tile([0.0, 1.0], (3, 1)), [0.5, 1.5, 3.0])
     lower, upper = cqr.predict_interval([[0.0, 2.0], [1.0, 1.0]])
     assert lower.tolist() == [-0.5, 0.5] and upper.tolist() == [2.5, 1.5]
     one_sided = OneSidedCQR([0.2, 0.6]).fit([[0.0, 1.0]] * 4, [0.0, 1.0, 2.0, 3.0])
@@ -179,7 +180,7 @@ def test_mondrian_classifier_covers_in_every_category():
         probs = rng.dirichlet(np.full(3, 0.5), size=500)
         y = (rng.uniform(size=(500, 1)) > np.cumsum(probs, axis=1)).sum(axis=1)
         codes = (probs[:, 0] > np.median(probs[:, 0])).astype(int)
-        model = SplitConformalClassifier(alpha).fit(probs[:300], y[:300], categories=codes[:300])
+        model = SplitConformalClassifier(alpha=alpha).fit(probs[:300], y[:300], categories=codes[:300])
         sets = model.predict_set(probs[300:], categories=codes[300:])
         covered = sets[np.arange(200), y[300:]]
         for c in (0, 1):
@@ -209,51 +210,54 @@ def test_predicting_before_fit_raises(model, predict):
         predict(model)
 
 
-def test_constructor_arguments_are_checked_at_construction():
+def test_constructor_arguments_are_stored_unchanged_and_checked_at_fit():
     for build, error, message in (
-        (lambda: SplitConformalClassifier(1.5), ValueError, r"alpha must lie in \(0, 1\), got 1.5"),
-        (lambda: SplitConformalClassifier(score="bayes"), ValueError, "score must be one of"),
-        (lambda: SplitConformalClassifier(allow_empty=1), TypeError, "allow_empty must be a bool"),
-        (lambda: SplitConformalClassifier(too_small="skip"), ValueError, "too_small must be one of"),
-        (lambda: SplitConformalClassifier(lam=0.1), ValueError, "lam and k_reg apply to score='raps' only"),
-        (lambda: SplitConformalClassifier(seed=-1), ValueError, "seed"),
-        (lambda: LocalizedConformalClassifier(score="raps"), ValueError, "score must be one of"),
-        (lambda: LocalizedConformalClassifier(form="exact"), ValueError, "form must be one of"),
-        (lambda: RAPSClassifier(criterion="width"), ValueError, "criterion must be one of"),
-        (lambda: RAPSClassifier(tune_fraction=1.0), ValueError, "tune_fraction must be < 1"),
-        (lambda: RAPSClassifier(randomized="yes"), TypeError, "randomized must be a bool"),
-        (lambda: ConformalizedQuantileRegression(symmetric="yes"), TypeError, "symmetric must be a bool"),
-        (lambda: OneSidedCQR([0.5], clip_rank=1), TypeError, "clip_rank must be a bool"),
-        (lambda: DistributionalConformal(score="left"), ValueError, "score must be one of"),
+        (lambda: SplitConformalClassifier(alpha=1.5).fit(_CAL, _Y), ValueError, r"alpha must lie in \(0, 1\), got 1.5"),
+        (lambda: SplitConformalClassifier(score="bayes").fit(_CAL, _Y), ValueError, "score must be one of"),
+        (lambda: SplitConformalClassifier(allow_empty=1).fit(_CAL, _Y), TypeError, "allow_empty must be a bool"),
+        (lambda: SplitConformalClassifier(too_small="skip").fit(_CAL, _Y), ValueError, "too_small must be one of"),
+        (lambda: SplitConformalClassifier(lam=0.1).fit(_CAL, _Y), ValueError,
+         "lam and k_reg apply to score='raps' only"),
+        (lambda: SplitConformalClassifier(seed=-1).fit(_CAL, _Y), ValueError, "seed"),
+        (lambda: LocalizedConformalClassifier(score="raps").fit(_CAL, _Y), ValueError, "score must be one of"),
+        (lambda: LocalizedConformalClassifier(form="exact").fit(_CAL, _Y), ValueError, "form must be one of"),
+        (lambda: RAPSClassifier(criterion="width").fit(_CAL, _Y), ValueError, "criterion must be one of"),
+        (lambda: RAPSClassifier(tune_fraction=1.0).fit(_CAL, _Y), ValueError, "tune_fraction must be < 1"),
+        (lambda: RAPSClassifier(randomized="yes").fit(_CAL, _Y), TypeError, "randomized must be a bool"),
+        (lambda: ConformalizedQuantileRegression(symmetric="yes").fit(np.zeros((4, 2)), np.zeros(4)), TypeError,
+         "symmetric must be a bool"),
+        (lambda: OneSidedCQR([0.5], clip_rank=1).fit(np.zeros((4, 1)), np.zeros(4)), TypeError,
+         "clip_rank must be a bool"),
+        (lambda: DistributionalConformal(score="left").fit([0.5] * 4), ValueError, "score must be one of"),
     ):
         with pytest.raises(error, match=message):
-            build()
+            build()  # the constructor stores the value; fit refuses it
 
 
 def test_split_classifier_keywords_must_match_the_fit():
-    plain = SplitConformalClassifier(0.4).fit(_CAL, _Y)
+    plain = SplitConformalClassifier(alpha=0.4).fit(_CAL, _Y)
     with pytest.raises(ValueError, match="fitted with categories=None"):
         plain.predict_set(_CAL, categories=[0, 0, 1, 1])
     with pytest.raises(ValueError, match="sample_weight was given"):
         plain.predict_set(_CAL, sample_weight=np.ones(4))
-    coded = SplitConformalClassifier(0.4, too_small="include").fit(_CAL, _Y, categories=[0, 1, 0, 1])
+    coded = SplitConformalClassifier(alpha=0.4, too_small="include").fit(_CAL, _Y, categories=[0, 1, 0, 1])
     with pytest.raises(ValueError, match="needs the test categories"):
         coded.predict_set(_CAL)
     with pytest.raises(ValueError, match=r"must have shape \(4,\) or \(4, 2\)"):
         coded.predict_set(_CAL, categories=[0, 1])
     with pytest.raises(TypeError, match="categories must hold numbers"):
         coded.predict_set(_CAL, categories=["a", "b", "a", "b"])
-    weighted = SplitConformalClassifier(0.4).fit(_CAL, _Y, sample_weight=[1, 1, 1, 1])
+    weighted = SplitConformalClassifier(alpha=0.4).fit(_CAL, _Y, sample_weight=[1, 1, 1, 1])
     with pytest.raises(ValueError, match="sample_weight is required"):
         weighted.predict_set(_CAL)
     with pytest.raises(ValueError, match="cannot be combined"):
-        SplitConformalClassifier(0.4).fit(_CAL, _Y, categories="label", sample_weight=[1, 1, 1, 1])
+        SplitConformalClassifier(alpha=0.4).fit(_CAL, _Y, categories="label", sample_weight=[1, 1, 1, 1])
     with pytest.raises(ValueError, match="categories must be 'label'"):
-        SplitConformalClassifier(0.4).fit(_CAL, _Y, categories="class")
+        SplitConformalClassifier(alpha=0.4).fit(_CAL, _Y, categories="class")
     with pytest.raises(ValueError, match="sample_weight must be non-negative"):
-        SplitConformalClassifier(0.4).fit(_CAL, _Y, sample_weight=[1, -1, 1, 1])
+        SplitConformalClassifier(alpha=0.4).fit(_CAL, _Y, sample_weight=[1, -1, 1, 1])
     with pytest.raises(ValueError, match="cal_probs must sum to 1"):
-        SplitConformalClassifier(0.4).fit([[0.5, 0.6]] * 4, _Y)
+        SplitConformalClassifier(alpha=0.4).fit([[0.5, 0.6]] * 4, _Y)
     with pytest.raises(ValueError, match="test_probs has 3 classes, the calibration set has 2"):
         plain.predict_set([[0.2, 0.3, 0.5]])
 
@@ -261,7 +265,7 @@ def test_split_classifier_keywords_must_match_the_fit():
 def test_regression_estimators_check_their_inputs():
     with pytest.raises(ValueError, match=r"cal_quantiles must have 2 columns"):
         ConformalizedQuantileRegression().fit(np.zeros((3, 3)), np.zeros(3))
-    cqr = ConformalizedQuantileRegression(0.5).fit(np.zeros((3, 2)), np.zeros(3))
+    cqr = ConformalizedQuantileRegression(alpha=0.5).fit(np.zeros((3, 2)), np.zeros(3))
     with pytest.raises(ValueError, match=r"test_quantiles must have 2 dimension"):
         cqr.predict_interval([0.0, 1.0])
     one_sided = OneSidedCQR([0.2, 0.6]).fit(np.zeros((4, 2)), np.zeros(4))

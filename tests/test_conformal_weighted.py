@@ -174,7 +174,7 @@ def test_weighted_sets_class_and_wrapper_agree_with_ties():
         w_cal, w_test = rng.integers(0, 3, n) + 0.5, rng.exponential(size=m)
         alpha = float(rng.uniform(0.05, 0.5))
         for score in ("lac", "aps"):
-            model = SplitConformalClassifier(alpha, score=score).fit(cal, labels, sample_weight=w_cal)
+            model = SplitConformalClassifier(alpha=alpha, score=score).fit(cal, labels, sample_weight=w_cal)
             expected = model.predict_set(test, sample_weight=w_test)
             assert np.array_equal(weighted_conformal_sets(cal, labels, w_cal, test, w_test, alpha, score=score),
                                   expected)

@@ -886,7 +886,7 @@ def test_admitted_accuracy_gap_allows_the_slack_of_small_categories_and_catches_
     draws = []
     for draw in range(30):
         rng = np.random.default_rng(500 + draw)
-        model = VennADMIT(alpha, omega=0.2, kappa=4).fit(KNNFeatures(*_venn_world(rng, 400, 0.75)),
+        model = VennADMIT(alpha=alpha, omega=0.2, kappa=4).fit(KNNFeatures(*_venn_world(rng, 400, 0.75)),
                                                          KNNFeatures(*_venn_world(rng, 400, 0.75)))
         draws.append(_admitted_rows(model, test))
     cell = admitted_accuracy_gap(pd.concat(draws), alpha).loc["V"]
@@ -897,7 +897,7 @@ def test_admitted_accuracy_gap_allows_the_slack_of_small_categories_and_catches_
     # test points whose categories are 0.6 right where the calibration points are 0.95 right (a shift,
     # not a sampling error), in large categories: far more than 3 standard errors short
     rng = np.random.default_rng(6)
-    model = VennADMIT(alpha, omega=0.5, kappa=4).fit(KNNFeatures(*_venn_world(rng, 3000, 0.95)),
+    model = VennADMIT(alpha=alpha, omega=0.5, kappa=4).fit(KNNFeatures(*_venn_world(rng, 3000, 0.95)),
                                                      KNNFeatures(*_venn_world(rng, 3000, 0.95)))
     shifted = admitted_accuracy_gap(_admitted_rows(model, _venn_world(rng, 2000, 0.6)), alpha).loc["V"]
     assert shifted["testable"] and shifted["gap"] < -4, shifted

@@ -278,8 +278,8 @@ def test_sentiment_signals_agree_with_venn_admit_run_directly():
     parts = {name: points[points["split"] == name] for name in ("mc", "vp", "test")}
     feats = {name: KNNFeatures(f[["p0", "p1"]].to_numpy(), f["label"].to_numpy(), f["q"].to_numpy(),
                                f["d"].to_numpy()) for name, f in parts.items()}
-    admitted = VennADMIT(0.1, omega=band_width(feats["mc"]), kappa=9).fit(feats["mc"], feats["vp"]).predict_admitted(
-        feats["test"])
+    venn = VennADMIT(alpha=0.1, omega=band_width(feats["mc"]), kappa=9).fit(feats["mc"], feats["vp"])
+    admitted = venn.predict_admitted(feats["test"])
     pooled = admissions[(admissions["by"] == "true") & (admissions["class"] == "all")].iloc[0]
     assert pooled["n"] == admitted.sum()
     assert signals == separation_signals(feats["vp"], feats["test"])

@@ -138,7 +138,7 @@ def test_band_width_hand_case_and_errors():
 
 def test_clear_errors():
     d, logits, labels = _inputs(4, n=10)
-    with pytest.raises(ValueError, match="neighbor_labels must be integers in 0..2"):
+    with pytest.raises(ValueError, match=r"neighbor_labels must lie in \[0, 2\]"):
         KNNApproximation(3)(d, logits, labels + 3)
     with pytest.raises(ValueError, match="neighbor_logits must have shape"):
         KNNApproximation(2)(d, logits, labels)

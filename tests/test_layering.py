@@ -22,7 +22,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "calibtut"
 
 #: Lowest first. A part may import from its own layer and the layers before it.
 LAYERS = (
-    ("_validation", "_numeric", "_torch", "numerics"),
+    ("_validation", "_estimator", "_numeric", "_torch", "numerics"),
     ("metrics", "data", "papers", "run"),
     ("conformal", "regularizers", "online"),
     ("recalibration", "models", "selective"),

@@ -41,7 +41,7 @@ def test_scores_match_mixture_metrics(n_kernels):
     rng = np.random.default_rng(1)
     y_tr, bins_tr = rng.gamma(2.0, size=40), rng.integers(0, 3, 40)
     y_te, bins_te = rng.gamma(2.0, size=12), np.array([0, 1, 2] * 4)
-    kde = MarginalKDE(n_kernels).fit(y_tr, categories=bins_tr)
+    kde = MarginalKDE(n_kernels=n_kernels).fit(y_tr, categories=bins_tr)
     for b in range(3):
         rows, centers = bins_te == b, kde.centers_[b]
         shape = (rows.sum(), len(centers))
@@ -88,9 +88,9 @@ def test_binned_marginals_are_calibrated_and_sharper():
 @pytest.mark.parametrize(
     ("call", "error", "match"),
     [
-        (lambda: MarginalKDE(n_kernels=0), ValueError, "n_kernels"),
-        (lambda: MarginalKDE(bandwidth=-1.0), ValueError, "bandwidth"),
-        (lambda: MarginalKDE(bandwidth="silverman"), TypeError, "bandwidth"),
+        (lambda: MarginalKDE(n_kernels=0).fit([0.0, 1.0]), ValueError, "n_kernels"),
+        (lambda: MarginalKDE(bandwidth=-1.0).fit([0.0, 1.0]), ValueError, "bandwidth"),
+        (lambda: MarginalKDE(bandwidth="silverman").fit([0.0, 1.0]), TypeError, "bandwidth"),
         (lambda: MarginalKDE().fit([1.0]), ValueError, "at least 2"),
         (lambda: MarginalKDE().fit([1.0, 1.0]), ValueError, "all equal"),
         (lambda: MarginalKDE().fit([0.0, 1.0, 2.0], categories=[0, 0, 1]), ValueError, "group 1"),

@@ -204,7 +204,7 @@ def test_temperature_scaling_equals_its_wrapper(seed):
     weights[0] = 1.0
     for loss in ("nll", "brier"):
         for sample_weight in (None, weights):
-            model = TemperatureScaling(loss, (0.1, 10.0)).fit(logits, labels, sample_weight=sample_weight)
+            model = TemperatureScaling(loss=loss, bounds=(0.1, 10.0)).fit(logits, labels, sample_weight=sample_weight)
             got = temperature_scaled_probs(logits, labels, test, sample_weight=sample_weight, loss=loss,
                                            bounds=(0.1, 10.0))
             assert np.array_equal(got, model.predict_proba(test))
@@ -313,9 +313,9 @@ def test_kde_resample_with_replacement_is_the_authors_bootstrap():
 
 def test_kde_resample_needs_a_size_and_a_bool():
     with pytest.raises(ValueError, match="max_kde_points"):
-        QuantileRecalibrator("kde", replace=True)
+        QuantileRecalibrator("kde", replace=True).fit([0.5])
     with pytest.raises(TypeError, match="replace"):
-        QuantileRecalibrator("kde", max_kde_points=10, replace=1)
+        QuantileRecalibrator("kde", max_kde_points=10, replace=1).fit([0.5])
 
 
 @pytest.mark.parametrize("method", METHODS)
@@ -387,7 +387,7 @@ def test_quantile_functions():
 
 def test_quantile_recalibrator_bad_arguments():
     with pytest.raises(ValueError, match="method"):
-        QuantileRecalibrator("iso")
+        QuantileRecalibrator("iso").fit([0.5])
     with pytest.raises(ValueError, match="cal_pit"):
         QuantileRecalibrator().fit([0.5, 1.5])
     with pytest.raises(RuntimeError, match="not fitted"):
@@ -448,7 +448,7 @@ def test_cqr_matches_mapie(symmetric, seed, n, alpha):
 
     x_cal, x_test = predictions(n), predictions(30)
     y_cal = x_cal[:, 2] + rng.standard_t(4, size=n)
-    ours = ConformalizedQuantileRegression(alpha, symmetric=symmetric).fit(x_cal[:, :2], y_cal)
+    ours = ConformalizedQuantileRegression(alpha=alpha, symmetric=symmetric).fit(x_cal[:, :2], y_cal)
     lo, hi = ours.predict_interval(x_test[:, :2])
     ref = mapie_regression.ConformalizedQuantileRegressor(
         [_Column(0), _Column(1), _Column(2)], confidence_level=1 - alpha, prefit=True
@@ -480,7 +480,7 @@ def test_cqr_bad_arguments():
     with pytest.raises(ValueError, match="same length"):
         ConformalizedQuantileRegression().fit([[0.0, 1.0], [0.0, 1.0]], [0.5])
     with pytest.raises(TypeError, match="symmetric"):
-        ConformalizedQuantileRegression(symmetric="yes")
+        ConformalizedQuantileRegression(symmetric="yes").fit([[0.0, 1.0]], [0.5])
     with pytest.raises(ValueError, match="columns"):
         OneSidedCQR([0.1, 0.9]).fit(np.zeros((3, 3)), np.zeros(3))
     with pytest.raises(ValueError, match="levels"):
@@ -495,7 +495,7 @@ def test_cqr_conditional_coverage_follows_beta_law():
     cov_two, cov_left = [], []
     for _ in range(300):
         y = rng.normal(size=n)
-        c = ConformalizedQuantileRegression(alpha).fit(np.tile([-0.5, 0.5], (n, 1)), y).upper_correction_
+        c = ConformalizedQuantileRegression(alpha=alpha).fit(np.tile([-0.5, 0.5], (n, 1)), y).upper_correction_
         cov_two.append(2 * stats.norm.cdf(0.5 + c) - 1)
         corr = OneSidedCQR([0.7]).fit(np.full((n, 1), 0.1), y).corrections_[0]
         cov_left.append(stats.norm.cdf(0.1 + corr))
@@ -534,7 +534,7 @@ def test_dcp_interval_coverage(score):
     cover = []
     for _ in range(300):
         pit = stats.norm.cdf(rng.normal(size=n) / 0.5)
-        dcp = DistributionalConformal(alpha, score=score).fit(pit)
+        dcp = DistributionalConformal(alpha=alpha, score=score).fit(pit)
         lo, hi = dcp.predict_interval(gaussian_quantile_function([0.0], [0.5]))
         cover.append(stats.norm.cdf(hi[0]) - stats.norm.cdf(lo[0]))
     cover = np.array(cover)

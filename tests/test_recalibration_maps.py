@@ -103,9 +103,9 @@ def test_platt_statistical_parameter_recovery_over_seeds():
 
 def test_platt_checks_its_arguments():
     with pytest.raises(ValueError, match="targets"):
-        PlattScaling(targets="soft")
+        PlattScaling(targets="soft").fit([0.0, 1.0], [0, 1])
     with pytest.raises(ValueError, match="max_iter"):
-        PlattScaling(max_iter=0)
+        PlattScaling(max_iter=0).fit([0.0, 1.0], [0, 1])
     with pytest.raises(RuntimeError, match="not fitted"):
         PlattScaling().predict_proba([0.0])
     model = PlattScaling().fit([0.0, 1.0, 2.0, 3.0], [0, 0, 1, 1])
@@ -187,9 +187,9 @@ def test_histogram_binning_statistical_bin_values_over_seeds():
 
 def test_histogram_binning_checks_its_arguments():
     with pytest.raises(ValueError, match="mode"):
-        HistogramBinning(mode="top")
+        HistogramBinning(mode="top").fit([[0.5, 0.5]], [0])
     with pytest.raises(ValueError, match="n_bins"):
-        HistogramBinning(n_bins=0)
+        HistogramBinning(n_bins=0).fit([[0.5, 0.5]], [0])
     with pytest.raises(RuntimeError, match="not fitted"):
         HistogramBinning().predict_proba([[0.5, 0.5]])
     with pytest.raises(ValueError, match="test_probs"):
@@ -288,9 +288,9 @@ def test_vector_scaling_statistical_parameter_recovery_over_seeds():
 
 def test_affine_scaling_checks_its_arguments():
     with pytest.raises(ValueError, match="l2"):
-        MatrixScaling(l2=-1.0)
+        MatrixScaling(l2=-1.0).fit([[0.0, 1.0], [1.0, 0.0]], [1, 0])
     with pytest.raises(ValueError, match="max_iter"):
-        VectorScaling(max_iter=0)
+        VectorScaling(max_iter=0).fit([[0.0, 1.0], [1.0, 0.0]], [1, 0])
     with pytest.raises(RuntimeError, match="not fitted"):
         MatrixScaling().predict_proba([[0.0, 1.0]])
     model = VectorScaling().fit([[0.0, 1.0], [1.0, 0.0]], [1, 0])

@@ -393,9 +393,9 @@ def test_sgd_temperature_matches_brent(loss):
     rng = np.random.default_rng(8)
     logits, labels = _logits_and_labels(rng, n=1000)
     w = rng.exponential(size=1000) + 0.5
-    ts = SGDTemperatureScaling(loss, epochs=60, lr=0.5, seed=0).fit(logits, labels, sample_weight=w)
+    ts = SGDTemperatureScaling(loss=loss, epochs=60, lr=0.5, seed=0).fit(logits, labels, sample_weight=w)
     assert ts.temperature_ == pytest.approx(ts.exact_temperature_, rel=1e-3)
-    again = SGDTemperatureScaling(loss, epochs=60, lr=0.5, seed=0).fit(logits, labels, sample_weight=w)
+    again = SGDTemperatureScaling(loss=loss, epochs=60, lr=0.5, seed=0).fit(logits, labels, sample_weight=w)
     assert again.temperature_ == ts.temperature_
 
 
@@ -404,7 +404,7 @@ def test_sgd_temperature_rejects_bad_input():
     with pytest.raises(ValueError, match="sample_weight"):
         SGDTemperatureScaling().fit(logits, labels, sample_weight=-np.ones(50))
     with pytest.raises(ValueError, match="lr"):
-        SGDTemperatureScaling(lr=-1.0)
+        SGDTemperatureScaling(lr=-1.0).fit(logits, labels)
 
 
 # ---------------------------------------------------------------- DANN
@@ -460,27 +460,28 @@ def test_grl_schedule_values():
 
 
 def test_arguments_are_rejected_where_they_are_given():
-    # constructors check their settings at once, not at fit time
+    # constructors store their settings unchanged; fit checks them
+    X = np.zeros((10, 2))
     with pytest.raises(ValueError, match="C must be > 0, got 0.0"):
-        LogisticDiscriminator(C=0.0)
+        LogisticDiscriminator(C=0.0).fit(X, X)
     with pytest.raises(ValueError, match="dropout must be < 1, got 1.0"):
-        MLPDiscriminator(dropout=1.0)
+        MLPDiscriminator(dropout=1.0).fit(X, X)
     with pytest.raises(TypeError, match="hidden must be an integer, got 8.5"):
-        MLPDiscriminator(hidden=8.5)
+        MLPDiscriminator(hidden=8.5).fit(X, X)
     with pytest.raises(ValueError, match="val_fraction"):
-        LogisticDiscriminator(val_fraction=1.5)
+        LogisticDiscriminator(val_fraction=1.5).fit(X, X)
     with pytest.raises(ValueError, match="seed"):
-        MLPDiscriminator(seed=-1)
+        MLPDiscriminator(seed=-1).fit(X, X)
     with pytest.raises(ValueError, match="optimizer"):
-        MLPDiscriminator(optimizer="lbfgs")
+        MLPDiscriminator(optimizer="lbfgs").fit(X, X)
     with pytest.raises(ValueError, match="momentum=0.9 needs optimizer='sgd'"):
-        MLPDiscriminator(momentum=0.9)
+        MLPDiscriminator(momentum=0.9).fit(X, X)
     with pytest.raises(ValueError, match="lr_step must be >= 1, got 0"):
-        MLPDiscriminator(lr_step=0)
+        MLPDiscriminator(lr_step=0).fit(X, X)
     with pytest.raises(ValueError, match="lr_gamma"):
-        MLPDiscriminator(lr_gamma=0.0)
-    with pytest.raises(TypeError, match="balanced_batches must be True or False"):
-        MLPDiscriminator(balanced_batches="yes")
+        MLPDiscriminator(lr_gamma=0.0).fit(X, X)
+    with pytest.raises(TypeError, match="balanced_batches must be a bool"):
+        MLPDiscriminator(balanced_batches="yes").fit(X, X)
     # the design of gaussian_bound_terms: an amplitude delta >= 0 and increasing laws
     shift = GaussianShift(1.0, 0.7)
     with pytest.raises(ValueError, match="perturbation must be >= 0, got -0.1"):

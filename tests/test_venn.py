@@ -117,16 +117,18 @@ def test_clear_errors():
     with pytest.raises(ValueError, match="same length"):
         venn_abers([0.1, 0.2], [0, 1, 1], [0.5])
     with pytest.raises(ValueError, match="n_classes must be >= 2"):
-        VennPredictor(1)
+        VennPredictor(n_classes=1).fit([[0.5, 0.5]], [0])
     with pytest.raises(ValueError, match="cal_probs must sum to 1"):
-        VennPredictor(2).fit([[0.5, 0.6]], [0])
+        VennPredictor().fit([[0.5, 0.6]], [0])
     with pytest.raises(ValueError, match="may be None only when categories is an array"):
-        VennPredictor(2).fit(None, [0])
+        VennPredictor(n_classes=2).fit(None, [0])
+    with pytest.raises(ValueError, match="may be None only when n_classes is given"):
+        VennPredictor().fit(None, [0], categories=[0])
     with pytest.raises(ValueError, match="test_probs has 3 classes"):
-        VennPredictor(2).fit([[0.5, 0.5]], [0]).predict_proba([[0.2, 0.3, 0.5]])
-    for model in (VennPredictor(2), VennABERS()):
+        VennPredictor().fit([[0.5, 0.5]], [0]).predict_multiprobabilities([[0.2, 0.3, 0.5]])
+    for model in (VennPredictor(), VennABERS()):
         with pytest.raises(RuntimeError, match=f"this {type(model).__name__} is not fitted"):
-            (model.predict_proba([[0.5, 0.5]]) if isinstance(model, VennPredictor) else model.predict_proba([0.5]))
+            model.predict_multiprobabilities([[0.5, 0.5]] if isinstance(model, VennPredictor) else [0.5])
 
 
 def _tied_probs(rng, n, n_classes):
@@ -140,14 +142,14 @@ def test_venn_predictor_equals_its_wrappers_and_defaults_to_the_predicted_class(
         cal, test = _tied_probs(rng, 120, n_classes), _tied_probs(rng, 30, n_classes)
         labels = rng.integers(0, n_classes, 120)
         weight = rng.uniform(1, 3, 30)
-        model = VennPredictor(n_classes).fit(cal, labels)
+        model = VennPredictor().fit(cal, labels)
         # the default taxonomy is the argmax (ties to the first class), as explicit codes and as a function
         codes_cal, codes_test = np.argmax(cal, axis=1), np.argmax(test, axis=1)
         expected = venn_multiprobabilities(codes_cal, labels, codes_test, n_classes, test_weight=weight)
-        assert np.array_equal(model.predict_proba(test, test_weight=weight), expected)
-        by_function = VennPredictor(n_classes).fit(cal, labels, categories=lambda p: np.argmax(p, axis=1))
-        assert np.array_equal(by_function.predict_proba(test, categories=lambda p: np.argmax(p, axis=1),
-                                                        test_weight=weight), expected)
+        assert np.array_equal(model.predict_multiprobabilities(test, test_weight=weight), expected)
+        by_function = VennPredictor().fit(cal, labels, categories=lambda p: np.argmax(p, axis=1))
+        assert np.array_equal(by_function.predict_multiprobabilities(test, categories=lambda p: np.argmax(p, axis=1),
+                                                                     test_weight=weight), expected)
         lower, upper = venn_probability_bounds(codes_cal, labels, codes_test, n_classes, test_weight=weight)
         got_lower, got_upper = model.predict_bounds(test, test_weight=weight)
         assert np.array_equal(got_lower, lower) and np.array_equal(got_upper, upper)
@@ -157,7 +159,7 @@ def test_venn_abers_class_equals_its_wrapper_with_ties():
     rng = np.random.default_rng(5)
     scores, test = np.round(rng.uniform(size=80), 1), np.round(rng.uniform(size=20), 1)
     labels = (rng.uniform(size=80) < scores).astype(int)
-    p0, p1 = VennABERS().fit(scores, labels).predict_proba(test)
+    p0, p1 = VennABERS().fit(scores, labels).predict_multiprobabilities(test)
     q0, q1 = venn_abers(scores, labels, test)
     assert np.array_equal(p0, q0) and np.array_equal(p1, q1)
 
@@ -229,7 +231,7 @@ def test_venn_abers_tables_are_monotone_and_the_true_label_probability_is_calibr
         model = VennABERS().fit(scores[:30], labels[:30])
         assert np.all(np.diff(model.p0_) >= 0) and np.all(np.diff(model.p1_) >= 0)
         assert np.all(model.p0_ <= model.p1_)
-        p0, p1 = model.predict_proba(scores[30:])
+        p0, p1 = model.predict_multiprobabilities(scores[30:])
         gaps.append(labels[30] - (p1[0] if labels[30] else p0[0]))
     gaps = np.array(gaps)
     assert abs(gaps.mean()) < 4.5 * gaps.std() / np.sqrt(gaps.size)

@@ -22,6 +22,7 @@ import math
 
 import numpy as np
 
+from calibtut._estimator import Estimator, rule
 from calibtut._numeric import conformal_rank
 from calibtut._validation import as_float_array, check_alpha, check_bool, check_fitted, check_levels, check_same_length
 from calibtut.conformal.quantiles import conformal_quantile
@@ -36,7 +37,7 @@ def _check_quantiles(quantiles, name, n_levels):
     return quantiles
 
 
-class ConformalizedQuantileRegression:
+class ConformalizedQuantileRegression(Estimator):
     """Two-sided CQR intervals (Romano et al. 2019) over quantile predictions.
 
     Numpy in, numpy out: pass the model's lower and upper quantile
@@ -73,9 +74,10 @@ class ConformalizedQuantileRegression:
     (array([-0.5]), array([2.5]))
     """
 
-    def __init__(self, alpha=0.1, *, symmetric=True):
-        self.alpha = check_alpha(alpha)
-        check_bool(symmetric, "symmetric")
+    _parameter_constraints = {"alpha": check_alpha, "symmetric": check_bool}
+
+    def __init__(self, *, alpha=0.1, symmetric=True):
+        self.alpha = alpha
         self.symmetric = symmetric
 
     def fit(self, cal_quantiles, cal_y):
@@ -94,16 +96,17 @@ class ConformalizedQuantileRegression:
         ConformalizedQuantileRegression
             ``self``.
         """
+        p = self._validate_params()
         quantiles = _check_quantiles(cal_quantiles, "cal_quantiles", 2)
         y = as_float_array(cal_y, "cal_y", ndim=1)
         check_same_length(cal_quantiles=quantiles, cal_y=y)
         lower, upper = quantiles[:, 0], quantiles[:, 1]
-        if self.symmetric:
-            q = conformal_quantile(np.maximum(lower - y, y - upper), self.alpha)
+        if p.symmetric:
+            q = conformal_quantile(np.maximum(lower - y, y - upper), p.alpha)
             self.lower_correction_ = self.upper_correction_ = q
         else:
-            self.lower_correction_ = conformal_quantile(lower - y, self.alpha / 2)
-            self.upper_correction_ = conformal_quantile(y - upper, self.alpha / 2)
+            self.lower_correction_ = conformal_quantile(lower - y, p.alpha / 2)
+            self.upper_correction_ = conformal_quantile(y - upper, p.alpha / 2)
         self.n_cal_ = y.size
         return self
 
@@ -124,7 +127,7 @@ class ConformalizedQuantileRegression:
         return quantiles[:, 0] - self.lower_correction_, quantiles[:, 1] + self.upper_correction_
 
 
-class OneSidedCQR:
+class OneSidedCQR(Estimator):
     """Per-level conformal correction of quantile predictions (paper 002).
 
     Parameters
@@ -159,9 +162,10 @@ class OneSidedCQR:
     array([[10., 12.]])
     """
 
+    _parameter_constraints = {"levels": check_levels, "clip_rank": check_bool}
+
     def __init__(self, levels, *, clip_rank=False):
-        self.levels = check_levels(levels)
-        check_bool(clip_rank, "clip_rank")
+        self.levels = levels
         self.clip_rank = clip_rank
 
     def fit(self, cal_quantiles, cal_y):
@@ -178,13 +182,14 @@ class OneSidedCQR:
         OneSidedCQR
             ``self``.
         """
-        levels = self.levels
+        p = self._validate_params()
+        levels = p.levels
         quantiles = _check_quantiles(cal_quantiles, "cal_quantiles", levels.size)
         y = as_float_array(cal_y, "cal_y", ndim=1)
         n = check_same_length(cal_quantiles=quantiles, cal_y=y)
         scores = np.sort(y[:, None] - quantiles, axis=0)
         ranks = np.array([conformal_rank(n, a) for a in levels])
-        if self.clip_rank:
+        if p.clip_rank:
             ranks = np.minimum(ranks, n)
         padded = np.vstack([scores, np.full((1, levels.size), math.inf)])
         self.corrections_ = padded[ranks - 1, np.arange(levels.size)]
@@ -204,7 +209,7 @@ class OneSidedCQR:
         numpy.ndarray of shape (n, m)
         """
         check_fitted(self, "corrections_")
-        return _check_quantiles(test_quantiles, "test_quantiles", self.levels.size) + self.corrections_
+        return _check_quantiles(test_quantiles, "test_quantiles", self.corrections_.size) + self.corrections_
 
 
 def cqr_interval(cal_quantiles, cal_y, test_quantiles, alpha, *, symmetric=True):
@@ -236,7 +241,7 @@ def cqr_interval(cal_quantiles, cal_y, test_quantiles, alpha, *, symmetric=True)
     >>> cqr_interval([[0.0, 1.0]] * 3, [0.5, 1.5, 3.0], [[0.0, 2.0]], 0.5)
     (array([-0.5]), array([2.5]))
     """
-    model = ConformalizedQuantileRegression(alpha, symmetric=symmetric).fit(cal_quantiles, cal_y)
+    model = ConformalizedQuantileRegression(alpha=alpha, symmetric=symmetric).fit(cal_quantiles, cal_y)
     return model.predict_interval(test_quantiles)
 
 

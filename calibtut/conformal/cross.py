@@ -30,14 +30,15 @@ from __future__ import annotations
 
 import numpy as np
 
+from calibtut._estimator import Estimator, check_seed, optional, rule
 from calibtut._numeric import ceil_rank
 from calibtut._validation import (
     as_float_array,
     check_alpha,
     check_categories,
+    check_choice,
     check_fitted,
     check_int,
-    check_rng,
     check_same_length,
 )
 
@@ -54,10 +55,10 @@ def _is_model(estimator):
             and callable(getattr(estimator, "predict", None)))
 
 
-def _check_estimator(estimator):
+def _check_estimator(estimator, name="estimator"):
     if _is_model(estimator) or callable(estimator):
         return estimator
-    raise TypeError("estimator must be an unfitted regressor with fit and predict (scikit-learn style) "
+    raise TypeError(f"{name} must be an unfitted regressor with fit and predict (scikit-learn style) "
                     f"or a function returning one, got {type(estimator).__name__}")
 
 
@@ -79,7 +80,7 @@ def _order_statistic(values, rank):
     return np.partition(values, rank - 1, axis=1)[:, rank - 1]
 
 
-class CrossConformalRegressor:
+class CrossConformalRegressor(Estimator):
     """Jackknife+ / CV+ prediction intervals around refitted regressors.
 
     Parameters
@@ -146,20 +147,26 @@ class CrossConformalRegressor:
     """
 
     def __init__(self, estimator, *, alpha=0.1, method="plus", n_folds=None, seed=None):
-        self.estimator = _check_estimator(estimator)
-        self.alpha = check_alpha(alpha)
-        if method not in _METHODS:
-            raise ValueError(f"method must be one of {_METHODS}, got {method!r}")
+        self.estimator = estimator
+        self.alpha = alpha
         self.method = method
-        self.n_folds = None if n_folds is None else check_int(n_folds, "n_folds", minimum=2)
-        check_rng(seed)  # refused here if not a seed; drawn from at fit time
+        self.n_folds = n_folds
         self.seed = seed
+
+    _parameter_constraints = {
+        "estimator": _check_estimator,
+        "alpha": check_alpha,
+        "method": rule(check_choice, choices=_METHODS),
+        "n_folds": optional(check_int, minimum=2),
+        "seed": check_seed,
+    }
 
     def _new_model(self):
         from sklearn.base import clone  # here: importing calibtut.conformal does not load scikit-learn
 
         # clone(safe=False) deep-copies an object without scikit-learn's get_params
-        return clone(self.estimator, safe=False) if _is_model(self.estimator) else self.estimator()
+        estimator = self.params_.estimator
+        return clone(estimator, safe=False) if _is_model(estimator) else estimator()
 
     def fit(self, X, y, *, folds=None):
         """Fit one model without each fold and keep the out-of-fold residuals.
@@ -179,6 +186,7 @@ class CrossConformalRegressor:
         CrossConformalRegressor
             ``self``.
         """
+        p = self._validate_params()
         X = _check_X(X, "X")
         y = as_float_array(y, "y", ndim=1)
         n = check_same_length(X=X, y=y)
@@ -186,14 +194,14 @@ class CrossConformalRegressor:
             folds = np.unique(check_categories(folds, "folds", n=n), return_inverse=True)[1]
             if folds.max() < 1:
                 raise ValueError("folds must hold at least two distinct codes")
-        elif self.n_folds is None:
+        elif p.n_folds is None:
             folds = np.arange(n)
         else:
-            if self.n_folds > n:
-                raise ValueError(f"n_folds ({self.n_folds}) must not exceed the number of points ({n})")
-            order = check_rng(self.seed).permutation(n)
+            if p.n_folds > n:
+                raise ValueError(f"n_folds ({p.n_folds}) must not exceed the number of points ({n})")
+            order = p.seed.permutation(n)
             folds = np.empty(n, dtype=np.int64)
-            for k, part in enumerate(np.array_split(order, self.n_folds)):
+            for k, part in enumerate(np.array_split(order, p.n_folds)):
                 folds[part] = k
         if n < 2:
             raise ValueError(f"X must hold at least 2 points, got {n}")
@@ -205,8 +213,8 @@ class CrossConformalRegressor:
             residuals[out] = np.abs(y[out] - np.asarray(model.predict(X[out]), dtype=np.float64).ravel())
             estimators.append(model)
         self.folds_, self.residuals_, self.estimators_ = folds, residuals, estimators
-        self.full_estimator_ = self._new_model().fit(X, y) if self.method == "naive" else None
-        rank = int(ceil_rank((n + 1) * (1 - self.alpha)))
+        self.full_estimator_ = self._new_model().fit(X, y) if p.method == "naive" else None
+        rank = int(ceil_rank((n + 1) * (1 - p.alpha)))
         self.quantile_ = float(np.inf if rank > n else np.partition(residuals, rank - 1)[rank - 1])
         self.n_features_ = X.shape[1]
         return self
@@ -229,15 +237,16 @@ class CrossConformalRegressor:
         """
         check_fitted(self, "residuals_")
         X = _check_X(X, "X", self.n_features_)
-        if self.method == "naive":
+        p = self.params_
+        if p.method == "naive":
             centre = np.asarray(self.full_estimator_.predict(X), dtype=np.float64).ravel()
             return centre - self.quantile_, centre + self.quantile_
         fold_pred = self._fold_predictions(X)  # (m, K)
-        if self.method == "minmax":
+        if p.method == "minmax":
             return fold_pred.min(axis=1) - self.quantile_, fold_pred.max(axis=1) + self.quantile_
         n = self.residuals_.size
-        k_lo = int(np.floor(np.round(self.alpha * (n + 1), 9)))
-        k_hi = int(ceil_rank((n + 1) * (1 - self.alpha)))
+        k_lo = int(np.floor(np.round(p.alpha * (n + 1), 9)))
+        k_hi = int(ceil_rank((n + 1) * (1 - p.alpha)))
         lower, upper = np.empty(len(X)), np.empty(len(X))
         block = max(1, _BLOCK_ENTRIES // n)
         for start in range(0, len(X), block):

@@ -32,9 +32,11 @@ import math
 
 import numpy as np
 
+from calibtut._estimator import Estimator, rule
 from calibtut._numeric import RANK_DECIMALS, ceil_rank, conformal_rank
 from calibtut._validation import (
     check_alpha,
+    check_choice,
     check_fitted,
     check_levels,
     check_probabilities,
@@ -47,7 +49,7 @@ __all__ = ["DistributionalConformal", "dcp_interval", "recalibration_conformal_t
 _SCORES = ("abs", "equal_tailed")
 
 
-class DistributionalConformal:
+class DistributionalConformal(Estimator):
     """Distributional conformal prediction from calibration PIT values.
 
     Parameters
@@ -78,11 +80,11 @@ class DistributionalConformal:
     array([[0.5]])
     """
 
-    def __init__(self, alpha=0.1, *, score="abs"):
-        self.alpha = check_alpha(alpha)
-        if score not in _SCORES:
-            raise ValueError(f"score must be one of {_SCORES}, got {score!r}")
+    def __init__(self, *, alpha=0.1, score="abs"):
+        self.alpha = alpha
         self.score = score
+
+    _parameter_constraints = {"alpha": check_alpha, "score": rule(check_choice, choices=_SCORES)}
 
     def fit(self, cal_pit):
         """Store the calibration PITs and the PIT levels of the interval ends.
@@ -98,10 +100,11 @@ class DistributionalConformal:
         DistributionalConformal
             ``self``.
         """
-        alpha = self.alpha
+        p = self._validate_params()
+        alpha = p.alpha
         z = np.sort(check_probabilities(cal_pit, "cal_pit", ndim=1))
         n = z.size
-        if self.score == "abs":
+        if p.score == "abs":
             q = conformal_quantile(np.abs(z - 0.5), alpha)
             self.lower_level_ = max(0.5 - q, 0.0)
             self.upper_level_ = min(0.5 + q, 1.0)
@@ -197,7 +200,7 @@ def dcp_interval(cal_pit, quantile_function, alpha, *, score="abs"):
     >>> lower.round(2), upper.round(2)  # identity model: the PIT levels themselves
     (array([0.1]), array([0.9]))
     """
-    return DistributionalConformal(alpha, score=score).fit(cal_pit).predict_interval(quantile_function)
+    return DistributionalConformal(alpha=alpha, score=score).fit(cal_pit).predict_interval(quantile_function)
 
 
 def recalibration_conformal_table(pit, levels):

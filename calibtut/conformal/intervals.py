@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from calibtut._estimator import Estimator
 from calibtut._validation import (
     as_float_array,
     check_alpha,
@@ -35,7 +36,7 @@ def _wrapper_scale(scale, name):
     return None if scale is None else check_positive(scale, name, ndim=1)
 
 
-class SplitConformalRegressor:
+class SplitConformalRegressor(Estimator):
     """Split conformal intervals over a point predictor's predictions, plain or weighted.
 
     Numpy in, numpy out: the model itself is never called; pass its
@@ -90,8 +91,10 @@ class SplitConformalRegressor:
     (array([  9., -inf]), array([11., inf]))
     """
 
-    def __init__(self, alpha=0.1):
-        self.alpha = check_alpha(alpha)
+    _parameter_constraints = {"alpha": check_alpha}
+
+    def __init__(self, *, alpha=0.1):
+        self.alpha = alpha
 
     def fit(self, cal_pred, cal_y, *, scale=None, sample_weight=None):
         """Compute the calibration scores and, unweighted, their conformal threshold.
@@ -113,6 +116,7 @@ class SplitConformalRegressor:
         SplitConformalRegressor
             ``self``.
         """
+        p = self._validate_params()
         cal_pred = as_float_array(cal_pred, "cal_pred", ndim=1)
         cal_y = as_float_array(cal_y, "cal_y", ndim=1)
         n = check_same_length(cal_pred=cal_pred, cal_y=cal_y)
@@ -123,7 +127,7 @@ class SplitConformalRegressor:
         if scale is not None:
             scores = scores / scale
         self.scores_ = scores
-        self.quantile_ = None if sample_weight is not None else conformal_quantile(scores, self.alpha)
+        self.quantile_ = None if sample_weight is not None else conformal_quantile(scores, p.alpha)
         self.sample_weight_ = sample_weight
         self.n_cal_ = n
         self.normalized_ = scale is not None
@@ -161,7 +165,7 @@ class SplitConformalRegressor:
             if sample_weight is None:
                 raise ValueError("sample_weight is required: the model was fitted with calibration weights")
             weights = _test_weights(sample_weight, "sample_weight", test_pred.size)
-            width = weighted_conformal_quantile(self.scores_, self.sample_weight_, weights, self.alpha)
+            width = weighted_conformal_quantile(self.scores_, self.sample_weight_, weights, self.params_.alpha)
         if scale is not None:
             width = width * scale
         return test_pred - width, test_pred + width

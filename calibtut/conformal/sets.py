@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from calibtut._estimator import Estimator, check_seed, rule
 from calibtut._numeric import ceil_rank, conformal_rank
 from calibtut._validation import (
     as_float_array,
@@ -55,14 +56,14 @@ from calibtut._validation import (
     check_choice,
     check_class_probs,
     check_fitted,
+    check_int,
     check_labels,
     check_n_classes,
     check_real,
-    check_rng,
     check_weights,
 )
 from calibtut.conformal.quantiles import _test_weights, weighted_conformal_quantile
-from calibtut.conformal.scores import _score_options, _scores
+from calibtut.conformal.scores import _SCORES, _score_options, _scores
 
 __all__ = [
     "LocalizedConformalClassifier",
@@ -106,7 +107,7 @@ def _category_thresholds(cal_scores, cal_categories, alpha, too_small):
     return codes, values
 
 
-class SplitConformalClassifier:
+class SplitConformalClassifier(Estimator):
     """Split conformal prediction sets over a classifier's probabilities: plain, Mondrian or weighted.
 
     Numpy in, numpy out: the classifier is never called. :meth:`fit` takes
@@ -191,16 +192,30 @@ class SplitConformalClassifier:
     array([[ True,  True]])
     """
 
-    def __init__(self, alpha=0.1, *, score="lac", randomized=False, allow_empty=True, lam=0.0, k_reg=0,
+    def __init__(self, *, alpha=0.1, score="lac", randomized=False, allow_empty=True, lam=0.0, k_reg=0,
                  too_small="raise", seed=None):
-        self.alpha = check_alpha(alpha)
-        self.lam, self.k_reg = _score_options(score, randomized, lam, k_reg)
+        self.alpha = alpha
         self.score = score
         self.randomized = randomized
-        self.allow_empty = check_bool(allow_empty, "allow_empty")
-        self.too_small = check_choice(too_small, "too_small", _TOO_SMALL)
-        check_rng(seed)
+        self.allow_empty = allow_empty
+        self.lam = lam
+        self.k_reg = k_reg
+        self.too_small = too_small
         self.seed = seed
+
+    _parameter_constraints = {
+        "alpha": check_alpha,
+        "score": rule(check_choice, choices=_SCORES),
+        "randomized": check_bool,
+        "allow_empty": check_bool,
+        "lam": rule(check_real, low=0),
+        "k_reg": rule(check_int, minimum=0),
+        "too_small": rule(check_choice, choices=_TOO_SMALL),
+        "seed": check_seed,
+    }
+
+    def _check_params(self, p):
+        _score_options(p.score, p.randomized, p.lam, p.k_reg)
 
     def fit(self, cal_probs, cal_y, *, categories=None, sample_weight=None):
         """Compute the calibration scores and the threshold(s).
@@ -228,6 +243,7 @@ class SplitConformalClassifier:
         SplitConformalClassifier
             ``self``.
         """
+        p = self._validate_params()
         cal_probs = check_class_probs(cal_probs, "cal_probs")
         n, n_classes = cal_probs.shape
         cal_y = check_labels(cal_y, "cal_y", n_classes=n_classes, n=n)
@@ -236,12 +252,11 @@ class SplitConformalClassifier:
                 raise ValueError("categories (Mondrian sets) and sample_weight (weighted sets) cannot be combined")
             sample_weight = check_weights(sample_weight, "sample_weight", n=n)
         cal_categories = self._cal_categories(categories, cal_probs, cal_y)
-        self._rng = check_rng(self.seed)
-        u = self._rng.uniform(size=n) if self.randomized else None
-        self.scores_ = _scores(cal_probs, self.score, u, self.lam, self.k_reg)[np.arange(n), cal_y]
+        self._rng = p.seed
+        u = self._rng.uniform(size=n) if p.randomized else None
+        self.scores_ = _scores(cal_probs, p.score, u, p.lam, p.k_reg)[np.arange(n), cal_y]
         if sample_weight is None:
-            self._codes, self._values = _category_thresholds(self.scores_, cal_categories, self.alpha,
-                                                             self.too_small)
+            self._codes, self._values = _category_thresholds(self.scores_, cal_categories, p.alpha, p.too_small)
             self.thresholds_ = dict(zip(self._codes.tolist(), self._values.tolist()))
         else:
             self.thresholds_ = None
@@ -318,6 +333,7 @@ class SplitConformalClassifier:
             ``sets[j, c]`` is True when class ``c`` is in the set of test point ``j``.
         """
         check_fitted(self, "scores_")
+        p = self.params_
         test_probs = _check_test_probs(test_probs, self.n_classes_)
         m = len(test_probs)
         if self.sample_weight_ is None:
@@ -330,10 +346,10 @@ class SplitConformalClassifier:
             if categories is not None:
                 raise ValueError("categories (Mondrian sets) and sample_weight (weighted sets) cannot be combined")
             weights = _test_weights(sample_weight, "sample_weight", m)
-            threshold = weighted_conformal_quantile(self.scores_, self.sample_weight_, weights, self.alpha)[:, None]
-        u = self._rng.uniform(size=m) if self.randomized else None
-        sets = _scores(test_probs, self.score, u, self.lam, self.k_reg) <= threshold
-        if not self.allow_empty:
+            threshold = weighted_conformal_quantile(self.scores_, self.sample_weight_, weights, p.alpha)[:, None]
+        u = self._rng.uniform(size=m) if p.randomized else None
+        sets = _scores(test_probs, p.score, u, p.lam, p.k_reg) <= threshold
+        if not p.allow_empty:
             empty = ~sets.any(axis=1)
             sets[empty, np.argmax(test_probs[empty], axis=1)] = True
         return sets
@@ -344,9 +360,9 @@ class SplitConformalClassifier:
         seen = self._codes[position] == test_categories
         if seen.all():
             return self._values[position]
-        if self.too_small == "raise":
+        if self.params_.too_small == "raise":
             raise ValueError(
-                f"the calibration set is too small for alpha={self.alpha}: test category "
+                f"the calibration set is too small for alpha={self.params_.alpha}: test category "
                 f"{int(np.min(test_categories[~seen]))!r} has no calibration point (pass too_small='include' to "
                 "put every such label in the set)"
             )
@@ -397,7 +413,7 @@ def split_conformal_sets(
     >>> split_conformal_sets(cal, [0, 0, 1, 1], [[0.75, 0.25]], 0.4)
     array([[ True, False]])
     """
-    model = SplitConformalClassifier(alpha, score=score, randomized=randomized, allow_empty=allow_empty, lam=lam,
+    model = SplitConformalClassifier(alpha=alpha, score=score, randomized=randomized, allow_empty=allow_empty, lam=lam,
                                      k_reg=k_reg, seed=seed)
     return model.fit(cal_probs, cal_y).predict_set(test_probs)
 
@@ -466,7 +482,7 @@ def mondrian_conformal_sets(
            [False, False]])
     """
     cal_categories, test_categories = categories if isinstance(categories, tuple) else (categories, None)
-    model = SplitConformalClassifier(alpha, score=score, randomized=randomized, allow_empty=allow_empty, lam=lam,
+    model = SplitConformalClassifier(alpha=alpha, score=score, randomized=randomized, allow_empty=allow_empty, lam=lam,
                                      k_reg=k_reg, too_small=too_small, seed=seed)
     model.fit(cal_probs, cal_y, categories=cal_categories)
     return model.predict_set(test_probs, categories=test_categories)
@@ -505,7 +521,7 @@ def label_conditional_sets(cal_probs, cal_y, test_probs, alpha, *, score="lac", 
     array([[ True, False],
            [False, False]])
     """
-    model = SplitConformalClassifier(alpha, score=score, too_small=too_small)
+    model = SplitConformalClassifier(alpha=alpha, score=score, too_small=too_small)
     return model.fit(cal_probs, cal_y, categories="label").predict_set(test_probs)
 
 
@@ -544,7 +560,7 @@ def weighted_conformal_sets(cal_probs, cal_y, cal_weights, test_probs, test_weig
     >>> weighted_conformal_sets(cal, [0, 0, 1, 1], [1, 1, 1, 1], [[0.75, 0.25]], [1.0], 0.4)
     array([[ True, False]])
     """
-    model = SplitConformalClassifier(alpha, score=score).fit(cal_probs, cal_y,
+    model = SplitConformalClassifier(alpha=alpha, score=score).fit(cal_probs, cal_y,
                                                              sample_weight=check_weights(cal_weights, "cal_weights"))
     return model.predict_set(test_probs, sample_weight=_test_weights(test_weights, "test_weights"))
 
@@ -594,7 +610,7 @@ def _kernel(kernel, name, shape):
     return kernel
 
 
-class LocalizedConformalClassifier:
+class LocalizedConformalClassifier(Estimator):
     """Localized conformal sets (Guan 2023): a kernel-weighted conformal threshold per test point.
 
     A localizer ``H(x, x') >= 0`` with ``H(x, x) = 1`` (for instance
@@ -666,10 +682,16 @@ class LocalizedConformalClassifier:
     array([[ True, False]])
     """
 
-    def __init__(self, alpha=0.1, *, score="lac", form="naive"):
-        self.alpha = check_alpha(alpha)
-        self.score = check_choice(score, "score", ("lac", "aps"))
-        self.form = check_choice(form, "form", _LOCALIZED_FORMS)
+    def __init__(self, *, alpha=0.1, score="lac", form="naive"):
+        self.alpha = alpha
+        self.score = score
+        self.form = form
+
+    _parameter_constraints = {
+        "alpha": check_alpha,
+        "score": rule(check_choice, choices=("lac", "aps")),
+        "form": rule(check_choice, choices=_LOCALIZED_FORMS),
+    }
 
     def fit(self, cal_probs, cal_y, *, cal_kernel=None):
         """Compute the calibration scores (and, for the valid form, each point's localized rank mass).
@@ -690,10 +712,11 @@ class LocalizedConformalClassifier:
         LocalizedConformalClassifier
             ``self``.
         """
+        p = self._validate_params()
         cal_probs = check_class_probs(cal_probs, "cal_probs")
         n, n_classes = cal_probs.shape
         cal_y = check_labels(cal_y, "cal_y", n_classes=n_classes, n=n)
-        if self.form == "naive":
+        if p.form == "naive":
             if cal_kernel is not None:
                 raise ValueError("cal_kernel is used by form='valid' only; drop it or pass form='valid'")
         else:
@@ -706,9 +729,9 @@ class LocalizedConformalClassifier:
                                  f"{float(diagonal[~np.isclose(diagonal, 1.0)][0])}")
             if not np.allclose(cal_kernel, cal_kernel.T):
                 raise ValueError("cal_kernel must be symmetric (H(x_i, x_j) = H(x_j, x_i))")
-        self.scores_ = _scores(cal_probs, self.score, None, 0.0, 0)[np.arange(n), cal_y]
+        self.scores_ = _scores(cal_probs, p.score, None, 0.0, 0)[np.arange(n), cal_y]
         self.n_classes_ = n_classes
-        if self.form == "valid":
+        if p.form == "valid":
             below_own = self.scores_[None, :] < self.scores_[:, None]  # [i, j]: V_j < V_i
             self._own_mass = np.sum(cal_kernel * below_own, axis=1)  # A_i
             self._row_total = cal_kernel.sum(axis=1)
@@ -731,13 +754,13 @@ class LocalizedConformalClassifier:
         numpy.ndarray of bool, shape (m, n_classes)
         """
         check_fitted(self, "scores_")
+        p = self.params_
         test_probs = _check_test_probs(test_probs, self.n_classes_)
         kernel = _kernel(kernel, "kernel", (len(test_probs), self.scores_.size))
-        test_scores = _scores(test_probs, self.score, None, 0.0, 0)
-        if self.form == "valid":
-            return _valid_localized_sets(self.scores_, self._own_mass, self._row_total, kernel, test_scores,
-                                         self.alpha)
-        return test_scores <= _naive_localized_thresholds(self.scores_, kernel, self.alpha)[:, None]
+        test_scores = _scores(test_probs, p.score, None, 0.0, 0)
+        if p.form == "valid":
+            return _valid_localized_sets(self.scores_, self._own_mass, self._row_total, kernel, test_scores, p.alpha)
+        return test_scores <= _naive_localized_thresholds(self.scores_, kernel, p.alpha)[:, None]
 
 
 def localized_conformal_sets(cal_probs, cal_y, test_probs, kernel, alpha, *, score="lac", form="naive",
@@ -784,7 +807,7 @@ def localized_conformal_sets(cal_probs, cal_y, test_probs, kernel, alpha, *, sco
     ...                          cal_kernel=near)
     array([[ True, False]])
     """
-    model = LocalizedConformalClassifier(alpha, score=score, form=form)
+    model = LocalizedConformalClassifier(alpha=alpha, score=score, form=form)
     model.fit(cal_probs, cal_y, cal_kernel=cal_kernel)
     return model.predict_set(test_probs, kernel)
 
@@ -798,7 +821,7 @@ _RAPS_GRIDS = {
 _SIZE_STRATA = ((0, 1), (2, 3), (4, 6), (7, 10), (11, 100), (101, 1000))
 
 
-class RAPSClassifier:
+class RAPSClassifier(Estimator):
     """RAPS sets with the penalty tuned on part of the calibration set (RAPS_size or RAPS_adapt).
 
     A random ``tune_fraction`` of the calibration points chooses ``k_reg``
@@ -852,20 +875,28 @@ class RAPSClassifier:
     (100, 4)
     """
 
-    def __init__(self, alpha=0.1, *, criterion="size", tune_fraction=0.3, randomized=True, allow_empty=False,
+    def __init__(self, *, alpha=0.1, criterion="size", tune_fraction=0.3, randomized=True, allow_empty=False,
                  seed=None):
-        self.alpha = check_alpha(alpha)
-        self.criterion = check_choice(criterion, "criterion", tuple(_RAPS_GRIDS))
-        self.tune_fraction = check_real(tune_fraction, "tune_fraction", low=0, high=1, low_open=True,
-                                        high_open=True)
-        self.randomized = check_bool(randomized, "randomized")
-        self.allow_empty = check_bool(allow_empty, "allow_empty")
-        check_rng(seed)
+        self.alpha = alpha
+        self.criterion = criterion
+        self.tune_fraction = tune_fraction
+        self.randomized = randomized
+        self.allow_empty = allow_empty
         self.seed = seed
 
+    _parameter_constraints = {
+        "alpha": check_alpha,
+        "criterion": rule(check_choice, choices=tuple(_RAPS_GRIDS)),
+        "tune_fraction": rule(check_real, low=0, high=1, low_open=True, high_open=True),
+        "randomized": check_bool,
+        "allow_empty": check_bool,
+        "seed": check_seed,
+    }
+
     def _split_classifier(self, lam, k_reg, rng):
-        return SplitConformalClassifier(self.alpha, score="raps", randomized=self.randomized,
-                                        allow_empty=self.allow_empty, lam=lam, k_reg=k_reg, seed=rng)
+        p = self.params_
+        return SplitConformalClassifier(alpha=p.alpha, score="raps", randomized=p.randomized, allow_empty=p.allow_empty,
+                                        lam=lam, k_reg=k_reg, seed=rng)
 
     def fit(self, cal_probs, cal_y):
         """Tune ``lam`` and ``k_reg`` on a random part of the calibration set, calibrate on the rest.
@@ -882,12 +913,12 @@ class RAPSClassifier:
         RAPSClassifier
             ``self``.
         """
+        p = self._validate_params()
         cal_probs = check_class_probs(cal_probs, "cal_probs")
         cal_y = check_labels(cal_y, "cal_y", n_classes=cal_probs.shape[1], n=len(cal_probs))
-        alpha = self.alpha
-        rng = check_rng(self.seed)
+        alpha, rng = p.alpha, p.seed
         order = rng.permutation(len(cal_probs))
-        n_tune = round(self.tune_fraction * len(order))
+        n_tune = round(p.tune_fraction * len(order))
         tune, rest = order[:n_tune], order[n_tune:]
         needed = int(np.ceil(1 / alpha)) - 1
         if min(tune.size, rest.size) < needed:
@@ -899,10 +930,10 @@ class RAPSClassifier:
                                                                                         cal_y[tune]] + 1
         k_reg = int(np.sort(ranks)[conformal_rank(tune.size, 1 - alpha) - 1])
         best = None
-        for lam in _RAPS_GRIDS[self.criterion]:
+        for lam in _RAPS_GRIDS[p.criterion]:
             sets = self._split_classifier(lam, k_reg, rng).fit(cal_probs[tune], cal_y[tune]).predict_set(
                 cal_probs[tune])
-            if self.criterion == "size":
+            if p.criterion == "size":
                 loss = sets.sum(axis=1).mean()
             else:
                 covered, size = sets[np.arange(tune.size), cal_y[tune]], sets.sum(axis=1)
@@ -972,6 +1003,6 @@ def raps_sets(cal_probs, cal_y, test_probs, alpha, *, criterion="size", tune_fra
     >>> sets.shape, sorted(params)
     ((100, 4), ['k_reg', 'lam'])
     """
-    model = RAPSClassifier(alpha, criterion=criterion, tune_fraction=tune_fraction, randomized=randomized,
+    model = RAPSClassifier(alpha=alpha, criterion=criterion, tune_fraction=tune_fraction, randomized=randomized,
                            allow_empty=allow_empty, seed=seed).fit(cal_probs, cal_y)
     return model.predict_set(test_probs), {"lam": model.lam_, "k_reg": model.k_reg_}

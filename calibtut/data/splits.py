@@ -6,6 +6,7 @@ import numbers
 
 import numpy as np
 
+from calibtut._estimator import Estimator
 from calibtut._validation import as_float_array, check_int, check_positive, check_rng
 
 __all__ = ["Standardizer", "calibration_parts", "kfold_indices", "train_val_cal_test_split"]
@@ -53,7 +54,7 @@ def train_val_cal_test_split(n, fractions=(0.65, 0.10, 0.15, 0.10), seed=None):
     return tuple(np.sort(part) for part in np.split(order, bounds))
 
 
-class Standardizer:
+class Standardizer(Estimator):
     """Centre and scale by the training mean and standard deviation.
 
     Columns with zero variance (or a single training row) get scale 1, so
@@ -110,7 +111,7 @@ class Standardizer:
     def _check_fitted(self, attribute):
         if not hasattr(self, attribute):
             what = "fit(X, y)" if attribute.startswith("y_") else "fit(X)"
-            raise ValueError(f"this Standardizer is not fitted for that: call {what} first")
+            raise RuntimeError(f"this Standardizer is not fitted for that: call {what} first")
 
     def _check_X(self, X):
         self._check_fitted("mean_")

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import torch
 
+from calibtut._torch import check_features
 from calibtut._validation import check_int, check_real
 from calibtut.models.mlp import GaussianMLP
 
@@ -90,7 +91,7 @@ class MCDropoutGaussian(GaussianMLP):
         self.mc_seed = check_int(mc_seed, "mc_seed", minimum=0)
 
     def _stochastic_pass(self, x, generator):
-        h = x
+        h = check_features(x, "x", self.in_features)
         keep = 1.0 - self.p
         for layer in self.hidden_layers:
             h = torch.relu(layer(h))

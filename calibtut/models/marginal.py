@@ -20,12 +20,11 @@ one mixture and computes its pair term once per group.
 
 from __future__ import annotations
 
-import numbers
-
 import numpy as np
 
+from calibtut._estimator import Estimator, optional
 from calibtut._numeric import gaussian_abs_mean, reduce_scores
-from calibtut._validation import as_float_array, check_fitted, check_int
+from calibtut._validation import as_float_array, check_fitted, check_int, check_real
 from calibtut.metrics.pit import pit_mixture
 from calibtut.metrics.scores import nll_mixture
 
@@ -66,7 +65,7 @@ def silverman_bandwidth(values):
     return float(1.06 * spread * arr.size**-0.2)
 
 
-class MarginalKDE:
+class MarginalKDE(Estimator):
     """Predict a Gaussian KDE of the training targets, the same for every input of a group.
 
     Parameters
@@ -100,19 +99,16 @@ class MarginalKDE:
     (1.0, 1.3607)
     """
 
-    def __init__(self, n_kernels=None, *, bandwidth=None):
-        if n_kernels is not None:
-            n_kernels = check_int(n_kernels, "n_kernels", minimum=1)
-        if bandwidth is not None:
-            if isinstance(bandwidth, bool) or not isinstance(bandwidth, numbers.Real):
-                raise TypeError(f"bandwidth must be a real number or None, got {type(bandwidth).__name__}")
-            if not np.isfinite(bandwidth) or bandwidth <= 0:
-                raise ValueError(f"bandwidth must be a positive finite number, got {bandwidth!r}")
-            bandwidth = float(bandwidth)
+    _parameter_constraints = {
+        "n_kernels": optional(check_int, minimum=1),
+        "bandwidth": optional(check_real, low=0, low_open=True),
+    }
+
+    def __init__(self, *, n_kernels=None, bandwidth=None):
         self.n_kernels = n_kernels
         self.bandwidth = bandwidth
 
-    def fit(self, y, categories=None):
+    def fit(self, y, *, categories=None):
         """Estimate one KDE per group of training targets.
 
         Parameters
@@ -140,6 +136,7 @@ class MarginalKDE:
         >>> kde.centers_[0].tolist()  # quantiles of levels 1/4 and 3/4
         [0.75, 2.25]
         """
+        p = self._validate_params()
         y = as_float_array(y, "y", ndim=1)
         labels = self._check_categories(categories, len(y), "categories")
         self.groups_ = np.unique(labels)
@@ -148,12 +145,12 @@ class MarginalKDE:
             targets = y[labels == group]
             if len(targets) < 2:
                 raise ValueError(f"group {group} of categories holds {len(targets)} target(s); each group needs at least 2")
-            if self.n_kernels is None:
+            if p.n_kernels is None:
                 centers = np.sort(targets)
             else:
-                centers = np.quantile(targets, (np.arange(self.n_kernels) + 0.5) / self.n_kernels)
+                centers = np.quantile(targets, (np.arange(p.n_kernels) + 0.5) / p.n_kernels)
             self.centers_.append(centers)
-            bandwidths.append(silverman_bandwidth(targets) if self.bandwidth is None else self.bandwidth)
+            bandwidths.append(silverman_bandwidth(targets) if p.bandwidth is None else p.bandwidth)
         self.bandwidths_ = np.asarray(bandwidths)
         return self
 

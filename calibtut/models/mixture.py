@@ -15,7 +15,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from calibtut._torch import resolve_device, seeded_rng, to_tensor
+from calibtut._torch import check_features, resolve_device, seeded_rng, to_tensor
 from calibtut._validation import check_int, check_real
 from calibtut.models.mlp import check_hidden
 
@@ -101,7 +101,7 @@ class MixtureMLP(nn.Module):
 
     def __init__(self, in_features, n_components=3, hidden=(128, 128, 128), *, dropout=0.2, min_std=0.01, seed=None):
         super().__init__()
-        in_features = check_int(in_features, "in_features", minimum=1)
+        self.in_features = in_features = check_int(in_features, "in_features", minimum=1)
         self.n_components = check_int(n_components, "n_components", minimum=1)
         widths = check_hidden(hidden)
         self.min_std = check_real(min_std, "min_std", low=0)
@@ -110,6 +110,7 @@ class MixtureMLP(nn.Module):
             self.head = nn.Linear(widths[-1], 3 * self.n_components)
 
     def forward(self, x):
+        check_features(x, "x", self.in_features)
         means, rho, logits = self.head(self.body(x)).split(self.n_components, dim=-1)
         stds = nn.functional.softplus(rho) + self.min_std
         return torch.softmax(logits, dim=-1), means, stds

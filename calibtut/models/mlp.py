@@ -8,7 +8,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from calibtut._torch import seeded_rng
+from calibtut._torch import check_features, seeded_rng
 from calibtut._validation import check_int, check_real
 
 __all__ = ["GaussianMLP"]
@@ -68,7 +68,7 @@ class GaussianMLP(nn.Module):
 
     def __init__(self, in_features, hidden=(128, 128), *, min_std=1e-3, std_scale=1.0, seed=None):
         super().__init__()
-        in_features = check_int(in_features, "in_features", minimum=1)
+        self.in_features = check_int(in_features, "in_features", minimum=1)
         widths = check_hidden(hidden)
         self.min_std, self.std_scale = check_std_map(min_std, std_scale)
         dims = (in_features, *widths)
@@ -78,6 +78,7 @@ class GaussianMLP(nn.Module):
 
     def features(self, x):
         """Last hidden representation of ``x`` (ReLU activations)."""
+        check_features(x, "x", self.in_features)
         for layer in self.hidden_layers:
             x = torch.relu(layer(x))
         return x

@@ -25,7 +25,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from calibtut._torch import resolve_device, seeded_rng, to_tensor
+from calibtut._torch import check_features, resolve_device, seeded_rng, to_tensor
 from calibtut._validation import check_int, check_levels
 from calibtut.models.mixture import relu_body
 from calibtut.models.mlp import check_hidden
@@ -93,7 +93,7 @@ class SQRNet(nn.Module):
 
     def __init__(self, in_features, form="paper", hidden=(128, 128, 128), *, dropout=0.2, seed=None):
         super().__init__()
-        in_features = check_int(in_features, "in_features", minimum=1)
+        self.in_features = in_features = check_int(in_features, "in_features", minimum=1)
         if form not in _FORMS:
             raise ValueError(f"form must be one of {_FORMS}, got {form!r}")
         widths = check_hidden(hidden)
@@ -109,7 +109,7 @@ class SQRNet(nn.Module):
                 self.head = nn.Linear(widths[-1], 1)
 
     def forward(self, x):
-        return QuantileFunction(self, x)
+        return QuantileFunction(self, check_features(x, "x", self.in_features))
 
     def _scalar_head(self, h):
         """The 1-output head as a product and a sum (batched matrix products with one

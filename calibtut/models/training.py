@@ -55,6 +55,10 @@ class FitHistory:
 def gaussian_nll_loss(output, y):
     """Mean Gaussian NLL of a ``(mean, std)`` output: the default loss of :func:`fit`.
 
+    The loss of each training step: it checks the form of ``output`` but reads
+    no value (that would synchronise with the device at every step);
+    :func:`calibtut.metrics.torch.nll_gaussian` is the checked function.
+
     Parameters
     ----------
     output : tuple of torch.Tensor
@@ -74,7 +78,8 @@ def gaussian_nll_loss(output, y):
     if not isinstance(output, (tuple, list)) or len(output) != 2:
         raise TypeError("output must be a (mean, std) pair of tensors for the default Gaussian loss")
     mean, std = output
-    return nll_gaussian(y, mean, std)
+    # the loss of a training step: the loop checked its data once, so no check reads the device here
+    return nll_gaussian(y, mean, std, validate_args=False)
 
 
 def _evaluate(model, loss, X, y, batch_size, device):

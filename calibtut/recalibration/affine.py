@@ -29,6 +29,7 @@ from __future__ import annotations
 import numpy as np
 from scipy import optimize, special
 
+from calibtut._estimator import Estimator, rule
 from calibtut._validation import (
     check_fitted,
     check_int,
@@ -42,7 +43,7 @@ from calibtut._validation import (
 __all__ = ["MatrixScaling", "VectorScaling", "matrix_scaled_probs", "vector_scaled_probs"]
 
 
-class _AffineLogitScaling:
+class _AffineLogitScaling(Estimator):
     """Shared fit of ``softmax(affine(z))`` by weighted NLL (+ an L2 penalty)."""
 
     _full = False
@@ -102,7 +103,7 @@ class _AffineLogitScaling:
         start_a = np.linalg.inv(whiten).T if self._full else 1 / np.diag(whiten)
         start = np.concatenate([start_a.ravel(), mu])
         res = optimize.minimize(fun, start, jac=True, method="L-BFGS-B",
-                                options={"maxiter": self.max_iter, "gtol": 1e-10, "ftol": 1e-15,
+                                options={"maxiter": self.params_.max_iter, "gtol": 1e-10, "ftol": 1e-15,
                                          "maxcor": 30})
         a, b = self._unpack(res.x, k)
         coef = raw_coef(a)
@@ -173,8 +174,12 @@ class VectorScaling(_AffineLogitScaling):
     array([1., 1.])
     """
 
+    _parameter_constraints = {
+        "max_iter": rule(check_int, minimum=1),
+    }
+
     def __init__(self, *, max_iter=1000):
-        self.max_iter = check_int(max_iter, "max_iter", minimum=1)
+        self.max_iter = max_iter
 
     def fit(self, cal_logits, cal_y, *, sample_weight=None):
         """Fit ``w`` and ``b`` by minimising the weighted mean NLL.
@@ -193,6 +198,7 @@ class VectorScaling(_AffineLogitScaling):
         VectorScaling
             ``self``.
         """
+        self._validate_params()
         return self._fit(cal_logits, cal_y, sample_weight, 0.0)
 
 
@@ -243,9 +249,14 @@ class MatrixScaling(_AffineLogitScaling):
 
     _full = True
 
+    _parameter_constraints = {
+        "l2": rule(check_real, low=0),
+        "max_iter": rule(check_int, minimum=1),
+    }
+
     def __init__(self, *, l2=0.0, max_iter=1000):
-        self.l2 = check_real(l2, "l2", low=0)
-        self.max_iter = check_int(max_iter, "max_iter", minimum=1)
+        self.l2 = l2
+        self.max_iter = max_iter
 
     def fit(self, cal_logits, cal_y, *, sample_weight=None):
         """Fit ``W`` and ``b`` by minimising the weighted mean NLL plus the penalty.
@@ -264,7 +275,8 @@ class MatrixScaling(_AffineLogitScaling):
         MatrixScaling
             ``self``.
         """
-        return self._fit(cal_logits, cal_y, sample_weight, self.l2)
+        self._validate_params()
+        return self._fit(cal_logits, cal_y, sample_weight, self.params_.l2)
 
 
 def vector_scaled_probs(cal_logits, cal_y, test_logits, *, sample_weight=None, max_iter=1000):

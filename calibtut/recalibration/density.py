@@ -60,9 +60,9 @@ def map_density(recalibrator, pit):
     """
     rec = _fitted(recalibrator)
     u = check_probabilities(pit, "pit", ndim=1)
-    if rec._method in ("emp", "dcp"):
+    if rec.params_.method in ("emp", "dcp"):
         return np.zeros(u.size)
-    if rec._method == "lin":
+    if rec.params_.method == "lin":
         xs, ys = rec._lin_knots  # strictly increasing: tied PITs share one knot
         j = np.minimum(np.searchsorted(xs, u, side="right") - 1, xs.size - 2)
         return (ys[j + 1] - ys[j]) / (xs[j + 1] - xs[j])
@@ -70,9 +70,9 @@ def map_density(recalibrator, pit):
     v = u[:, None]
     total = np.zeros(u.size)
     for shifted in (v - z, v + z, v + z - 2):
-        s = special.expit(rec.tau * shifted)
+        s = special.expit(rec.params_.tau * shifted)
         total += (s * (1 - s)).mean(axis=1)
-    return rec.tau * total / rec._kde_total
+    return rec.params_.tau * total / rec._kde_total
 
 
 def recalibrated_nll(recalibrator, pit, log_density, reduction="mean"):

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from calibtut._estimator import Estimator, rule
 from calibtut._validation import (
     check_class_probs,
     check_fitted,
@@ -45,7 +46,7 @@ def _choice(value, name, choices):
     return value
 
 
-class HistogramBinning:
+class HistogramBinning(Estimator):
     """Histogram binning: each bin of the probability axis maps to its calibration frequency.
 
     Parameters
@@ -94,15 +95,22 @@ class HistogramBinning:
     array([[0.5, 0.5]])
     """
 
+    _parameter_constraints = {
+        "n_bins": rule(check_int, minimum=1),
+        "strategy": rule(_choice, choices=_STRATEGIES),
+        "mode": rule(_choice, choices=_MODES),
+        "closed": rule(_choice, choices=_CLOSED),
+    }
+
     def __init__(self, *, n_bins=10, strategy="uniform", mode="one-vs-rest", closed="right"):
-        self.n_bins = check_int(n_bins, "n_bins", minimum=1)
-        self.strategy = _choice(strategy, "strategy", _STRATEGIES)
-        self.mode = _choice(mode, "mode", _MODES)
-        self.closed = _choice(closed, "closed", _CLOSED)
+        self.n_bins = n_bins
+        self.strategy = strategy
+        self.mode = mode
+        self.closed = closed
 
     def _columns(self, probs):
         """The binned values: the top-label confidence, or every column."""
-        return probs.max(axis=1, keepdims=True) if self.mode == "top-label" else probs
+        return probs.max(axis=1, keepdims=True) if self.params_.mode == "top-label" else probs
 
     def fit(self, cal_probs, cal_y, *, sample_weight=None):
         """Bin the calibration probabilities and store each bin's event frequency.
@@ -122,21 +130,22 @@ class HistogramBinning:
         HistogramBinning
             ``self``.
         """
+        self._validate_params()
         probs = check_class_probs(cal_probs, "cal_probs")
         n, n_classes = probs.shape
         labels = check_labels(cal_y, "cal_y", n_classes=n_classes, n=n)
         weights = np.ones(n) if sample_weight is None else check_weights(sample_weight, "sample_weight", n=n)
-        if self.mode == "top-label":
+        if self.params_.mode == "top-label":
             events = (np.argmax(probs, axis=1) == labels)[:, None]
         else:
             events = labels[:, None] == np.arange(n_classes)
         columns = self._columns(probs)
         edges, values, counts = [], [], []
         for k in range(columns.shape[1]):
-            e = bin_edges(columns[:, k], self.n_bins, self.strategy)
-            idx = assign_bins(columns[:, k], e, self.closed)
-            count = np.bincount(idx, weights=weights, minlength=self.n_bins)
-            hits = np.bincount(idx, weights=weights * events[:, k], minlength=self.n_bins)
+            e = bin_edges(columns[:, k], self.params_.n_bins, self.params_.strategy)
+            idx = assign_bins(columns[:, k], e, self.params_.closed)
+            count = np.bincount(idx, weights=weights, minlength=self.params_.n_bins)
+            hits = np.bincount(idx, weights=weights * events[:, k], minlength=self.params_.n_bins)
             middle = 0.5 * (e[:-1] + e[1:])
             with np.errstate(invalid="ignore", divide="ignore"):
                 values.append(np.where(count > 0, hits / np.where(count > 0, count, 1), middle))
@@ -165,9 +174,9 @@ class HistogramBinning:
         if probs.shape[1] != self.n_classes_:
             raise ValueError(f"test_probs must have {self.n_classes_} columns as in fit, got shape {probs.shape}")
         columns = self._columns(probs)
-        binned = np.column_stack([self.values_[k][assign_bins(columns[:, k], self.edges_[k], self.closed)]
+        binned = np.column_stack([self.values_[k][assign_bins(columns[:, k], self.edges_[k], self.params_.closed)]
                                   for k in range(columns.shape[1])])
-        if self.mode == "top-label":
+        if self.params_.mode == "top-label":
             top = np.argmax(probs, axis=1)
             rows = np.arange(len(probs))
             rest = 1 - columns[:, 0]

@@ -44,6 +44,7 @@ from __future__ import annotations
 import numpy as np
 from scipy import stats
 
+from calibtut._estimator import Estimator
 from calibtut._validation import (
     as_float_array,
     check_bool,
@@ -74,7 +75,7 @@ def _gaussian_args(mean, std, *extra):
     return [np.array(a, dtype=float) for a in arrays]
 
 
-class IsotonicRecalibrator:
+class IsotonicRecalibrator(Estimator):
     """Isotonic recalibration map ``R`` of PIT values, with paper 003's analysis.
 
     Parameters
@@ -111,8 +112,11 @@ class IsotonicRecalibrator:
     1.0
     """
 
+    _parameter_constraints = {
+        "fix_truncation": check_bool,
+    }
+
     def __init__(self, *, fix_truncation=False):
-        check_bool(fix_truncation, "fix_truncation")
         self.fix_truncation = fix_truncation
 
     def fit(self, cal_pit):
@@ -128,9 +132,10 @@ class IsotonicRecalibrator:
         IsotonicRecalibrator
             ``self``.
         """
+        self._validate_params()
         c = np.sort(check_probabilities(cal_pit, "cal_pit", ndim=1))
         m = c.size
-        denom = m + 1 if self.fix_truncation else m
+        denom = m + 1 if self.params_.fix_truncation else m
         freq = np.searchsorted(c, c, side="right") / denom
         from sklearn.isotonic import IsotonicRegression  # here: importing calibtut.recalibration does not load scikit-learn
 
@@ -138,9 +143,9 @@ class IsotonicRecalibrator:
         self.isotonic_.fit(c, freq)
         xs = np.asarray(self.isotonic_.X_thresholds_, dtype=float)
         ys = np.asarray(self.isotonic_.y_thresholds_, dtype=float)
-        inner = (xs > 0) & (xs < 1) if self.fix_truncation else xs > 0
+        inner = (xs > 0) & (xs < 1) if self.params_.fix_truncation else xs > 0
         xs, ys = xs[inner], ys[inner]
-        if self.fix_truncation:
+        if self.params_.fix_truncation:
             xs, ys = np.concatenate([[0.0], xs, [1.0]]), np.concatenate([[0.0], ys, [1.0]])
         else:
             xs, ys = np.concatenate([[0.0], xs]), np.concatenate([[0.0], ys])

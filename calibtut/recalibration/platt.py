@@ -19,8 +19,10 @@ from __future__ import annotations
 import numpy as np
 from scipy import special
 
+from calibtut._estimator import Estimator, rule
 from calibtut._validation import (
     as_float_array,
+    check_choice,
     check_fitted,
     check_int,
     check_labels,
@@ -93,7 +95,7 @@ def _fit_logistic(s, t, w, max_iter):
     return theta[0] / scale, theta[1], current
 
 
-class PlattScaling:
+class PlattScaling(Estimator):
     """Platt scaling ``p = sigmoid(a s + b)`` of binary scores, or one-vs-rest over classes.
 
     Parameters
@@ -153,11 +155,14 @@ class PlattScaling:
     array([[0.49, 0.51]])
     """
 
+    _parameter_constraints = {
+        "targets": rule(check_choice, choices=_TARGETS),
+        "max_iter": rule(check_int, minimum=1),
+    }
+
     def __init__(self, *, targets="platt", max_iter=100):
-        if targets not in _TARGETS:
-            raise ValueError(f"targets must be one of {_TARGETS}, got {targets!r}")
         self.targets = targets
-        self.max_iter = check_int(max_iter, "max_iter", minimum=1)
+        self.max_iter = max_iter
 
     def fit(self, cal_logits, cal_y, *, sample_weight=None):
         """Fit one logistic map (binary scores) or one per class (class scores).
@@ -179,6 +184,7 @@ class PlattScaling:
         PlattScaling
             ``self``.
         """
+        self._validate_params()
         scores = _check_scores(cal_logits, "cal_logits")
         n = scores.shape[0]
         n_classes = 2 if scores.ndim == 1 else scores.shape[1]
@@ -188,12 +194,12 @@ class PlattScaling:
                                                                     for k in range(n_classes)]
         fitted = []
         for s, positive in columns:
-            if self.targets == "platt":
+            if self.params_.targets == "platt":
                 n_pos, n_neg = weights[positive].sum(), weights[~positive].sum()
                 t = np.where(positive, (n_pos + 1) / (n_pos + 2), 1 / (n_neg + 2))
             else:
                 t = positive.astype(np.float64)
-            a, b, loss = _fit_logistic(s, t, weights, self.max_iter)
+            a, b, loss = _fit_logistic(s, t, weights, self.params_.max_iter)
             fitted.append((a, b, loss / weights.sum()))
         self.coef_, self.intercept_, self.loss_ = (np.array(v) for v in zip(*fitted))
         self.n_classes_ = n_classes

@@ -41,9 +41,12 @@ from __future__ import annotations
 import numpy as np
 from scipy import special
 
+from calibtut._estimator import Estimator, check_seed, optional, rule
 from calibtut._numeric import ceil_rank, conformal_rank
 from calibtut._validation import (
     as_float_array,
+    check_bool,
+    check_choice,
     check_fitted,
     check_int,
     check_levels,
@@ -51,7 +54,6 @@ from calibtut._validation import (
     check_probabilities,
     check_quantile_function,
     check_real,
-    check_rng,
 )
 
 __all__ = [
@@ -193,7 +195,7 @@ def _merged_knots(pit):
     return ux, uy
 
 
-class QuantileRecalibrator:
+class QuantileRecalibrator(Estimator):
     """Quantile recalibration map fitted on calibration PIT values.
 
     Parameters
@@ -238,19 +240,25 @@ class QuantileRecalibrator:
     4
     """
 
+    _parameter_constraints = {
+        "method": rule(check_choice, choices=_METHODS),
+        "tau": rule(check_real, low=0, low_open=True),
+        "max_kde_points": optional(check_int, minimum=1),
+        "replace": check_bool,
+        "seed": check_seed,
+    }
+
     def __init__(self, method="emp", *, tau=100.0, max_kde_points=None, replace=False, seed=None):
-        if method not in _METHODS:
-            raise ValueError(f"method must be one of {_METHODS}, got {method!r}")
         self.method = method
-        self.tau = check_real(tau, "tau", low=0, low_open=True)
-        self.max_kde_points = None if max_kde_points is None else check_int(max_kde_points, "max_kde_points", minimum=1)
-        if not isinstance(replace, bool):
-            raise TypeError(f"replace must be True or False, got {replace!r}")
-        if replace and self.max_kde_points is None:
-            raise ValueError("replace=True needs max_kde_points (the size of the resample)")
+        self.tau = tau
+        self.max_kde_points = max_kde_points
         self.replace = replace
-        check_rng(seed)
         self.seed = seed
+
+    def _check_params(self, p):
+        if p.replace and p.max_kde_points is None:
+            raise ValueError("replace=True needs max_kde_points (the size of the resample)")
+
 
     def fit(self, cal_pit):
         """Build the map from calibration PIT values.
@@ -265,26 +273,26 @@ class QuantileRecalibrator:
         QuantileRecalibrator
             ``self``.
         """
+        p = self._validate_params()
         pit = check_probabilities(cal_pit, "cal_pit", ndim=1)
         self.n_cal_ = pit.size
-        if self.method == "kde":
-            if self.replace:
-                pit = check_rng(self.seed).choice(pit, size=min(self.max_kde_points, pit.size), replace=True)
-            elif self.max_kde_points is not None and pit.size > self.max_kde_points:
-                pit = check_rng(self.seed).choice(pit, size=self.max_kde_points, replace=False)
+        if p.method == "kde":
+            if p.replace:
+                pit = p.seed.choice(pit, size=min(p.max_kde_points, pit.size), replace=True)
+            elif p.max_kde_points is not None and pit.size > p.max_kde_points:
+                pit = p.seed.choice(pit, size=p.max_kde_points, replace=False)
         self.pit_ = np.sort(pit)
-        self._method = self.method  # the fitted map keeps its method if the parameter is changed later
-        if self._method == "kde":
+        if self.params_.method == "kde":
             self._kde_offset = self._kde_raw(np.array([0.0]))[0]
             self._kde_total = self._kde_raw(np.array([1.0]))[0] - self._kde_offset
-        if self._method == "lin":
+        if self.params_.method == "lin":
             self._lin_knots = _merged_knots(self.pit_)
         return self
 
     def _kde_raw(self, u):
         """Unnormalised reflected logistic-kernel CDF at ``u`` (blocks of rows)."""
         z = self.pit_[None, :]
-        tau = self.tau
+        tau = self.params_.tau
         step = max(1, _KDE_BLOCK // z.size)
         out = np.empty(u.size)
         for start in range(0, u.size, step):
@@ -310,11 +318,11 @@ class QuantileRecalibrator:
         """
         check_fitted(self, "pit_")
         u = check_probabilities(pit, "pit", ndim=1)
-        if self._method == "emp":
+        if self.params_.method == "emp":
             return np.searchsorted(self.pit_, u, side="right") / self.pit_.size
-        if self._method == "dcp":
+        if self.params_.method == "dcp":
             return np.searchsorted(self.pit_, u, side="right") / (self.pit_.size + 1)
-        if self._method == "lin":
+        if self.params_.method == "lin":
             return np.interp(u, *self._lin_knots)
         phi = (self._kde_raw(u) - self._kde_offset) / self._kde_total
         return np.clip(phi, 0.0, 1.0)
@@ -340,13 +348,13 @@ class QuantileRecalibrator:
         levels = check_levels(levels)
         z = self.pit_
         n = z.size
-        if self._method in ("emp", "dcp"):
-            if self._method == "emp":
+        if self.params_.method in ("emp", "dcp"):
+            if self.params_.method == "emp":
                 ranks = ceil_rank(n * levels)
             else:
                 ranks = np.array([conformal_rank(n, a) for a in levels])
             return np.append(z, np.inf)[ranks - 1]
-        if self._method == "lin":
+        if self.params_.method == "lin":
             xs, ys = self._lin_knots
             return np.interp(levels, ys, xs)
         lo = np.zeros(levels.size)

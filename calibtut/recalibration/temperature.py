@@ -15,7 +15,9 @@ import warnings
 import numpy as np
 from scipy import optimize, special
 
+from calibtut._estimator import Estimator, rule
 from calibtut._validation import (
+    check_choice,
     check_fitted,
     check_labels,
     check_logits,
@@ -92,7 +94,15 @@ def _newton_inverse_temperature(logits, labels, weights, bounds, *, rtol=1e-12, 
     return beta
 
 
-class TemperatureScaling:
+def _check_bounds(bounds, name="bounds"):
+    """A temperature search range ``(t_min, t_max)``, ``0 < t_min < t_max``, as a tuple of floats."""
+    t = check_positive(bounds, name, ndim=1)
+    if t.size != 2 or not t[0] < t[1]:
+        raise ValueError(f"{name} must be (t_min, t_max) with 0 < t_min < t_max, got {bounds!r}")
+    return float(t[0]), float(t[1])
+
+
+class TemperatureScaling(Estimator):
     """Temperature scaling fitted by minimising a weighted proper score.
 
     For the NLL the fit is Newton's method on the inverse temperature
@@ -157,19 +167,19 @@ class TemperatureScaling:
     np.float64(1.0)
     """
 
-    def __init__(self, loss="nll", bounds=(1e-2, 1e2)):
-        if loss not in _LOSSES:
-            raise ValueError(f"loss must be one of {_LOSSES}, got {loss!r}")
-        t = check_positive(bounds, "bounds", ndim=1)
-        if t.size != 2 or not t[0] < t[1]:
-            raise ValueError(f"bounds must be (t_min, t_max) with 0 < t_min < t_max, got {bounds!r}")
+    _parameter_constraints = {
+        "loss": rule(check_choice, choices=_LOSSES),
+        "bounds": _check_bounds,
+    }
+
+    def __init__(self, *, loss="nll", bounds=(1e-2, 1e2)):
         self.loss = loss
-        self.bounds = (float(t[0]), float(t[1]))
+        self.bounds = bounds
 
     def _objective(self, log_t, logits, labels, weights):
         scaled = logits * np.exp(-log_t)
         log_p = special.log_softmax(scaled, axis=1)
-        if self.loss == "nll":
+        if self.params_.loss == "nll":
             per_point = -log_p[np.arange(labels.size), labels]
         else:
             p = np.exp(log_p)
@@ -206,17 +216,18 @@ class TemperatureScaling:
         TemperatureScaling
             ``self``.
         """
+        self._validate_params()
         logits, labels, weights = self._fit_arguments(cal_logits, cal_y, sample_weight)
         _warn_if_probabilities(logits, "cal_logits")
         self.n_classes_ = logits.shape[1]
-        if self.loss == "nll":
-            beta = _newton_inverse_temperature(logits, labels, weights, self.bounds)
+        if self.params_.loss == "nll":
+            beta = _newton_inverse_temperature(logits, labels, weights, self.params_.bounds)
             self.temperature_ = float(1.0 / beta)
             self.loss_ = self._objective(-np.log(beta), logits, labels, weights)
         else:
             result = optimize.minimize_scalar(
                 self._objective,
-                bounds=tuple(np.log(self.bounds)),
+                bounds=tuple(np.log(self.params_.bounds)),
                 args=(logits, labels, weights),
                 method="bounded",
                 options={"xatol": 1e-8},
@@ -227,11 +238,11 @@ class TemperatureScaling:
         return self
 
     def _warn_at_bound(self):
-        t_min, t_max = self.bounds
+        t_min, t_max = self.params_.bounds
         t = self.temperature_
         self.at_bound_ = "upper" if t >= t_max * (1 - _AT_BOUND_RTOL) else "lower" if t <= t_min * (
             1 + _AT_BOUND_RTOL) else None
-        if self.loss != "nll":
+        if self.params_.loss != "nll":
             return
         where = f"the fitted temperature {t:.6g} is on the bound of bounds=({t_min:g}, {t_max:g})"
         if self.at_bound_ == "upper":
@@ -300,5 +311,5 @@ def temperature_scaled_probs(cal_logits, cal_y, test_logits, *, sample_weight=No
     >>> probs.round(3)  # fitted to the calibration frequency 3/4
     array([[0.75, 0.25]])
     """
-    model = TemperatureScaling(loss, bounds).fit(cal_logits, cal_y, sample_weight=sample_weight)
+    model = TemperatureScaling(loss=loss, bounds=bounds).fit(cal_logits, cal_y, sample_weight=sample_weight)
     return model.predict_proba(test_logits)

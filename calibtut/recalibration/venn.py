@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from calibtut._estimator import Estimator, optional
 from calibtut._validation import (
     as_float_array,
     check_categories,
@@ -46,7 +47,7 @@ from calibtut._validation import (
 __all__ = ["VennABERS", "VennPredictor", "venn_abers", "venn_multiprobabilities", "venn_probability_bounds"]
 
 
-class VennPredictor:
+class VennPredictor(Estimator):
     """Inductive Venn predictor over a taxonomy of a classifier's probabilities.
 
     Numpy in, numpy out: the classifier is never called. A Venn predictor
@@ -58,11 +59,15 @@ class VennPredictor:
 
     Parameters
     ----------
-    n_classes : int
-        Number of classes (at least 2).
+    n_classes : int or None, default None
+        Number of classes (at least 2); None: the number of columns of
+        ``cal_probs`` (required when :meth:`fit` gets category codes and no
+        probabilities).
 
     Attributes
     ----------
+    n_classes_ : int
+        The number of classes.
     categories_ : numpy.ndarray of int
         The calibration categories, sorted, each once.
     counts_ : numpy.ndarray of shape (n_categories, n_classes)
@@ -71,11 +76,11 @@ class VennPredictor:
     Examples
     --------
     >>> cal = [[0.8, 0.2], [0.7, 0.3], [0.6, 0.4], [0.4, 0.6], [0.3, 0.7]]
-    >>> venn = VennPredictor(2).fit(cal, [0, 0, 1, 1, 1])  # categories: predicted class 0 or 1
+    >>> venn = VennPredictor().fit(cal, [0, 0, 1, 1, 1])  # categories: predicted class 0 or 1
     >>> venn.counts_
     array([[2., 1.],
            [0., 2.]])
-    >>> venn.predict_proba([[0.9, 0.1]])[0]  # category 0, the test point as label 0 and as label 1
+    >>> venn.predict_multiprobabilities([[0.9, 0.1]])[0]  # category 0, the test point as label 0 and as label 1
     array([[0.75, 0.25],
            [0.5 , 0.5 ]])
     >>> lower, upper = venn.predict_bounds([[0.9, 0.1]])
@@ -83,18 +88,20 @@ class VennPredictor:
     (array([[0.5 , 0.25]]), array([[0.75, 0.5 ]]))
     """
 
-    def __init__(self, n_classes):
-        self.n_classes = check_int(n_classes, "n_classes", minimum=2)
+    _parameter_constraints = {"n_classes": optional(check_int, minimum=2)}
 
-    def _categories(self, probs, categories, probs_name, n=None):
+    def __init__(self, *, n_classes=None):
+        self.n_classes = n_classes
+
+    def _categories(self, probs, categories, probs_name, n_classes, n=None):
         """Category codes of the points: given, computed from the probabilities, or their argmax."""
         if categories is not None and not callable(categories):
             return check_categories(categories, "categories", n=n)
         if probs is None:
             raise ValueError(f"{probs_name} may be None only when categories is an array of category codes")
         probs = check_class_probs(probs, probs_name, n=n)
-        if probs.shape[1] != self.n_classes:
-            raise ValueError(f"{probs_name} has {probs.shape[1]} classes, the Venn predictor has {self.n_classes}")
+        if n_classes is not None and probs.shape[1] != n_classes:
+            raise ValueError(f"{probs_name} has {probs.shape[1]} classes, the Venn predictor has {n_classes}")
         if categories is None:
             return np.argmax(probs, axis=1)
         return check_categories(categories(probs), "categories", n=len(probs))
@@ -119,17 +126,23 @@ class VennPredictor:
         VennPredictor
             ``self``.
         """
-        cal_y = check_labels(cal_y, "cal_y", n_classes=self.n_classes)
-        codes = self._categories(cal_probs, categories, "cal_probs", n=cal_y.size)
+        n_classes = self._validate_params().n_classes
+        if n_classes is None:
+            if cal_probs is None:
+                raise ValueError("cal_probs may be None only when n_classes is given")
+            n_classes = check_class_probs(cal_probs, "cal_probs").shape[1]
+        cal_y = check_labels(cal_y, "cal_y", n_classes=n_classes)
+        codes = self._categories(cal_probs, categories, "cal_probs", n_classes, n=cal_y.size)
+        self.n_classes_ = n_classes
         self.categories_, inverse = np.unique(codes, return_inverse=True)
-        self.counts_ = np.zeros((self.categories_.size, self.n_classes))
+        self.counts_ = np.zeros((self.categories_.size, n_classes))
         np.add.at(self.counts_, (inverse, cal_y), 1.0)
         return self
 
     def _test_counts(self, test_probs, categories, test_weight):
         """Label counts ``(m, n_classes)`` of each test point's category and the weights ``(m,)``."""
         check_fitted(self, "counts_")
-        codes = self._categories(test_probs, categories, "test_probs")
+        codes = self._categories(test_probs, categories, "test_probs", self.n_classes_)
         weight = check_positive(test_weight, "test_weight", ndim=(0, 1))
         weight = np.broadcast_to(weight, codes.shape) if weight.ndim == 0 else weight
         if weight.shape != codes.shape:
@@ -139,7 +152,7 @@ class VennPredictor:
         counts = np.where(seen[:, None], self.counts_[position], 0.0)  # an unseen category is empty
         return counts, weight
 
-    def predict_proba(self, test_probs, *, categories=None, test_weight=1.0):
+    def predict_multiprobabilities(self, test_probs, *, categories=None, test_weight=1.0):
         """All ``n_classes`` Venn distributions of each test point (its multiprobability).
 
         Parameters
@@ -164,7 +177,7 @@ class VennPredictor:
         """
         counts, weight = self._test_counts(test_probs, categories, test_weight)
         total = counts.sum(axis=1) + weight
-        eye = np.eye(self.n_classes)
+        eye = np.eye(self.n_classes_)
         return (counts[:, None, :] + weight[:, None, None] * eye[None]) / total[:, None, None]
 
     def predict_bounds(self, test_probs, *, categories=None, test_weight=1.0):
@@ -173,13 +186,13 @@ class VennPredictor:
         With ``n_c`` calibration points of label ``c`` among the ``|T|`` of the
         test point's category and weight ``w``, the lower probability is
         ``n_c / (|T| + w)`` and the upper ``(n_c + w) / (|T| + w)``: the
-        extremes of :meth:`predict_proba` over the hypothesised label. An
+        extremes of :meth:`predict_multiprobabilities` over the hypothesised label. An
         empty category gives ``[0, 1]``.
 
         Parameters
         ----------
         test_probs, categories, test_weight
-            As for :meth:`predict_proba`.
+            As for :meth:`predict_multiprobabilities`.
 
         Returns
         -------
@@ -193,7 +206,7 @@ class VennPredictor:
 def _fitted_on_codes(cal_categories, cal_y, n_classes):
     """The one-call functions' Venn predictor; the categories are checked under their own name."""
     codes = check_categories(cal_categories, "cal_categories", n=np.size(cal_y))
-    return VennPredictor(n_classes).fit(None, cal_y, categories=codes)
+    return VennPredictor(n_classes=n_classes).fit(None, cal_y, categories=codes)
 
 
 def venn_multiprobabilities(cal_categories, cal_y, test_categories, n_classes, *, test_weight=1.0):
@@ -228,7 +241,7 @@ def venn_multiprobabilities(cal_categories, cal_y, test_categories, n_classes, *
            [0.25, 0.75]])
     """
     model = _fitted_on_codes(cal_categories, cal_y, n_classes)
-    return model.predict_proba(None, categories=check_categories(test_categories, "test_categories"),
+    return model.predict_multiprobabilities(None, categories=check_categories(test_categories, "test_categories"),
                                test_weight=test_weight)
 
 
@@ -324,7 +337,7 @@ def _label_one_probabilities(weights, ones):
     return np.array(p1)
 
 
-class VennABERS:
+class VennABERS(Estimator):
     """Venn-ABERS probabilities ``(p0, p1)`` of label 1 for a binary classifier (Vovk & Petej 2014).
 
     For a test score ``s``, ``p0`` is the isotonic regression of the
@@ -337,7 +350,7 @@ class VennABERS:
     :meth:`fit` computes ``p0`` and ``p1`` once for every place a test score
     can fall among the ``k`` distinct calibration scores (Vovk, Petej &
     Fedorova 2015: the greatest convex minorant of the cumulative sum diagram,
-    by stacks, ``O(n log n)`` with the sort); :meth:`predict_proba` looks each
+    by stacks, ``O(n log n)`` with the sort); :meth:`predict_multiprobabilities` looks each
     test score up, ``O(m log k)``. A test score equal to a calibration score
     gets the ``p1`` of a score just below it and the ``p0`` of one just
     above it. Written here because no maintained library offers the
@@ -355,7 +368,7 @@ class VennABERS:
     Examples
     --------
     >>> model = VennABERS().fit([0.1, 0.4, 0.6, 0.9], [0, 1, 0, 1])
-    >>> p0, p1 = model.predict_proba([0.5, 0.95])
+    >>> p0, p1 = model.predict_multiprobabilities([0.5, 0.95])
     >>> p0.round(3), p1.round(3)
     (array([0.333, 0.5  ]), array([0.667, 1.   ]))
     """
@@ -376,6 +389,7 @@ class VennABERS:
         VennABERS
             ``self``.
         """
+        self._validate_params()
         scores = as_float_array(cal_scores, "cal_scores", ndim=1)
         labels = check_labels(cal_y, "cal_y", n_classes=2)
         check_same_length(cal_scores=scores, cal_y=labels)
@@ -387,7 +401,7 @@ class VennABERS:
         self.p0_ = 1.0 - _label_one_probabilities(weights[::-1].tolist(), (weights - ones)[::-1].tolist())[::-1]
         return self
 
-    def predict_proba(self, test_scores):
+    def predict_multiprobabilities(self, test_scores):
         """The pair ``(p0, p1)`` at each test score.
 
         Parameters
@@ -427,4 +441,4 @@ def venn_abers(cal_scores, cal_y, test_scores):
     >>> p0.round(3), p1.round(3)
     (array([0.333, 0.5  ]), array([0.667, 1.   ]))
     """
-    return VennABERS().fit(cal_scores, cal_y).predict_proba(test_scores)
+    return VennABERS().fit(cal_scores, cal_y).predict_multiprobabilities(test_scores)

@@ -40,6 +40,7 @@ import numpy as np
 import torch
 from sklearn.isotonic import isotonic_regression
 
+from calibtut._torch import check_tensor
 from calibtut._validation import check_choice, check_int, check_levels, check_real
 from calibtut.metrics.torch import crps_mixture, nll_mixture, pinball_loss, pit_mixture
 from calibtut.regularizers.quantile_regularization import pit_negentropy
@@ -69,27 +70,20 @@ REGULARIZERS = {
 
 
 def _check_pit(pit):
-    if not isinstance(pit, torch.Tensor) or pit.ndim != 1 or not torch.is_floating_point(pit):
-        raise TypeError("pit must be a 1-dimensional floating torch.Tensor")
-    if pit.numel() == 0:
-        raise ValueError("pit must not be empty")
-    return pit
+    return check_tensor(pit, "pit", ndim=1, low=0, high=1)
 
 
 def _check_quantile_batch(quantiles, y, levels):
-    for name, value in (("quantiles", quantiles), ("y", y), ("levels", levels)):
-        if not isinstance(value, torch.Tensor) or not torch.is_floating_point(value):
-            raise TypeError(f"{name} must be a floating torch.Tensor")
-    if y.ndim != 1 or levels.ndim != 1 or quantiles.shape != (y.shape[0], levels.shape[0]):
+    quantiles, y = check_tensor(quantiles, "quantiles", ndim=2), check_tensor(y, "y", ndim=1)
+    levels = check_tensor(levels, "levels", ndim=1, low=0, high=1, low_open=True, high_open=True)
+    if quantiles.shape != (y.shape[0], levels.shape[0]):
         raise ValueError(
             f"quantiles must have shape (len(y), len(levels)) = {(y.shape[0], levels.shape[0])}, "
             f"got {tuple(quantiles.shape)}"
         )
-    if not bool(((levels > 0) & (levels < 1)).all()):
-        raise ValueError(f"levels must lie strictly inside (0, 1), got {levels.tolist()}")
 
 
-def pce_kde_pit(pit, n_levels=100, *, tau=100.0, p=1):
+def pce_kde_pit(pit, n_levels=100, *, tau=100.0, p=1, validate_args=True):
     """PCE-KDE regularizer on PIT values (paper 002, eq. 16, the authors' levels).
 
     Parameters
@@ -103,6 +97,9 @@ def pce_kde_pit(pit, n_levels=100, *, tau=100.0, p=1):
     p : float, default 1
         Exponent of the absolute deviations, >= 1.
 
+    validate_args : bool, default True
+        Check the tensors: NaN, out of [0, 1] or of the wrong shape are refused
+        (a training step that checked its data once passes False).
     Returns
     -------
     torch.Tensor
@@ -114,7 +111,8 @@ def pce_kde_pit(pit, n_levels=100, *, tau=100.0, p=1):
     >>> round(float(pce_kde_pit(pit, tau=1e6)), 3), round(float(pce_kde_pit(pit)), 3)  # sharp, smoothed
     (0.25, 0.236)
     """
-    pit = _check_pit(pit)
+    if validate_args:
+        pit = _check_pit(pit)
     n_levels = check_int(n_levels, "n_levels", minimum=1)
     tau = check_real(tau, "tau", low=0, low_open=True)
     p = check_real(p, "p", low=1)
@@ -123,7 +121,7 @@ def pce_kde_pit(pit, n_levels=100, *, tau=100.0, p=1):
     return (levels - freq).abs().pow(p).mean()
 
 
-def pce_kde_quantile(quantiles, y, levels, *, tau=100.0, p=1):
+def pce_kde_quantile(quantiles, y, levels, *, tau=100.0, p=1, validate_args=True):
     """PCE-KDE regularizer of a quantile model (the authors' SQR version).
 
     Parameters
@@ -139,6 +137,9 @@ def pce_kde_quantile(quantiles, y, levels, *, tau=100.0, p=1):
     p : float, default 1
         Exponent of the absolute deviations, >= 1.
 
+    validate_args : bool, default True
+        Check the tensors: NaN, out of [0, 1] or of the wrong shape are refused
+        (a training step that checked its data once passes False).
     Returns
     -------
     torch.Tensor
@@ -151,7 +152,8 @@ def pce_kde_quantile(quantiles, y, levels, *, tau=100.0, p=1):
     >>> round(float(pce_kde_quantile(q, y, torch.tensor([0.25, 0.75]))), 4)
     0.25
     """
-    _check_quantile_batch(quantiles, y, levels)
+    if validate_args:
+        _check_quantile_batch(quantiles, y, levels)
     tau = check_real(tau, "tau", low=0, low_open=True)
     p = check_real(p, "p", low=1)
     freq = torch.sigmoid(tau * (quantiles - y[:, None])).mean(dim=0)
@@ -202,7 +204,7 @@ def soft_sort_l2(values, strength=1.0):
     return (sums / counts)[block] - w
 
 
-def pce_sort(pit, *, p=1, sort="hard", strength=0.1):
+def pce_sort(pit, *, p=1, sort="hard", strength=0.1, validate_args=True):
     """PCE-Sort regularizer ``mean_i |Z_(i) - i / (n + 1)|^p`` (paper 002, eq. 17).
 
     Parameters
@@ -218,6 +220,9 @@ def pce_sort(pit, *, p=1, sort="hard", strength=0.1):
         genuinely soft sorted only when ``1 / strength`` is below some gap
         between sorted PITs (strength > 1).
 
+    validate_args : bool, default True
+        Check the tensors: NaN, out of [0, 1] or of the wrong shape are refused
+        (a training step that checked its data once passes False).
     Returns
     -------
     torch.Tensor
@@ -228,7 +233,8 @@ def pce_sort(pit, *, p=1, sort="hard", strength=0.1):
     >>> round(float(pce_sort(torch.tensor([0.75, 0.25, 0.5]))), 4)  # exactly i / (n + 1)
     0.0
     """
-    pit = _check_pit(pit)
+    if validate_args:
+        pit = _check_pit(pit)
     p = check_real(p, "p", low=1)
     strength = check_real(strength, "strength", low=0, low_open=True)
     if sort not in ("hard", "soft"):
@@ -239,7 +245,7 @@ def pce_sort(pit, *, p=1, sort="hard", strength=0.1):
     return (ordered - expected).abs().pow(p).mean()
 
 
-def trunc_penalty(quantiles, y, levels):
+def trunc_penalty(quantiles, y, levels, *, validate_args=True):
     """Truncation regularizer of Chung et al. (2021) as the authors of paper 002 run it.
 
     Parameters
@@ -249,6 +255,9 @@ def trunc_penalty(quantiles, y, levels):
     levels : torch.Tensor, shape (m,)
         Strictly inside (0, 1); need not be sorted.
 
+    validate_args : bool, default True
+        Check the tensors: NaN, out of [0, 1] or of the wrong shape are refused
+        (a training step that checked its data once passes False).
     Returns
     -------
     torch.Tensor
@@ -263,7 +272,8 @@ def trunc_penalty(quantiles, y, levels):
     >>> float(trunc_penalty(q, y, torch.tensor([0.5])))  # mean of (0, 0.5, 1.5, 2.5)
     1.125
     """
-    _check_quantile_batch(quantiles, y, levels)
+    if validate_args:
+        _check_quantile_batch(quantiles, y, levels)
     with torch.no_grad():
         freq = (y[:, None] <= quantiles).to(quantiles.dtype).mean(dim=0)
     diff = y[:, None] - quantiles
@@ -375,17 +385,18 @@ class StudyLoss:
         if not isinstance(output, (tuple, list)) or len(output) != 3:
             raise TypeError("a mixture loss needs a (weights, means, stds) output")
         score = nll_mixture if self.score == "nll" else crps_mixture
-        base = score(y, *output)
+        # a training step: the loop checked its data once, so no check reads the device here
+        base = score(y, *output, validate_args=False)
         if self.lam == 0 or self.regularizer == "none":
             return base
-        pit = pit_mixture(y, *output).clamp(0.0, 1.0)
+        pit = pit_mixture(y, *output, validate_args=False).clamp(0.0, 1.0)
         if self.regularizer == "pce-kde":
-            penalty = pce_kde_pit(pit)
+            penalty = pce_kde_pit(pit, validate_args=False)
         elif self.regularizer == "pce-sort":
-            penalty = pce_sort(pit, sort=self.sort, strength=self.strength)
+            penalty = pce_sort(pit, sort=self.sort, strength=self.strength, validate_args=False)
         else:
             # imported here: calibtut.regularizers re-exports this module's names
-            penalty = pit_negentropy(pit, qr_spacing_002, sort="neural", tau=1e-3, eps=1e-5)
+            penalty = pit_negentropy(pit, qr_spacing_002, sort="neural", tau=1e-3, eps=1e-5, validate_args=False)
         return base + self.lam * penalty
 
     def draw_levels(self, y):
@@ -402,13 +413,13 @@ class StudyLoss:
 
     def quantile_loss(self, quantiles, y, levels):
         """Pinball loss plus ``lam`` times the SQR regularizer, from computed quantiles."""
-        base = pinball_loss(y, quantiles, levels)
+        base = pinball_loss(y, quantiles, levels, validate_args=False)
         if self.lam == 0 or self.regularizer == "none":
             return base
         if self.regularizer == "pce-kde":
-            penalty = pce_kde_quantile(quantiles, y, levels)
+            penalty = pce_kde_quantile(quantiles, y, levels, validate_args=False)
         else:
-            penalty = trunc_penalty(quantiles, y, levels)
+            penalty = trunc_penalty(quantiles, y, levels, validate_args=False)
         return base + self.lam * penalty
 
     def _sqr(self, output, y):

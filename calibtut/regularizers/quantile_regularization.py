@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import torch
 
+from calibtut._torch import check_tensor
 from calibtut._validation import check_real
 from calibtut.metrics.torch import nll_gaussian, pit_gaussian
 from calibtut.regularizers.entropy import check_spacing, spacing_entropy_torch
@@ -48,16 +49,7 @@ _SORTS = ("neural", "hard")
 def _check_pit_tensor(pit):
     if not isinstance(pit, torch.Tensor):
         raise TypeError(f"pit must be a torch.Tensor (or a callable returning one), got {type(pit).__name__}")
-    if pit.ndim != 1:
-        raise ValueError(f"pit must be 1-dimensional (one PIT per sample), got shape {tuple(pit.shape)}")
-    if not torch.is_floating_point(pit):
-        raise TypeError(f"pit must have a floating dtype, got {pit.dtype}")
-    with torch.no_grad():
-        if torch.isnan(pit).any():
-            raise ValueError("pit contains NaN values")
-        if (pit < 0).any() or (pit > 1).any():
-            lo, hi = float(pit.min()), float(pit.max())
-            raise ValueError(f"pit must lie in [0, 1], got values in [{lo:.4g}, {hi:.4g}]")
+    check_tensor(pit, "pit", ndim=1, low=0, high=1)
 
 
 def _check_options(spacing, sort, tau, eps):
@@ -68,7 +60,7 @@ def _check_options(spacing, sort, tau, eps):
     return sort, check_real(tau, "tau", low=0, low_open=True), check_real(eps, "eps", low=0)
 
 
-def pit_negentropy(pit, spacing="sqrt", *, sort="neural", tau=1e-3, eps=1e-5):
+def pit_negentropy(pit, spacing="sqrt", *, sort="neural", tau=1e-3, eps=1e-5, validate_args=True):
     """Differentiable estimate of :math:`KL(\\mathrm{PIT} \\| U) = -H(\\mathrm{PIT})`.
 
     Parameters
@@ -91,6 +83,8 @@ def pit_negentropy(pit, spacing="sqrt", *, sort="neural", tau=1e-3, eps=1e-5):
         loss; ``eps`` keeps the loss finite and is negligible against the typical
         spacing ``k / (n + 1)``. The public code of paper 002 adds the same
         1e-5; paper 003 and its code add nothing (``eps=0``).
+    validate_args : bool, default True
+        Check ``pit`` (a training step that checked its data once passes False).
 
     Returns
     -------
@@ -109,7 +103,8 @@ def pit_negentropy(pit, spacing="sqrt", *, sort="neural", tau=1e-3, eps=1e-5):
     >>> round(float(pit_negentropy(pit, sort="hard", eps=0.0)), 3)  # -log(1.02): gaps k/100
     -0.02
     """
-    _check_pit_tensor(pit)
+    if validate_args:
+        _check_pit_tensor(pit)
     sort, tau, eps = _check_options(spacing, sort, tau, eps)
     if sort == "neural":
         ordered = soft_sort(pit, tau)
@@ -118,7 +113,7 @@ def pit_negentropy(pit, spacing="sqrt", *, sort="neural", tau=1e-3, eps=1e-5):
     return -spacing_entropy_torch(ordered, spacing, assume_sorted=True, eps=eps)
 
 
-def qr_loss(nll, pit, y=None, *, lam=1.0, spacing="sqrt", sort="neural", tau=1e-3, eps=1e-5):
+def qr_loss(nll, pit, y=None, *, lam=1.0, spacing="sqrt", sort="neural", tau=1e-3, eps=1e-5, validate_args=True):
     """The QR objective ``nll + lam * negentropy(PIT)`` (Eq. 7).
 
     Parameters
@@ -132,7 +127,7 @@ def qr_loss(nll, pit, y=None, *, lam=1.0, spacing="sqrt", sort="neural", tau=1e-
         Targets, required when ``pit`` is a callable.
     lam : float, default 1.0
         Weight of the regularizer (the paper's ``L``); 0 returns ``nll``.
-    spacing, sort, tau, eps
+    spacing, sort, tau, eps, validate_args
         See :func:`pit_negentropy`.
 
     Returns
@@ -162,7 +157,8 @@ def qr_loss(nll, pit, y=None, *, lam=1.0, spacing="sqrt", sort="neural", tau=1e-
         raise ValueError("y is only used when pit is a callable CDF; pass PIT values or a CDF, not both")
     if lam == 0:
         return nll.reshape(())
-    return nll.reshape(()) + lam * pit_negentropy(pit, spacing, sort=sort, tau=tau, eps=eps)
+    return nll.reshape(()) + lam * pit_negentropy(pit, spacing, sort=sort, tau=tau, eps=eps,
+                                                  validate_args=validate_args)
 
 
 def _mean_std(output):
@@ -173,12 +169,12 @@ def _mean_std(output):
 
 def _gaussian_nll(output, y):
     mean, std = _mean_std(output)
-    return nll_gaussian(y, mean, std)
+    return nll_gaussian(y, mean, std, validate_args=False)
 
 
 def _gaussian_pit(output, y):
     mean, std = _mean_std(output)
-    return pit_gaussian(y, mean, std)
+    return pit_gaussian(y, mean, std, validate_args=False)
 
 
 class QuantileRegularizedLoss:
@@ -226,7 +222,9 @@ class QuantileRegularizedLoss:
         if self.lam == 0:
             return base
         pit = self.cdf(output, y)
-        return qr_loss(base, pit, lam=self.lam, spacing=self.spacing, sort=self.sort, tau=self.tau, eps=self.eps)
+        # a training step: the loop checked its data once, so no check reads the device here
+        return qr_loss(base, pit, lam=self.lam, spacing=self.spacing, sort=self.sort, tau=self.tau, eps=self.eps,
+                       validate_args=False)
 
     def __repr__(self):
         return (

@@ -40,10 +40,12 @@ import math
 import numpy as np
 import pandas as pd
 
+from calibtut._estimator import Estimator, optional, rule
 from calibtut._numeric import ceil_rank
 from calibtut._validation import (
     as_float_array,
     check_alpha,
+    check_choice,
     check_fitted,
     check_int,
     check_labels,
@@ -59,21 +61,16 @@ _PARTITIONS = ("band", "fixed")
 BLOCK_CELLS = 4_000_000
 
 
-def _options(alpha, omega, kappa, partition):
-    alpha = check_alpha(alpha)
-    omega = check_real(omega, "omega", low=0)
-    kappa = check_int(kappa, "kappa", minimum=1)
-    needed = math.ceil(1 / alpha) - 1
-    if kappa < needed:
+def _check_options(p):
+    """The rules that tie ADMIT's checked parameters together."""
+    needed = math.ceil(1 / p.alpha) - 1
+    if p.kappa < needed:
         raise ValueError(
-            f"kappa={kappa} is too small for alpha={alpha}: a band with fewer than {needed} points of a "
+            f"kappa={p.kappa} is too small for alpha={p.alpha}: a band with fewer than {needed} points of a "
             "class has no finite conformal threshold; use kappa >= that"
         )
-    if partition not in _PARTITIONS:
-        raise ValueError(f"partition must be one of {_PARTITIONS}, got {partition!r}")
-    if partition == "fixed" and omega == 0:
+    if p.partition == "fixed" and p.omega == 0:
         raise ValueError("omega must be > 0 with partition='fixed' (bins of width 2 omega), got 0.0")
-    return alpha, omega, kappa
 
 
 def _sorted_groups(q, classes, d, n_classes):
@@ -137,7 +134,7 @@ def _count_below(group_scores, lo, hi, query_scores):
     return counts
 
 
-class ADMIT:
+class ADMIT(Estimator):
     """ADMIT prediction sets: label-conditional conformal inside the ``(q, d)`` band (Alg. 2).
 
     Parameters
@@ -177,9 +174,21 @@ class ADMIT:
            [False,  True]])
     """
 
-    def __init__(self, alpha=0.1, *, omega, kappa=1000, partition="band"):
-        self.alpha, self.omega, self.kappa = _options(alpha, omega, kappa, partition)
+    _parameter_constraints = {
+        "alpha": check_alpha,
+        "omega": rule(check_real, low=0),
+        "kappa": rule(check_int, minimum=1),
+        "partition": rule(check_choice, choices=_PARTITIONS),
+    }
+
+    def __init__(self, *, alpha=0.1, omega, kappa=1000, partition="band"):
+        self.alpha = alpha
+        self.omega = omega
+        self.kappa = kappa
         self.partition = partition
+
+    def _check_params(self, p):
+        _check_options(p)
 
     def fit(self, cal):
         """Sort the calibration points of each ``q`` and true class by distance.
@@ -194,6 +203,7 @@ class ADMIT:
         ADMIT
             ``self``, fitted.
         """
+        self._validate_params()
         cal = _checked_features(cal, "cal", labelled=True)
         scores = 1.0 - cal.probs[np.arange(len(cal)), cal.labels]
         groups = _sorted_groups(cal.q, cal.labels, cal.d, cal.n_classes)
@@ -225,14 +235,14 @@ class ADMIT:
                 if (value, c) not in self.groups_:
                     continue
                 group_d, group_scores = self.groups_[value, c]
-                lo, hi = _band_ranges(group_d, d[queries], self.omega, self.partition)
+                lo, hi = _band_ranges(group_d, d[queries], self.params_.omega, self.params_.partition)
                 n_band = hi - lo
                 below = _count_below(group_scores, lo, hi, 1.0 - probs[queries, c])
-                sets[queries, c] = below < ceil_rank((n_band + 1) * (1 - self.alpha))
+                sets[queries, c] = below < ceil_rank((n_band + 1) * (1 - self.params_.alpha))
                 smallest[queries] = np.where(seen[queries].any(axis=1), np.minimum(smallest[queries], n_band),
                                              n_band)
                 seen[queries, c] = True
-        too_few = (~seen.all(axis=1)) | (smallest < self.kappa)
+        too_few = (~seen.all(axis=1)) | (smallest < self.params_.kappa)
         sets[np.arange(len(probs)), np.argmax(probs, axis=1)] = True
         sets[too_few] = True
         return sets
@@ -269,7 +279,7 @@ def admit_sets(cal, test, alpha, *, omega, kappa=1000, partition="band"):
     >>> admit_sets(cal, KNNFeatures([[0.5, 0.5]], None, [0], [0.0]), 0.25, omega=1.0, kappa=3)
     array([[ True, False]])
     """
-    return ADMIT(alpha, omega=omega, kappa=kappa, partition=partition).fit(cal).predict_set(test)
+    return ADMIT(alpha=alpha, omega=omega, kappa=kappa, partition=partition).fit(cal).predict_set(test)
 
 
 def _psi_rows(localizer_psi, m, n_vp):
@@ -316,7 +326,7 @@ def _singleton_class(sets):
 _EMPTY_CATEGORY = (np.empty(0, dtype=np.int64), np.empty(0), np.zeros(1, dtype=np.int64))
 
 
-class VennADMIT:
+class VennADMIT(Estimator):
     """Venn-ADMIT: admit a point when the lower Venn probability of its ADMIT singleton is ``>= 1 - alpha``.
 
     :class:`ADMIT` is fitted on the first calibration split (``mc``) and gives
@@ -363,10 +373,23 @@ class VennADMIT:
     (array([ True]), array([0.923]))
     """
 
-    def __init__(self, alpha=0.1, *, omega, kappa=1000, require_q=None, partition="band"):
-        self.alpha, self.omega, self.kappa = _options(alpha, omega, kappa, partition)
-        self.require_q = None if require_q is None else check_int(require_q, "require_q", minimum=0)
+    _parameter_constraints = {
+        "alpha": check_alpha,
+        "omega": rule(check_real, low=0),
+        "kappa": rule(check_int, minimum=1),
+        "partition": rule(check_choice, choices=_PARTITIONS),
+        "require_q": optional(check_int, minimum=0),
+    }
+
+    def __init__(self, *, alpha=0.1, omega, kappa=1000, require_q=None, partition="band"):
+        self.alpha = alpha
+        self.omega = omega
+        self.kappa = kappa
+        self.require_q = require_q
         self.partition = partition
+
+    def _check_params(self, p):
+        _check_options(p)
 
     def fit(self, mc, vp):
         """Fit ADMIT on ``mc`` and build the Venn categories of ``vp``.
@@ -383,7 +406,8 @@ class VennADMIT:
         VennADMIT
             ``self``, fitted.
         """
-        admit = ADMIT(self.alpha, omega=self.omega, kappa=self.kappa, partition=self.partition).fit(mc)
+        p = self._validate_params()
+        admit = ADMIT(alpha=p.alpha, omega=p.omega, kappa=p.kappa, partition=p.partition).fit(mc)
         vp = _checked_features(vp, "vp", labelled=True, n_classes=admit.n_classes_)
         vp_class = _singleton_class(admit.predict_set(vp))
         vp_correct = (vp_class == vp.labels).astype(np.int64)
@@ -494,7 +518,7 @@ class VennADMIT:
                 if queries.size == 0:
                     continue
                 members, member_d, correct = self.categories_.get((value, c), _EMPTY_CATEGORY)
-                lo, hi = _band_ranges(member_d, test.d[queries], self.omega, self.partition)
+                lo, hi = _band_ranges(member_d, test.d[queries], self.params_.omega, self.params_.partition)
                 yield queries, members, lo, hi, correct
 
     def predict_admitted(self, test, *, test_weight=1.0, localizer_psi=None):
@@ -518,9 +542,9 @@ class VennADMIT:
 
     def _admitted(self, test, lower):
         """The admission rule on lower probabilities: at least ``1 - alpha``, and ``q`` as required."""
-        admitted = np.nan_to_num(lower, nan=-1.0) >= 1 - self.alpha
-        if self.require_q is not None:
-            admitted &= test.q == self.require_q
+        admitted = np.nan_to_num(lower, nan=-1.0) >= 1 - self.params_.alpha
+        if self.params_.require_q is not None:
+            admitted &= test.q == self.params_.require_q
         return admitted
 
 
@@ -572,7 +596,7 @@ def venn_admit(mc, vp, test, alpha, *, omega, kappa=1000, test_weight=1.0, local
     >>> admitted, lower.round(3)
     (array([ True]), array([0.923]))
     """
-    model = VennADMIT(alpha, omega=omega, kappa=kappa, require_q=require_q, partition=partition).fit(mc, vp)
+    model = VennADMIT(alpha=alpha, omega=omega, kappa=kappa, require_q=require_q, partition=partition).fit(mc, vp)
     lower = model.predict_lower(test, test_weight=test_weight, localizer_psi=localizer_psi)
     return model._admitted(test, lower), lower
 

@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
+from calibtut._torch import check_tensor
 from calibtut._validation import (
     as_float_array,
     check_int,
@@ -56,13 +57,9 @@ __all__ = [
 ]
 
 
-def _tensor(x, name, ndim, dtype=None):
-    if not isinstance(x, torch.Tensor):
-        raise TypeError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
-    if x.ndim != ndim:
-        raise ValueError(f"{name} must have {ndim} dimensions, got shape {tuple(x.shape)}")
-    if x.is_floating_point() and not torch.isfinite(x).all():
-        raise ValueError(f"{name} contains NaN or infinite values")
+def _tensor(x, name, ndim, dtype=None, **bounds):
+    """``x`` checked (:func:`calibtut._torch.check_tensor`) and cast to ``dtype``."""
+    x = check_tensor(x, name, ndim=ndim, **bounds)
     return x if dtype is None else x.to(dtype)
 
 
@@ -118,20 +115,23 @@ class KNNApproximation(torch.nn.Module):
         -------
         torch.Tensor of shape (n, C)
         """
-        distances = _tensor(distances, "distances", 2, torch.float64)
+        distances = _tensor(distances, "distances", 2, torch.float64, low=0)
         neighbor_logits = _tensor(neighbor_logits, "neighbor_logits", 3, torch.float64)
-        neighbor_labels = _tensor(neighbor_labels, "neighbor_labels", 2)
         if neighbor_logits.shape != (*distances.shape, self.n_classes):
             raise ValueError(
-                f"neighbor_logits must have shape {(*distances.shape, self.n_classes)}, "
-                f"got {tuple(neighbor_logits.shape)}"
+                f"neighbor_logits must have shape {(*distances.shape, self.n_classes)} (distances has shape "
+                f"{tuple(distances.shape)}, and {self.n_classes} classes), got {tuple(neighbor_logits.shape)}"
             )
+        neighbor_labels = check_tensor(neighbor_labels, "neighbor_labels", ndim=2, integer=True, low=0,
+                                       high=self.n_classes - 1)
         if neighbor_labels.shape != distances.shape:
             raise ValueError(
                 f"neighbor_labels must have shape {tuple(distances.shape)}, got {tuple(neighbor_labels.shape)}"
             )
-        if neighbor_labels.min() < 0 or neighbor_labels.max() >= self.n_classes:
-            raise ValueError(f"neighbor_labels must be integers in 0..{self.n_classes - 1}")
+        return self._logits(distances, neighbor_logits, neighbor_labels)
+
+    def _logits(self, distances, neighbor_logits, neighbor_labels):
+        """:meth:`forward` on checked float64 tensors (the training loop's step: no value is read)."""
         w = torch.softmax(-distances / torch.exp(self.log_eta), dim=1)
         signs = 2.0 * torch.nn.functional.one_hot(neighbor_labels.long(), self.n_classes).to(torch.float64) - 1.0
         return self.beta + (w[:, :, None] * (torch.tanh(neighbor_logits) + self.gamma * signs)).sum(dim=1)
@@ -210,8 +210,9 @@ def fit_knn_approximation(model, distances, neighbor_logits, neighbor_labels, te
     if n < 2 or distances.shape[0] != n:
         raise ValueError(f"teacher_logits and distances must have the same number (>= 2) of rows, got {n}")
     with torch.no_grad():
-        model(distances, neighbor_logits, neighbor_labels)  # validates the inputs once
-    return _fit_to_teacher(model, lambda rows: model(distances[rows], neighbor_logits[rows], neighbor_labels[rows]),
+        model(distances, neighbor_logits, neighbor_labels)  # checks the inputs, once
+    d, logits = distances.to(torch.float64), neighbor_logits.to(torch.float64)
+    return _fit_to_teacher(model, lambda rows: model._logits(d[rows], logits[rows], neighbor_labels[rows]),
                            teacher, epochs, batch_size, seed)
 
 
@@ -298,7 +299,10 @@ class Localizer(torch.nn.Module):
         -------
         torch.Tensor of shape (n, n_support)
         """
-        distances = _tensor(distances, "distances", 2, torch.float64)
+        distances = _tensor(distances, "distances", 2, torch.float64, low=0)
+        return self._weights(distances)
+
+    def _weights(self, distances):
         return torch.softmax(-distances / torch.exp(self.log_eta), dim=1)
 
     def forward(self, distances, support_logits):
@@ -322,6 +326,10 @@ class Localizer(torch.nn.Module):
                 f"distances have {psi.shape[1]} support columns, support_logits {support_logits.shape[0]} rows"
             )
         return psi @ support_logits
+
+    def _logits(self, distances, support_logits):
+        """:meth:`forward` on checked float64 tensors (the training loop's step: no value is read)."""
+        return self._weights(distances) @ support_logits
 
 
 def fit_localizer(model, distances, support_logits, teacher_logits, *, epochs=50, batch_size=32, seed=None):
@@ -365,14 +373,13 @@ def fit_localizer(model, distances, support_logits, teacher_logits, *, epochs=50
     batch_size = check_int(batch_size, "batch_size", minimum=1)
     teacher = _tensor(teacher_logits, "teacher_logits", 2, torch.float64)
     with torch.no_grad():
-        out = model(distances, support_logits)  # validates the inputs once
+        out = model(distances, support_logits)  # checks the inputs, once
     if out.shape != teacher.shape or teacher.shape[0] < 2:
         raise ValueError(
             f"teacher_logits must have shape {tuple(out.shape)} with >= 2 rows, got {tuple(teacher.shape)}"
         )
-    return _fit_to_teacher(
-        model, lambda rows: model(distances[rows], support_logits), teacher, epochs, batch_size, seed
-    )
+    d, support = distances.to(torch.float64), support_logits.to(torch.float64)
+    return _fit_to_teacher(model, lambda rows: model._logits(d[rows], support), teacher, epochs, batch_size, seed)
 
 
 def consecutive_agreement(knn_prediction, neighbor_predictions, neighbor_labels, *, cap=25):

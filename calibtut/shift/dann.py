@@ -29,7 +29,7 @@ import torch
 from torch import nn
 from tqdm.auto import tqdm
 
-from calibtut._torch import resolve_device, seeded_rng, to_tensor
+from calibtut._torch import check_features, resolve_device, seeded_rng, to_tensor
 from calibtut._validation import check_int, check_labels, check_real
 
 __all__ = ["DANNHead", "DANNHistory", "GradientReversal", "fit_dann", "grad_reverse", "grl_coefficient"]
@@ -124,7 +124,7 @@ class DANNHead(nn.Module):
 
     def __init__(self, n_in, n_classes, *, hidden=84, hidden_d=84, dropout=0.5, seed=None):
         super().__init__()
-        n_in = check_int(n_in, "n_in", minimum=1)
+        self.n_in = n_in = check_int(n_in, "n_in", minimum=1)
         n_classes = check_int(n_classes, "n_classes", minimum=2)
         hidden = check_int(hidden, "hidden", minimum=1)
         hidden_d = check_int(hidden_d, "hidden_d", minimum=1)
@@ -138,15 +138,15 @@ class DANNHead(nn.Module):
 
     def features(self, z):
         """The learned features ``psi(z)``."""
-        return self.psi(z)
+        return self.psi(check_features(z, "z", self.n_in))
 
     def forward(self, z):
         """Class logits ``F(psi(z))``."""
-        return self.head(self.psi(z))
+        return self.head(self.features(z))
 
     def discriminate(self, z, coeff=0.0):
         """Source logit ``D(GRL(psi(z)))``; the reversal only acts on gradients."""
-        return self.disc(grad_reverse(self.psi(z), coeff)).squeeze(-1)
+        return self.disc(grad_reverse(self.features(z), coeff)).squeeze(-1)
 
 
 @dataclass

@@ -35,8 +35,9 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 from torch import nn
 
-from calibtut._torch import seeded_rng
-from calibtut._validation import as_float_array, check_fitted, check_int, check_real, check_rng
+from calibtut._estimator import Estimator, check_seed, optional, rule
+from calibtut._torch import resolve_device, seeded_rng
+from calibtut._validation import as_float_array, check_bool, check_choice, check_fitted, check_int, check_real
 from calibtut.models.mlp import check_hidden
 from calibtut.models.training import fit as fit_model
 from calibtut.recalibration.temperature import TemperatureScaling
@@ -82,13 +83,13 @@ def _split(X, val_fraction, rng):
     return X[order[n_val:]], X[order[:n_val]]
 
 
-class _Discriminator:
+class _Discriminator(Estimator):
     """Shared fit/calibrate/predict logic; subclasses provide ``_fit_raw`` and ``_logit``."""
 
-    def __init__(self, val_fraction, seed):
-        self.val_fraction = check_real(val_fraction, "val_fraction", low=0, high=1, low_open=True, high_open=True)
-        check_rng(seed)
-        self.seed = seed
+    _parameter_constraints = {
+        "val_fraction": rule(check_real, low=0, high=1, low_open=True, high_open=True),
+        "seed": check_seed,
+    }
 
     def fit(self, X_source, X_target, *, val=None):
         """Train the discriminator, then calibrate its temperature on held-out data.
@@ -105,11 +106,12 @@ class _Discriminator:
         -------
         self
         """
+        p = self._validate_params()
         X_source, X_target = check_domains(X_source, X_target)
-        rng = check_rng(self.seed)
+        rng = p.seed
         if val is None:
-            X_source, Xs_val = _split(X_source, self.val_fraction, rng)
-            X_target, Xt_val = _split(X_target, self.val_fraction, rng)
+            X_source, Xs_val = _split(X_source, p.val_fraction, rng)
+            X_target, Xt_val = _split(X_target, p.val_fraction, rng)
         else:
             if not isinstance(val, (tuple, list)) or len(val) != 2:
                 raise TypeError("val must be a pair (X_source_val, X_target_val)")
@@ -179,18 +181,34 @@ class LogisticDiscriminator(_Discriminator):
     True
     """
 
-    def __init__(self, C=1.0, max_iter=1000, *, val_fraction=0.3, seed=None):
-        super().__init__(val_fraction, seed)
-        self.C = check_real(C, "C", low=0, low_open=True)
-        self.max_iter = check_int(max_iter, "max_iter", minimum=1)
+    _parameter_constraints = {
+        **_Discriminator._parameter_constraints,
+        "C": rule(check_real, low=0, low_open=True),
+        "max_iter": rule(check_int, minimum=1),
+    }
+
+    def __init__(self, *, C=1.0, max_iter=1000, val_fraction=0.3, seed=None):
+        self.C = C
+        self.max_iter = max_iter
+        self.val_fraction = val_fraction
+        self.seed = seed
 
     def _fit_raw(self, X_source, X_target, Xs_val, Xt_val, rng):
         X, s, w = _stack(X_source, X_target)
-        self.pipeline_ = make_pipeline(StandardScaler(), LogisticRegression(C=self.C, max_iter=self.max_iter))
+        p = self.params_
+        self.pipeline_ = make_pipeline(StandardScaler(), LogisticRegression(C=p.C, max_iter=p.max_iter))
         self.pipeline_.fit(X, s, logisticregression__sample_weight=w)
 
     def _logit(self, X):
         return self.pipeline_.decision_function(X)
+
+
+def _check_hidden(hidden, name="hidden"):
+    return check_hidden(hidden)
+
+
+def _check_device(device, name="device"):
+    return resolve_device(device)
 
 
 class _MLP(nn.Module):
@@ -306,49 +324,67 @@ class MLPDiscriminator(_Discriminator):
     [0.001, 0.001, 0.0005]
     """
 
-    def __init__(self, hidden=(84,), dropout=0.5, epochs=100, batch_size=200, lr=1e-3, weight_decay=5e-4,
-                 patience=20, *, optimizer="adam", momentum=0.0, lr_step=None, lr_gamma=0.5,
-                 balanced_batches=False, val_fraction=0.3, seed=None, device="cpu", progress=False):
-        super().__init__(val_fraction, seed)
-        self.hidden = check_hidden(hidden)
-        self.dropout = check_real(dropout, "dropout", low=0, high=1, high_open=True)
-        self.epochs = check_int(epochs, "epochs", minimum=1)
-        self.batch_size = check_int(batch_size, "batch_size", minimum=1)
-        self.lr = check_real(lr, "lr", low=0)
-        self.weight_decay = check_real(weight_decay, "weight_decay", low=0)
-        self.patience = None if patience is None else check_int(patience, "patience", minimum=1)
-        if not isinstance(optimizer, str) or optimizer not in ("adam", "sgd"):
-            raise ValueError(f"optimizer must be 'adam' or 'sgd', got {optimizer!r}")
+    _parameter_constraints = {
+        **_Discriminator._parameter_constraints,
+        "hidden": _check_hidden,
+        "dropout": rule(check_real, low=0, high=1, high_open=True),
+        "epochs": rule(check_int, minimum=1),
+        "batch_size": rule(check_int, minimum=1),
+        "lr": rule(check_real, low=0),
+        "weight_decay": rule(check_real, low=0),
+        "patience": optional(check_int, minimum=1),
+        "optimizer": rule(check_choice, choices=("adam", "sgd")),
+        "momentum": rule(check_real, low=0, high=1, high_open=True),
+        "lr_step": optional(check_int, minimum=1),
+        "lr_gamma": rule(check_real, low=0, low_open=True),
+        "balanced_batches": check_bool,
+        "device": _check_device,
+        "progress": check_bool,
+    }
+
+    def __init__(self, *, hidden=(84,), dropout=0.5, epochs=100, batch_size=200, lr=1e-3, weight_decay=5e-4,
+                 patience=20, optimizer="adam", momentum=0.0, lr_step=None, lr_gamma=0.5, balanced_batches=False,
+                 val_fraction=0.3, seed=None, device="cpu", progress=False):
+        self.hidden = hidden
+        self.dropout = dropout
+        self.epochs = epochs
+        self.batch_size = batch_size
+        self.lr = lr
+        self.weight_decay = weight_decay
+        self.patience = patience
         self.optimizer = optimizer
-        self.momentum = check_real(momentum, "momentum", low=0, high=1, high_open=True)
-        if self.momentum and optimizer != "sgd":
-            raise ValueError(f"momentum={momentum} needs optimizer='sgd', got optimizer={optimizer!r}")
-        self.lr_step = None if lr_step is None else check_int(lr_step, "lr_step", minimum=1)
-        self.lr_gamma = check_real(lr_gamma, "lr_gamma", low=0, low_open=True)
-        if not isinstance(balanced_batches, (bool, np.bool_)):
-            raise TypeError(f"balanced_batches must be True or False, got {balanced_batches!r}")
-        self.balanced_batches = bool(balanced_batches)
+        self.momentum = momentum
+        self.lr_step = lr_step
+        self.lr_gamma = lr_gamma
+        self.balanced_batches = balanced_batches
+        self.val_fraction = val_fraction
+        self.seed = seed
         self.device = device
         self.progress = progress
 
+    def _check_params(self, p):
+        if p.momentum and p.optimizer != "sgd":
+            raise ValueError(f"momentum={p.momentum} needs optimizer='sgd', got optimizer={p.optimizer!r}")
+
     def _fit_raw(self, X_source, X_target, Xs_val, Xt_val, rng):
+        p = self.params_
         seed = int(rng.integers(2**31))
         with seeded_rng(seed):
-            self.model_ = _MLP(X_source.shape[1], self.hidden, self.dropout)
+            self.model_ = _MLP(X_source.shape[1], p.hidden, p.dropout)
         X, s, _ = _stack(X_source, X_target)
         Xv, sv, _ = _stack(Xs_val, Xt_val)
-        if self.balanced_batches:  # equal halves already balance the domains: the plain mean
+        if p.balanced_batches:  # equal halves already balance the domains: the plain mean
             loss = _BalancedSquaredLoss(1.0, 1.0)
-            batches = _BalancedBatches(len(X_source), len(X_target), self.batch_size)
+            batches = _BalancedBatches(len(X_source), len(X_target), p.batch_size)
         else:
             loss = _BalancedSquaredLoss(0.5 / len(X_source), 0.5 / len(X_target))
             batches = None
         val_loss = _BalancedSquaredLoss(0.5 / len(Xs_val), 0.5 / len(Xt_val))
         self.history_ = fit_model(
-            self.model_, X, s, loss=loss, val=(Xv, sv), val_loss=val_loss, epochs=self.epochs,
-            batch_size=self.batch_size, lr=self.lr, weight_decay=self.weight_decay, patience=self.patience,
-            optimizer=self.optimizer, momentum=self.momentum, lr_step=self.lr_step, lr_gamma=self.lr_gamma,
-            batches=batches, seed=seed, device=self.device, progress=self.progress,
+            self.model_, X, s, loss=loss, val=(Xv, sv), val_loss=val_loss, epochs=p.epochs,
+            batch_size=p.batch_size, lr=p.lr, weight_decay=p.weight_decay, patience=p.patience,
+            optimizer=p.optimizer, momentum=p.momentum, lr_step=p.lr_step, lr_gamma=p.lr_gamma,
+            batches=batches, seed=seed, device=p.device, progress=p.progress,
         )
         self.model_.cpu()
 

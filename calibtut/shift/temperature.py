@@ -13,11 +13,19 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from calibtut._estimator import rule
 from calibtut._torch import seeded_rng
-from calibtut._validation import check_int, check_real
+from calibtut._validation import check_int, check_real, check_rng
 from calibtut.recalibration.temperature import TemperatureScaling
 
 __all__ = ["SGDTemperatureScaling"]
+
+
+def _check_seed(seed, name="seed"):
+    """The minibatch seed: a non-negative int as given, else an int drawn from a Generator (or fresh, for None)."""
+    if isinstance(seed, (int, np.integer)) and not isinstance(seed, bool):
+        return check_int(seed, name, minimum=0)
+    return int(check_rng(seed).integers(2**31))
 
 
 class SGDTemperatureScaling(TemperatureScaling):
@@ -47,11 +55,13 @@ class SGDTemperatureScaling(TemperatureScaling):
     lr : float, default 0.1
     batch_size : int, default 200
     momentum : float, default 0.9
+        SGD momentum, in [0, 1).
     lr_step : int, default 200
     lr_gamma : float, default 0.5
     patience : int, default 100
-    seed : int, default 0
-        Seeds the minibatch order.
+    seed : int, numpy.random.Generator or None, default 0
+        Seeds the minibatch order (a Generator, or None for fresh entropy,
+        gives the int seed once per fit).
 
     Attributes
     ----------
@@ -74,17 +84,30 @@ class SGDTemperatureScaling(TemperatureScaling):
     True
     """
 
-    def __init__(self, loss="nll", bounds=(1e-2, 1e2), *, epochs=1000, lr=0.1, batch_size=200, momentum=0.9,
+    _parameter_constraints = {
+        **TemperatureScaling._parameter_constraints,
+        "epochs": rule(check_int, minimum=1),
+        "lr": rule(check_real, low=0, low_open=True),
+        "batch_size": rule(check_int, minimum=1),
+        "momentum": rule(check_real, low=0, high=1, high_open=True),
+        "lr_step": rule(check_int, minimum=1),
+        "lr_gamma": rule(check_real, low=0, low_open=True),
+        "patience": rule(check_int, minimum=1),
+        "seed": _check_seed,
+    }
+
+    def __init__(self, *, loss="nll", bounds=(1e-2, 1e2), epochs=1000, lr=0.1, batch_size=200, momentum=0.9,
                  lr_step=200, lr_gamma=0.5, patience=100, seed=0):
-        super().__init__(loss, bounds)
-        self.epochs = check_int(epochs, "epochs", minimum=1)
-        self.batch_size = check_int(batch_size, "batch_size", minimum=1)
-        self.lr_step = check_int(lr_step, "lr_step", minimum=1)
-        self.patience = check_int(patience, "patience", minimum=1)
-        self.seed = check_int(seed, "seed", minimum=0)
-        self.lr = check_real(lr, "lr", low=0, low_open=True)
-        self.momentum = check_real(momentum, "momentum", low=0)
-        self.lr_gamma = check_real(lr_gamma, "lr_gamma", low=0, low_open=True)
+        self.loss = loss
+        self.bounds = bounds
+        self.epochs = epochs
+        self.lr = lr
+        self.batch_size = batch_size
+        self.momentum = momentum
+        self.lr_step = lr_step
+        self.lr_gamma = lr_gamma
+        self.patience = patience
+        self.seed = seed
 
     def fit(self, cal_logits, cal_y, *, sample_weight=None):
         """Fit the temperature by minibatch SGD (after the exact fit, kept as ``exact_temperature_``).
@@ -104,6 +127,7 @@ class SGDTemperatureScaling(TemperatureScaling):
             ``self``.
         """
         super().fit(cal_logits, cal_y, sample_weight=sample_weight)
+        p = self.params_
         logits, labels, weights = self._fit_arguments(cal_logits, cal_y, sample_weight)
         if sample_weight is None:
             # the uniform weights 1/n renormalised, as the stored runs of chapter 5 were fitted (the
@@ -111,9 +135,8 @@ class SGDTemperatureScaling(TemperatureScaling):
             weights = weights / weights.sum()
         self.exact_temperature_ = self.temperature_
         self.temperature_ = _sgd_temperature(
-            logits, labels, weights, self.loss, epochs=self.epochs, lr=self.lr, batch_size=self.batch_size,
-            momentum=self.momentum, lr_step=self.lr_step, lr_gamma=self.lr_gamma, patience=self.patience,
-            seed=self.seed,
+            logits, labels, weights, p.loss, epochs=p.epochs, lr=p.lr, batch_size=p.batch_size, momentum=p.momentum,
+            lr_step=p.lr_step, lr_gamma=p.lr_gamma, patience=p.patience, seed=p.seed,
         )
         self.loss_ = self._objective(np.log(self.temperature_), logits, labels, weights)
         return self

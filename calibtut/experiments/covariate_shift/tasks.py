@@ -211,9 +211,9 @@ def _source_model(source, seed, n_source, epochs, lr, lr_step, device):
 def _temperature(method, logits, labels, weights, temperature, seed):
     loss = "nll" if method == "Temp (NLL)" else "brier"
     if temperature == "sgd":
-        ts = SGDTemperatureScaling(loss, lr=_SGD_LR[method], seed=seed)
+        ts = SGDTemperatureScaling(loss=loss, lr=_SGD_LR[method], seed=seed)
     else:
-        ts = TemperatureScaling(loss)
+        ts = TemperatureScaling(loss=loss)
     return ts.fit(logits, labels, sample_weight=weights)
 
 
@@ -558,7 +558,7 @@ def run_weight_variants(shift="U->M", seed=0, repeat=0, *, n_source=None, n_targ
         rows.append({"discriminator": "none", "beta_g": "none", "kind": "none", "temperature": temperature,
                      **score(_temperature("Temp", logits["s_val"], ys_val, None, temperature, sgd_seed))})
     rows.append({"discriminator": "oracle", "beta_g": "none", "kind": "target labels", "temperature": "exact",
-                 **score(TemperatureScaling("brier").fit(logits["t_te"], yt_te))})
+                 **score(TemperatureScaling(loss="brier").fit(logits["t_te"], yt_te))})
     for name in discriminators:
         d = _discriminator(name, phi["s_tr"], phi["t_tr"], (phi["s_val"], phi["t_val"]), disc_seed, device,
                            disc_schedule)

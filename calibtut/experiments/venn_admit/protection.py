@@ -331,7 +331,7 @@ def protection_runs(n_seeds, *, strengths=(0.25, 0.5, 0.75, 1.0), n_train=2000, 
     for run in range(n_seeds):
         rng = np.random.default_rng(seed + run)
         pipe = _Pipeline(rng, n_train, *sizes[:3], epochs, seed + run)
-        model = VennADMIT(alpha, omega=pipe.omega, kappa=kappa).fit(pipe.mc, pipe.vp)
+        model = VennADMIT(alpha=alpha, omega=pipe.omega, kappa=kappa).fit(pipe.mc, pipe.vp)
         cal = KNNFeatures(np.concatenate([pipe.mc.probs, pipe.vp.probs]),
                           np.concatenate([pipe.mc.labels, pipe.vp.labels]), np.concatenate([pipe.mc.q, pipe.vp.q]),
                           np.concatenate([pipe.mc.d, pipe.vp.d]))
@@ -588,7 +588,7 @@ def sentiment_signals(points, *, alpha=0.1, kappa=1000):
     mc, vp, test = (KNNFeatures(part[["p0", "p1"]].to_numpy(), part["label"].to_numpy(), part["q"].to_numpy(),
                                 part["d"].to_numpy())
                     for part in (points[points["split"] == name] for name in ("mc", "vp", "test")))
-    model = VennADMIT(alpha, omega=band_width(mc), kappa=kappa).fit(mc, vp)
+    model = VennADMIT(alpha=alpha, omega=band_width(mc), kappa=kappa).fit(mc, vp)
     admitted = model.predict_admitted(test)
     prediction = test.probs.argmax(axis=1)
     admissions = pd.concat([admitted_accuracy_by_class(admitted, prediction, test.labels, 2, by=by).assign(by=by)

@@ -551,7 +551,7 @@ def venn_admit_runs(pool, n_seeds, n_mc, n_vp, alpha, *, kappa=None, require_q=2
         dist = torch.cdist(torch.as_tensor(exemplars[test]), torch.as_tensor(exemplars[vp]))
         psi = torch.softmax(-dist / eta, dim=1).numpy()
         psi /= psi.sum(axis=1, keepdims=True)
-        model = VennADMIT(alpha, omega=omega, kappa=kappa).fit(features[mc], features[vp])
+        model = VennADMIT(alpha=alpha, omega=omega, kappa=kappa).fit(features[mc], features[vp])
         admitted = {}
         for name, weights in (("Venn-ADMIT-w", None), ("Venn-ADMIT", psi)):
             admitted[name] = model.predict_admitted(features[test], localizer_psi=weights)

@@ -551,7 +551,7 @@ def _admission_rows(p, alpha, kappa, seed, methods):
     if any(name.startswith("Venn-ADMIT") for name in sets):
         # the four variants share their categories: neither the weight nor q = K changes one
         cal, parts = p["split"]["cal"], p["parts"]
-        venn = VennADMIT(alpha, omega=p["omega"], kappa=kappa).fit(cal["features"][parts["mc"]],
+        venn = VennADMIT(alpha=alpha, omega=p["omega"], kappa=kappa).fit(cal["features"][parts["mc"]],
                                                                    cal["features"][parts["vp"]])
         size = venn.predict_category_size(test["features"])
     frames = []
