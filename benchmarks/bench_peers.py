@@ -8,7 +8,7 @@ Run from the repository root::
     python benchmarks/bench_peers.py --before results/benchmarks/peers_before.csv   # adds ratio_before
 
 Each case runs one calibtut kernel and one peer (MAPIE, crepes, venn-abers,
-netcal, torchmetrics, scoringrules, properscoring, uncertainty-toolbox,
+netcal, torchmetrics, scoringrules, properscoring, uncertainty-toolbox, relplot,
 scikit-learn, faiss-cpu, or plain numpy as a baseline) on the same seeded
 inputs. The outputs are compared first: ``agreement`` is the largest absolute
 difference of numeric outputs or the share of equal set memberships, and
@@ -56,7 +56,9 @@ from calibtut.metrics import (
     crps_mixture,
     expected_calibration_error,
     mean_set_size,
+    plugin_l2_ece,
     set_coverage,
+    smooth_ece,
     top_label_ece,
 )
 from calibtut.recalibration import (
@@ -72,7 +74,8 @@ ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "results" / "benchmarks" / "peers.csv"
 PEERS = {"mapie": "MAPIE", "crepes": "crepes", "venn_abers": "venn-abers", "netcal": "netcal",
          "torchmetrics": "torchmetrics", "scoringrules": "scoringrules", "properscoring": "properscoring",
-         "uncertainty_toolbox": "uncertainty-toolbox", "sklearn": "scikit-learn", "faiss": "faiss-cpu"}
+         "uncertainty_toolbox": "uncertainty-toolbox", "sklearn": "scikit-learn", "faiss": "faiss-cpu",
+         "relplot": "relplot"}
 #: (quick, full) sizes
 SIZES = {
     "cal": (1_000, 10_000), "test": (3_000, 100_000), "classes": (10, 10), "many_classes": (100, 100),
@@ -439,6 +442,23 @@ def foundation_cases(size):
                           lambda: expected_calibration_error(confidence, correct, strategy="quantile", closed="left"),
                           lambda: float(ECE(bins=15, equal_intervals=False).measure(confidence, correct)), _max_diff,
                           "closed='left' is netcal's edge convention"))
+    confidence = rng.uniform(size=n)
+    outcome = (rng.uniform(size=n) < confidence**1.5).astype(int)
+    if _installed("torchmetrics"):
+        from torchmetrics.functional.classification import binary_calibration_error
+
+        cases.append(Case("plug-in l2 ECE, 15 bins", "torchmetrics", f"n={n}",
+                          lambda: plugin_l2_ece(confidence, outcome, n_bins=15, strategy="uniform"),
+                          lambda: binary_calibration_error(torch.tensor(confidence), torch.tensor(outcome),
+                                                           n_bins=15, norm="l2").item(), _max_diff,
+                          "torchmetrics' binary calibration error with norm='l2', float64"))
+    if _installed("relplot"):
+        from relplot.metrics import smECE
+
+        cases.append(Case("smooth ECE, fixed-point bandwidth", "relplot", f"n={n}",
+                          lambda: smooth_ece(confidence, outcome), lambda: float(smECE(confidence, outcome)),
+                          _max_diff, "relplot evaluates on a coarser mesh and bisects ten times: agreement to "
+                                     "their resolution"))
     logits = rng.normal(scale=2.0, size=(n, k))
     logit_labels = (rng.uniform(size=(n, 1)) > np.cumsum(np.exp(logits * 0.7) / np.exp(logits * 0.7).sum(
         axis=1, keepdims=True), axis=1)).sum(axis=1).clip(0, k - 1)

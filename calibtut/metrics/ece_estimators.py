@@ -164,14 +164,12 @@ def plugin_l2_ece(confidence, correct, n_bins=15, strategy="quantile", closed="r
     return estimate if squared else float(np.sqrt(estimate))
 
 
-def _smoothed_residual(confidence, residual, sigma, n_grid):
-    """Cell masses of ``h(t) = mean_i r_i K_sigma(t, f_i)`` on ``n_grid`` cells of [0, 1].
+def _residual_mass(confidence, residual, n_grid):
+    """The residuals' masses on ``n_grid`` cells of [0, 1], before smoothing.
 
     Each residual is split linearly between the two nearest cell centres
     (all of it on the end cell beyond the first or last centre, which the
-    reflection makes exact), then smoothed by scipy's Gaussian filter in
-    ``mode="reflect"``: the reflection about 0 and 1 of the kernel, repeated
-    as often as the kernel's width needs.
+    reflection in :func:`_smoothed_residual` makes exact).
     """
     position = confidence * n_grid - 0.5
     left = np.clip(np.floor(position).astype(np.int64), 0, n_grid - 1)
@@ -179,12 +177,20 @@ def _smoothed_residual(confidence, residual, sigma, n_grid):
     share = np.clip(position - left, 0.0, 1.0)
     mass = np.bincount(left, weights=residual * (1 - share), minlength=n_grid)
     mass += np.bincount(right, weights=residual * share, minlength=n_grid)
-    mass /= confidence.size
-    return ndimage.gaussian_filter1d(mass, sigma * n_grid, mode="reflect", truncate=6.0)
+    return mass / confidence.size
 
 
-def _smece(confidence, residual, sigma, n_grid):
-    return float(np.sum(np.abs(_smoothed_residual(confidence, residual, sigma, n_grid))))
+def _smoothed_residual(mass, sigma):
+    """Cell masses of ``h(t) = mean_i r_i K_sigma(t, f_i)``: :func:`_residual_mass` smoothed.
+
+    scipy's Gaussian filter in ``mode="reflect"`` reflects the kernel about 0
+    and 1 as often as its width needs.
+    """
+    return ndimage.gaussian_filter1d(mass, sigma * mass.size, mode="reflect", truncate=6.0)
+
+
+def _smece(mass, sigma):
+    return float(np.sum(np.abs(_smoothed_residual(mass, sigma))))
 
 
 def smooth_ece(confidence, correct, bandwidth=None, n_grid=2000):
@@ -242,14 +248,18 @@ def smooth_ece(confidence, correct, bandwidth=None, n_grid=2000):
     """
     confidence, correct = _check_confidence_correct(confidence, correct)
     n_grid = check_int(n_grid, "n_grid", minimum=100)
-    residual = correct - confidence
+    mass = _residual_mass(confidence, correct - confidence, n_grid)  # the same for every bandwidth
     if bandwidth is not None:
-        return _smece(confidence, residual, check_real(bandwidth, "bandwidth", low=0, low_open=True, high=1),
-                      n_grid)
+        return _smece(mass, check_real(bandwidth, "bandwidth", low=0, low_open=True, high=1))
     low = 1.0 / n_grid
-    if _smece(confidence, residual, low, n_grid) <= low:
+    high = _smece(mass, low)
+    if high <= low:
         return low  # below the grid's resolution: the measure is about 0
-    return float(optimize.brentq(lambda s: _smece(confidence, residual, s, n_grid) - s, low, 1.0, xtol=1e-12))
+    # smECE_s does not increase with s, so smECE_high <= smECE_low = high brackets the
+    # fixed point in [low, high]; a narrow bracket keeps the kernels short
+    if _smece(mass, high) >= high:
+        return high  # flat between low and high (one-signed residuals): high is the fixed point
+    return float(optimize.brentq(lambda s: _smece(mass, s) - s, low, high, xtol=1e-12))
 
 
 def smooth_reliability_curve(confidence, correct, bandwidth=None, n_grid=2000):
@@ -311,7 +321,7 @@ def smooth_reliability_curve(confidence, correct, bandwidth=None, n_grid=2000):
         sigma = smooth_ece(confidence, correct, n_grid=n_grid)
     else:
         sigma = check_real(bandwidth, "bandwidth", low=0, low_open=True, high=1)
-    density = _smoothed_residual(confidence, np.ones_like(confidence), sigma, n_grid) * n_grid
-    events = _smoothed_residual(confidence, correct, sigma, n_grid) * n_grid
+    density = _smoothed_residual(_residual_mass(confidence, np.ones_like(confidence), n_grid), sigma) * n_grid
+    events = _smoothed_residual(_residual_mass(confidence, correct, n_grid), sigma) * n_grid
     t = (np.arange(n_grid) + 0.5) / n_grid
     return t, events / np.maximum(density, np.finfo(float).tiny), density
