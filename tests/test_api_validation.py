@@ -618,6 +618,7 @@ RESULT_RECORDS |= {"Settings"}
 
 _NUMERIC_TYPE = re.compile(r"\b(float|int|integer)\b")
 _ARRAY_TYPE = re.compile(r"array|tensor|Tensor|sequence|tuple")
+_STRING_TYPE = re.compile(r"str\b")
 #: "float or array_like", "int or None": a single number is one of the accepted forms.
 _SCALAR_FIRST = re.compile(r"^(?:None,? or |None, )?(?:float|int)\b")
 _SEQUENCE_TYPE = re.compile(r"(?:tuple|sequence) of (?:float|int)")
@@ -832,12 +833,14 @@ def _numeric_vocabulary():
 
 def _numeric_parameters(target):
     """Numeric parameters of ``target``: its own, plus any parameter whose name is a
-    numeric parameter elsewhere in the API (unless documented here as an array)."""
+    numeric parameter elsewhere in the API (unless documented here as an array or a
+    string: ``a, b : str`` are method labels in one place, Beta parameters in another)."""
     vocabulary = _numeric_vocabulary()
     types = _documented_types(target.obj)
     own = _locally_numeric(target)
     return [name for name in target.names
-            if name in own or (name in vocabulary and not _ARRAY_TYPE.search(types.get(name, "")))]
+            if name in own or (name in vocabulary and not _ARRAY_TYPE.search(types.get(name, ""))
+                               and not _STRING_TYPE.match(types.get(name, "")))]
 
 
 def _sequence_parameters(target):
