@@ -26,7 +26,8 @@ import numpy as np
 import pandas as pd
 
 from calibtut._validation import check_frame, check_int, check_real, check_rng
-from calibtut.experiments.regression_study._common import AUTHORS_BATCH, published_table
+from calibtut.experiments.regression_study._common import published_table
+from calibtut.models.study_evaluation import AUTHORS_BATCH
 from calibtut.metrics import pce_null_distribution
 from calibtut.stats import holm
 
