@@ -366,6 +366,10 @@ VALID_FOR = {
     },
     "calibtut.models.mixture.relu_body": {"hidden": (4, 4), "dropout": 0.2},
     "calibtut.models.make_study_model": {"name": "mix-nll"},
+    "calibtut.models.study_evaluation": {"quantiles": np.zeros((N, 19)), "crps_quantiles": np.zeros((N, 64)),
+                                         "model": lambda: calibtut.models.MixtureMLP(2, hidden=(4,), seed=0),
+                                         "scaler": lambda: calibtut.data.Standardizer().fit(np.zeros((N, 2)), _y),
+                                         "family": "mixture"},
     "calibtut.models.predict_quantiles": {"model": lambda: calibtut.models.SQRNet(2, hidden=(4,), seed=0)},
     "calibtut.models.fit_study": {
         "model": lambda: calibtut.models.MixtureMLP(2, hidden=(4,), seed=0),
@@ -396,8 +400,10 @@ VALID_FOR = {
         "rows": lambda: _study_rows(), "results": lambda: _study_rows(), "test_table": lambda: _study_rows(),
         "base": "mix-nll", "values": (0.1, 1.0),
     },
-    "calibtut.experiments.regression_study.costs": {
+    "calibtut.experiments.regression_study.tables.study_cost": {
         "rows": lambda: _study_rows().assign(seconds=60.0), "n_runs": 5, "workers": 2},
+    "calibtut.experiments.regression_study.tables.trainings_per_task": {
+        "rows": lambda: _study_rows().assign(seconds=60.0)},
     "calibtut.experiments.regression_study.synthetic": {
         "curve": lambda: calibtut.experiments.regression_study.qr_scale_curve(64, (8,), [0.9, 1.0], 1, "hard"),
         "spacings": (8,), "scales": [0.9, 1.0], "seeds": 1, "sort": "hard", "level": 0.9, "batch": 16,
@@ -516,6 +522,9 @@ VALID_FOR = {
     },
     "calibtut.selective.knn_approximation.fit_localizer": {"model": lambda: calibtut.selective.Localizer(),
                                                            "support_logits": lambda: torch.randn(4, 3)},
+    "calibtut.selective.pipeline": {
+        "n_neighbors": 5, "train_exemplars": _rng.normal(size=(N, 2)), "train_logits": _rng.normal(size=(N, 2)),
+        "train_labels": np.arange(N) % 2, "exemplars": _rng.normal(size=(N, 2)), "labels": np.arange(N) % 2},
     "ADMIT": {"kappa": 9},
     "VennADMIT": {"kappa": 9},
     "admitted_accuracy_by_class": {"admitted": np.arange(N) % 2 == 0, "predictions": _labels, "n_classes": 3},

@@ -119,3 +119,31 @@ def test_contributing_names_every_experiments_part_and_file():
     files = {p.name for part in parts for p in (experiments / part).glob("*.py") if p.name != "__init__.py"}
     missing = sorted(files - experiments_files_listed(text))
     assert not missing, f"CONTRIBUTING.md's table of the experiments files does not name {missing}"
+
+
+#: The role files of an experiments part (CONTRIBUTING, "The experiments layer").
+ROLE_FILES = {"__init__.py", "tasks.py", "tables.py", "figures.py", "chapters.py", "synthetic.py", "claims.py",
+              "_common.py"}
+
+
+def _public_functions(path):
+    tree = ast.parse(path.read_text(encoding="utf8"))
+    return {node.name for node in tree.body if isinstance(node, ast.FunctionDef) and not node.name.startswith("_")}
+
+
+def sub_study_files():
+    return sorted(p for p in (PACKAGE / "experiments").glob("*/*.py") if p.name not in ROLE_FILES)
+
+
+def test_the_rule_reader_sees_the_sub_studies():
+    names = {p.name for p in sub_study_files()}
+    assert {"ablations.py", "protection.py"} <= names
+    assert not names & ROLE_FILES
+
+
+@pytest.mark.parametrize("path", sub_study_files(), ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_a_file_not_named_for_a_role_is_a_sub_study_with_its_own_sweep(path):
+    functions = _public_functions(path)
+    sweep = sorted(f for f in functions if f.endswith("_tasks") or f.startswith("run_"))
+    assert sweep, (f"{path.parent.name}/{path.name} is named for neither a role ({sorted(ROLE_FILES)}) nor a "
+                   "sub-study with its own sweep (no *_tasks or run_* function): move its code to the role files")

@@ -1,4 +1,4 @@
-"""Tests of calibtut.experiments.regression_study.costs: trainings and task-hours of the study's stored tasks."""
+"""Trainings and task-hours of the study's stored tasks (study_cost, trainings_per_task: regression_study.tables)."""
 
 import pandas as pd
 import pytest

@@ -1,4 +1,4 @@
-"""The per-batch PCE reading of paper 002's code (calibtut.experiments.regression_study.pce_protocol)."""
+"""The per-batch PCE reading of paper 002's code (the per-batch tables of calibtut.experiments.regression_study.tables)."""
 
 import numpy as np
 import pandas as pd

@@ -1,4 +1,4 @@
-"""The spread over random splits of one pool (calibtut.experiments.venn_admit.run_spread)."""
+"""The spread over random splits of one pool (admissions_by_run and mean_lower_bound of calibtut.experiments.venn_admit.tables)."""
 
 import numpy as np
 import pandas as pd

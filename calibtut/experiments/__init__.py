@@ -1,20 +1,27 @@
 """The experiments layer: one package per part of the book (Foundations, drift, quantile regularization, regression study, covariate shift, Venn-ADMIT).
 
-Every package has the same files, each with a fixed role:
+One rule for the files of a package: a file is named for its role, and a
+sub-study earns a file of its own only when it has a sweep of its own. The
+roles, each file created when the part needs it:
 
-* ``tasks.py``: **task lists** (plain, JSON-able dicts, one per configuration)
-  and the **one-configuration runners** that :func:`calibtut.run.sweep` calls
-  on each task, so that a long grid resumes where it stopped;
-* ``tables.py``: **summary tables**, tested functions named for the table
-  they build, which turn the raw rows into what a chapter shows and put them
-  beside the paper's numbers from :mod:`calibtut.papers`;
+* ``tasks.py``: the part's main grid: **task lists** (plain, JSON-able dicts,
+  one per configuration), the **one-configuration runners** that
+  :func:`calibtut.run.sweep` calls on each task, so that a long grid resumes
+  where it stopped, and the readers of their stores;
+* ``tables.py``: **every table built from rows**, tested functions named for
+  the table they build, which turn the raw rows into what a chapter shows and
+  put them beside the paper's numbers from :mod:`calibtut.papers`;
 * ``figures.py``: the part's figures;
-* where needed, ``synthetic.py`` or ``chapters.py`` (the set-ups of the
-  teaching chapters), a file named for a large self-contained role
-  (``claims.py``, paper 002's and paper 001's verdicts; paper 002's
-  ``ablations.py``, ``sqr_forms.py``, ``map_rerun.py``, ``costs.py`` and
-  ``pce_protocol.py``; paper 001's ``run_spread.py`` and ``protection.py``),
-  and ``_common.py`` (helpers private to the part).
+* ``chapters.py``, or ``synthetic.py`` where they are synthetic
+  data-generating processes: the set-ups of the teaching chapters;
+* ``claims.py``: the paper-vs-ours verdicts;
+* ``_common.py``: helpers private to the part.
+
+A sub-study (an experiment beside the main grid, with its own task list,
+runner and sweep store) is one file named for it, holding its tasks, runner,
+store reader, tables and figures: paper 002's ``ablations.py``,
+``sqr_forms.py`` and ``map_rerun.py``, paper 001's ``protection.py``. Any
+other analysis goes to ``tables.py`` or ``figures.py``.
 
 Library-grade helpers do not live here: a function that a chapter uses but
 that is not about one paper's experiment belongs to its layer below

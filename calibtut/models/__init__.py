@@ -1,7 +1,8 @@
 """Torch networks and their seeded training loops: regressors, classifiers, memory heads, encoders.
 
 Gaussian regressors (MLP, MC dropout, deep ensembles; paper 003), paper 002's
-mixture and SQR networks and its batched study training, classifiers (LeNet
+mixture and SQR networks, its batched study training and its evaluation of a
+fitted model, classifiers (LeNet
 for paper 004; paper 001's memory heads, token and protein CNNs, exemplar
 layer and cached sentence embeddings), and marginal kernel-density predictors
 that ignore the input. The default loss is the Gaussian NLL; the calibration
@@ -48,6 +49,9 @@ sentence_embeddings
 sqr
     Simultaneous quantile regression (SQR) networks of paper 002:
     ``(x, alpha) -> Q(alpha | x)``.
+study_evaluation
+    A fitted study model's predictions in original units and paper 002's
+    metrics of mixture and quantile predictions.
 study_training
     The base models of paper 002 by name, trained with the study's schedule.
 token_cnn
@@ -69,6 +73,13 @@ from calibtut.models.marginal import MarginalKDE, silverman_bandwidth
 from calibtut.models.mixture import MixtureMLP, predict_mixture
 from calibtut.models.mlp import GaussianMLP
 from calibtut.models.sqr import EVAL_LEVELS, QuantileFunction, SQRNet, predict_quantiles
+from calibtut.models.study_evaluation import (
+    AUTHORS_BATCH,
+    CRPS_LEVELS,
+    StudyPredictor,
+    mixture_metrics,
+    quantile_metrics,
+)
 from calibtut.models.study_training import BASE_MODEL_NAMES, fit_study, make_study_model
 from calibtut.models.training import FitHistory, fit, gaussian_nll_loss, predict
 
@@ -77,6 +88,11 @@ __all__ = [
     "fit_study",
     "fit_study_batched",
     "make_study_model",
+    "AUTHORS_BATCH",
+    "CRPS_LEVELS",
+    "StudyPredictor",
+    "mixture_metrics",
+    "quantile_metrics",
     "EVAL_LEVELS",
     "MixtureMLP",
     "QuantileFunction",

@@ -5,6 +5,9 @@
   network, the localizer, and the features q and d.
 * :mod:`calibtut.selective.features`: :class:`KNNFeatures`, the bundle of a
   split's KNN probabilities, labels, q and d that the methods take.
+* :mod:`calibtut.selective.pipeline`: :class:`KNNFeaturePipeline`, the
+  steps every experiment runs on a network (neighbours, KNN approximation,
+  ``q`` and ``d``, localizer) as one object.
 * :mod:`calibtut.selective.admit`: ADMIT sets and Venn-ADMIT
   (:class:`ADMIT`, :class:`VennADMIT` and their one-call forms).
 """
@@ -33,6 +36,7 @@ from calibtut.selective.knn_approximation import (
 from calibtut.selective.neighbors import (
     nearest_neighbors,
 )
+from calibtut.selective.pipeline import KNNFeaturePipeline
 
 __all__ = [
     "nearest_neighbors",
@@ -43,6 +47,7 @@ __all__ = [
     "fit_localizer",
     "consecutive_agreement",
     "band_width",
+    "KNNFeaturePipeline",
     "KNNFeatures",
     "ADMIT",
     "VennADMIT",

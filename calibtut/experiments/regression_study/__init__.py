@@ -10,7 +10,9 @@ and tests import from here. Its files, by role:
   (:func:`full_study`, :func:`complete_runs`);
 * :mod:`~calibtut.experiments.regression_study.tables`: the tables of
   chapters 1-3 (the per-dataset PCE test, reliability, post-hoc gains,
-  coverage shifts), the lambda rule and the run means and effect sizes;
+  coverage shifts), the lambda rule and the run means and effect sizes, the
+  authors' per-batch metrics against the full-set PCE test (chapter 1) and
+  what the full run cost, measured on its stored tasks;
 * :mod:`~calibtut.experiments.regression_study.figures`: Figures 2-10, which
   methods each compares, their Cohen's d and the plots;
 * :mod:`~calibtut.experiments.regression_study.ablations`: the Appendix C
@@ -22,10 +24,6 @@ and tests import from here. Its files, by role:
 * :mod:`~calibtut.experiments.regression_study.map_rerun`: the mixtures'
   post-hoc maps refitted on retrained bases (the authors' Rec-KDE resample,
   the merged-tie Rec-LIN);
-* :mod:`~calibtut.experiments.regression_study.costs`: what the full run
-  cost, measured on its stored tasks;
-* :mod:`~calibtut.experiments.regression_study.pce_protocol`: the authors'
-  per-batch metrics, measured against the full-set PCE test (chapter 1);
 * :mod:`~calibtut.experiments.regression_study.synthetic`: chapter 3's
   set-ups, where the QR and Trunc penalties alone lead a forecast.
 
@@ -60,7 +58,6 @@ from calibtut.experiments.regression_study.claims import (
     plot_claim_verdicts,
     published_calibration_test,
 )
-from calibtut.experiments.regression_study.costs import study_cost, trainings_per_task
 from calibtut.experiments.regression_study.figures import (
     MAIN_FIGURES,
     PER_BASE_FIGURES,
@@ -99,11 +96,6 @@ from calibtut.experiments.regression_study.sqr_forms import (
     sqr_form_table,
     sqr_form_tasks,
 )
-from calibtut.experiments.regression_study.pce_protocol import (
-    per_batch_reading,
-    per_batch_test_table,
-    published_per_batch_test,
-)
 from calibtut.experiments.regression_study.synthetic import (
     plot_qr_scale_curve,
     qr_scale_curve,
@@ -117,12 +109,17 @@ from calibtut.experiments.regression_study.tables import (
     cohens_d_table,
     coverage_shift,
     method_means,
+    per_batch_reading,
+    per_batch_test_table,
     posthoc_gains,
+    published_per_batch_test,
     rejection_counts,
     reliability_table,
     run_mean_table,
     selected_lambdas,
+    study_cost,
     study_results,
+    trainings_per_task,
 )
 from calibtut.experiments.regression_study.tasks import (
     BASE_LABELS,
@@ -148,6 +145,7 @@ from calibtut.metrics.regression import gaussian_scale_pce
 
 
 __all__ = [
+    # tables: the per-batch reading of the PCE test
     "per_batch_reading",
     "per_batch_test_table",
     "published_per_batch_test",
@@ -235,7 +233,7 @@ __all__ = [
     "sqr_form_summary",
     "sqr_form_table",
     "sqr_form_tasks",
-    # costs
+    # tables: the full run's cost
     "study_cost",
     "trainings_per_task",
     # synthetic

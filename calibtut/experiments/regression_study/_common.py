@@ -6,14 +6,16 @@ nothing outside the package imports them.
 
 from __future__ import annotations
 
+import typing
+
 import pandas as pd
 
 from calibtut._validation import check_int
 from calibtut.models.study_training import BASE_MODEL_NAMES
 from calibtut.run import load_result, stored_rows
 
-#: Rows per batch of the authors' validation and test loaders (their metrics average the batches).
-AUTHORS_BATCH = 512
+#: Runs per dataset and base model, in the paper and in the full run.
+STUDY_RUNS = 5
 
 
 def check_base(base):
@@ -28,35 +30,63 @@ def base_family(base):
     return "mixture" if BASE_MODEL_NAMES[base][0] == "mixture" else "sqr"
 
 
-def published_or_stored(notebook, table, store, keys, complete, total, n_runs, min_runs, root, *, what, covers):
-    """``(rows, label, note)`` of a full run: its published table, else the complete runs of its store.
+class FullStudy(typing.NamedTuple):
+    """What a reader of a full run found: the rows, the label of their column, and a line for the reader."""
 
+    rows: pd.DataFrame | None
+    label: str | None
+    note: str
+
+
+class FullRun(typing.NamedTuple):
+    """Where a full run of the study is published and stored, and how its complete runs are told apart.
+
+    ``notebook`` and ``table`` name its published table, ``store`` its sweep
+    store; ``keys`` are the task columns that count a stored task once;
     ``complete`` keeps the complete runs of the stored rows, ``total`` is the
-    number of tasks of the whole run and ``n_runs`` its number of runs; see
-    :func:`~calibtut.experiments.regression_study.full_study`.
+    number of tasks of the whole run; ``what`` names the run in the note and
+    ``covers`` says what a complete run covers.
+    """
+
+    notebook: str
+    table: str
+    store: str
+    keys: tuple
+    complete: typing.Callable
+    total: int
+    what: str
+    covers: str
+
+
+def read_full_run(run, *, min_runs=2, root=None):
+    """The :class:`FullStudy` of a full run: its published table, else the complete runs of its store.
+
+    ``run`` is a :class:`FullRun`; ``min_runs`` the fewest complete runs worth
+    showing (at least 2, as Cohen's d needs two) and ``root`` the repository
+    root; see :func:`~calibtut.experiments.regression_study.full_study`.
     """
     min_runs = check_int(min_runs, "min_runs", minimum=2)
     part = "regression_study"
     try:
-        rows, provenance = load_result(part, notebook, table, root=root)
+        rows, provenance = load_result(part, run.notebook, run.table, root=root)
     except FileNotFoundError:
         pass
     else:
         runs = rows["run"].nunique()
-        return rows, "full", (f"The full {what} of {provenance['finished']}: {rows['dataset'].nunique()} "
-                              f"datasets, {runs} runs.")
-    stored = stored_rows(part, notebook, store, seconds="seconds", root=root)
-    done = 0 if stored.empty else len(stored.reindex(columns=keys).drop_duplicates())
-    rows = complete(stored)
+        return FullStudy(rows, "full", (f"The full {run.what} of {provenance['finished']}: "
+                                        f"{rows['dataset'].nunique()} datasets, {runs} runs."))
+    stored = stored_rows(part, run.notebook, run.store, seconds="seconds", root=root)
+    done = 0 if stored.empty else len(stored.reindex(columns=list(run.keys)).drop_duplicates())
+    rows = run.complete(stored)
     runs = sorted(rows["run"].unique()) if not rows.empty else []
     if len(runs) < min_runs:
         have = f"{len(runs)} complete run" + ("" if len(runs) == 1 else "s") if runs else "no complete runs"
-        return None, None, (f"The full {what} is not yet published and its store holds {have} "
-                            f"({done} of {total} tasks stored).")
-    label = f"full, {len(runs)} of {n_runs} runs"
-    return rows, label, (f"The full {what} is not yet published: shown are the {len(runs)} runs complete "
-                         f"in its store (runs {', '.join(map(str, runs))} of {covers}; "
-                         f"{done} of {total} tasks stored), an interim result.")
+        return FullStudy(None, None, (f"The full {run.what} is not yet published and its store holds {have} "
+                                      f"({done} of {run.total} tasks stored)."))
+    label = f"full, {len(runs)} of {STUDY_RUNS} runs"
+    return FullStudy(rows, label, (f"The full {run.what} is not yet published: shown are the {len(runs)} runs "
+                                   f"complete in its store (runs {', '.join(map(str, runs))} of {run.covers}; "
+                                   f"{done} of {run.total} tasks stored), an interim result."))
 
 
 def check_full_arguments(full, recompute, seed):

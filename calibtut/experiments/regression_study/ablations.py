@@ -15,13 +15,12 @@ import numpy as np
 import pandas as pd
 
 from calibtut._validation import check_frame, check_int
-from calibtut.experiments.regression_study._common import published_or_stored
+from calibtut.experiments.regression_study._common import FullRun, read_full_run
 from calibtut.experiments.regression_study.figures import median_effects
 from calibtut.experiments.regression_study.tables import cohens_d_table
 from calibtut.experiments.regression_study.tasks import (
     OFFLINE_DATASETS,
     STUDY_RUNS,
-    FullStudy,
     complete_runs,
     study_tasks,
 )
@@ -146,24 +145,11 @@ def complete_ablation_runs(rows, datasets=OFFLINE_DATASETS):
 
 
 def full_ablations(*, min_runs=2, root=None):
-    """The Appendix C ablations at full scale: published, else their complete runs stored so far, else nothing.
+    """The Appendix C ablations at full scale (chapter ``05_combining_and_where_to_fit``, 1,725 trainings).
 
-    The ablations are the ``full`` profile of chapter
-    ``05_combining_and_where_to_fit`` (1,725 trainings); like
-    :func:`~calibtut.experiments.regression_study.full_study`, an unpublished run shows its complete runs
-    (:func:`complete_ablation_runs`) as an interim result.
-
-    Parameters
-    ----------
-    min_runs : int, default 2
-        The fewest complete runs worth showing (at least 2).
-    root : str or path-like, optional
-        Repository root; found from the working directory by default.
-
-    Returns
-    -------
-    FullStudy
-        As :func:`~calibtut.experiments.regression_study.full_study` returns it.
+    Read as :func:`~calibtut.experiments.regression_study.full_study` reads
+    the full run (same arguments, same ``FullStudy``); an unpublished run
+    shows its complete runs (:func:`complete_ablation_runs`) as an interim result.
 
     Examples
     --------
@@ -172,11 +158,10 @@ def full_ablations(*, min_runs=2, root=None):
     >>> found.rows is None, found.note
     (True, 'The full ablation run is not yet published and its store holds no complete runs (0 of 1725 tasks stored).')
     """
-    total = len(ablation_tasks(OFFLINE_DATASETS, range(STUDY_RUNS)))
-    keys = ["run", "dataset", "base", *ABLATIONS]
-    return FullStudy(*published_or_stored("05_combining_and_where_to_fit", "ablations", "ablations", keys,
-                                          complete_ablation_runs, total, STUDY_RUNS, min_runs, root,
-                                          what="ablation run", covers="every dataset and ablated model"))
+    run = FullRun("05_combining_and_where_to_fit", "ablations", "ablations", ("run", "dataset", "base", *ABLATIONS),
+                  complete_ablation_runs, len(ablation_tasks(OFFLINE_DATASETS, range(STUDY_RUNS))), "ablation run",
+                  "every dataset and ablated model")
+    return read_full_run(run, min_runs=min_runs, root=root)
 
 
 def ablation_effects(rows, factor, metric, form="authors"):

@@ -33,12 +33,11 @@ import numpy as np
 import pandas as pd
 
 from calibtut._validation import check_frame, check_int
-from calibtut.experiments.regression_study._common import check_full_arguments, published_or_stored, published_table
+from calibtut.experiments.regression_study._common import FullRun, check_full_arguments, published_table, read_full_run
 from calibtut.experiments.regression_study.claims import claim_verdicts, claims_from_parts
 from calibtut.experiments.regression_study.tasks import (
     OFFLINE_DATASETS,
     STUDY_RUNS,
-    FullStudy,
     complete_runs,
     method_label,
     study_split,
@@ -62,6 +61,12 @@ __all__ = [
 
 #: The base models whose maps are refitted: the two mixtures.
 MAP_RERUN_BASES = ("mix-nll", "mix-crps")
+
+#: The full rerun of the maps: every offline dataset x 5 runs x both mixtures.
+_FULL_MAP_RERUN = FullRun("06_paper_vs_ours", "map_rerun", "map_rerun", ("dataset", "run", "base"),
+                          functools.partial(complete_runs, datasets=OFFLINE_DATASETS, bases=MAP_RERUN_BASES),
+                          len(OFFLINE_DATASETS) * len(MAP_RERUN_BASES) * STUDY_RUNS, "map rerun",
+                          "every dataset and both mixtures")
 
 _KDE_FORMS = {"kde": "Rec-KDE (all PITs)", "kde-resampled": "Rec-KDE (resampled)"}
 
@@ -107,21 +112,11 @@ def map_rerun_tasks(datasets, runs, bases=MAP_RERUN_BASES, **fixed):
 
 
 def full_map_rerun(*, min_runs=2, root=None):
-    """The full rerun of the maps: published, else its complete runs stored so far, else nothing.
+    """The full rerun of the maps, part of the ``full`` profile of chapter ``06_paper_vs_ours``.
 
-    It is part of the ``full`` profile of chapter ``06_paper_vs_ours``
-    (every offline dataset x 5 runs x both mixtures).
-
-    Parameters
-    ----------
-    min_runs : int, default 2
-    root : str or path-like, optional
-        Both as in :func:`~calibtut.experiments.regression_study.full_study`,
-        which also says what the returned ``FullStudy`` holds.
-
-    Returns
-    -------
-    FullStudy
+    Every offline dataset x 5 runs x both mixtures, read as
+    :func:`~calibtut.experiments.regression_study.full_study` reads the full
+    run (same arguments, same ``FullStudy``).
 
     Examples
     --------
@@ -129,11 +124,7 @@ def full_map_rerun(*, min_runs=2, root=None):
     >>> full_map_rerun(root=tempfile.mkdtemp()).note
     'The full map rerun is not yet published and its store holds no complete runs (0 of 230 tasks stored).'
     """
-    complete = functools.partial(complete_runs, datasets=OFFLINE_DATASETS, bases=MAP_RERUN_BASES)
-    total = len(OFFLINE_DATASETS) * len(MAP_RERUN_BASES) * STUDY_RUNS
-    return FullStudy(*published_or_stored("06_paper_vs_ours", "map_rerun", "map_rerun", ["dataset", "run", "base"],
-                                          complete, total, STUDY_RUNS, min_runs, root, what="map rerun",
-                                          covers="every dataset and both mixtures"))
+    return read_full_run(_FULL_MAP_RERUN, min_runs=min_runs, root=root)
 
 
 def _check_rerun(rows, name="rows"):

@@ -19,8 +19,8 @@ import pandas as pd
 import scipy.stats
 
 from calibtut._validation import check_frame
-from calibtut.experiments.regression_study._common import published_or_stored
-from calibtut.experiments.regression_study.tasks import STUDY_RUNS, FullStudy, complete_runs, study_tasks
+from calibtut.experiments.regression_study._common import FullRun, read_full_run
+from calibtut.experiments.regression_study.tasks import STUDY_RUNS, complete_runs, study_tasks
 
 __all__ = ["SQR_FORMS", "SQR_FORM_DATASETS", "full_sqr_forms", "sqr_form_summary", "sqr_form_table", "sqr_form_tasks"]
 
@@ -61,22 +61,18 @@ def sqr_form_tasks(datasets, runs, **fixed):
     return study_tasks(datasets, runs, SQR_FORMS, lambdas=(), regularizers=(), **fixed)
 
 
+#: The full comparison of the SQR forms (:data:`SQR_FORM_DATASETS` x 5 runs x both forms).
+_FULL_SQR_FORMS = FullRun("06_paper_vs_ours", "sqr_forms", "sqr_forms", ("dataset", "run", "base"),
+                          functools.partial(complete_runs, datasets=SQR_FORM_DATASETS, bases=SQR_FORMS),
+                          len(SQR_FORM_DATASETS) * len(SQR_FORMS) * STUDY_RUNS, "SQR-form run",
+                          "every dataset and both forms")
+
+
 def full_sqr_forms(*, min_runs=2, root=None):
-    """The full comparison of the SQR forms: published, else its complete runs stored so far, else nothing.
+    """The full comparison of the SQR forms, the ``full`` profile of chapter ``06_paper_vs_ours``.
 
-    It is the ``full`` profile of chapter ``06_paper_vs_ours``
-    (:data:`SQR_FORM_DATASETS` x 5 runs x both forms).
-
-    Parameters
-    ----------
-    min_runs : int, default 2
-    root : str or path-like, optional
-        Both as in :func:`~calibtut.experiments.regression_study.full_study`,
-        which also says what the returned ``FullStudy`` holds.
-
-    Returns
-    -------
-    FullStudy
+    Read as :func:`~calibtut.experiments.regression_study.full_study` reads
+    the full run (same arguments, same ``FullStudy``).
 
     Examples
     --------
@@ -84,11 +80,7 @@ def full_sqr_forms(*, min_runs=2, root=None):
     >>> full_sqr_forms(root=tempfile.mkdtemp()).note
     'The full SQR-form run is not yet published and its store holds no complete runs (0 of 110 tasks stored).'
     """
-    complete = functools.partial(complete_runs, datasets=SQR_FORM_DATASETS, bases=SQR_FORMS)
-    total = len(SQR_FORM_DATASETS) * len(SQR_FORMS) * STUDY_RUNS
-    return FullStudy(*published_or_stored("06_paper_vs_ours", "sqr_forms", "sqr_forms", ["dataset", "run", "base"],
-                                          complete, total, STUDY_RUNS, min_runs, root, what="SQR-form run",
-                                          covers="every dataset and both forms"))
+    return read_full_run(_FULL_SQR_FORMS, min_runs=min_runs, root=root)
 
 
 def sqr_form_table(rows):

@@ -42,20 +42,19 @@ test frequencies ``freq_05 ... freq_95`` of the PIT
 reliability diagram.
 
 Sibling modules turn those rows into what the chapters show:
-:mod:`~calibtut.experiments.regression_study.tables` (chapters 1-3 and the
-lambda rule), :mod:`~calibtut.experiments.regression_study.figures`
+:mod:`~calibtut.experiments.regression_study.tables` (chapters 1-3, the
+lambda rule and what the full run cost), :mod:`~calibtut.experiments.regression_study.figures`
 (Figures 2-10), :mod:`~calibtut.experiments.regression_study.ablations`
 (Appendix C), :mod:`~calibtut.experiments.regression_study.claims` (the
 paper's 17 claims checked on our rows), :mod:`~calibtut.experiments.regression_study.sqr_forms`
-(the paper's SQR beside the authors') and :mod:`~calibtut.experiments.regression_study.costs`
-(what the full run cost). This module keeps the tasks, the runner and the
+(the paper's SQR beside the authors') and :mod:`~calibtut.experiments.regression_study.map_rerun`
+(the maps refitted on retrained bases). This module keeps the tasks, the runner and the
 stored full run (:func:`full_study`).
 """
 
 from __future__ import annotations
 
 import functools
-import math
 import typing
 
 import numpy as np
@@ -67,31 +66,24 @@ from calibtut.conformal import OneSidedCQR
 from calibtut.data import Standardizer, train_val_cal_test_split
 from calibtut.data.regression_study import STUDY_DATASETS, load_study_dataset, study_subsample
 from calibtut.experiments.regression_study._common import (
-    AUTHORS_BATCH,
+    STUDY_RUNS,
+    FullRun,
+    FullStudy,
     base_family,
     check_base,
-    published_or_stored,
+    read_full_run,
 )
-from calibtut.metrics import (
-    batch_pce,
-    crps_mixture,
-    crps_quantile,
-    mixture_std,
-    nll_mixture,
-    pce,
-    pit_mixture,
-    quantile_calibration_error,
-    quantile_std,
-    weighted_interval_score,
+from calibtut.metrics import pit_mixture
+from calibtut.models import (
+    StudyPredictor,
+    fit_study,
+    fit_study_batched,
+    make_study_model,
+    mixture_metrics,
+    quantile_metrics,
 )
-from calibtut.models import fit_study, fit_study_batched, make_study_model
-from calibtut.models.mixture import predict_mixture
-from calibtut.models.sqr import EVAL_LEVELS, predict_quantiles
-from calibtut.recalibration import (
-    QuantileRecalibrator,
-    mixture_quantile_function,
-    recalibrated_nll,
-)
+from calibtut.models.sqr import EVAL_LEVELS
+from calibtut.recalibration import QuantileRecalibrator
 from calibtut.regularizers.calibration_penalties import REGULARIZERS
 
 __all__ = [
@@ -126,12 +118,9 @@ OFFLINE_DATASETS = tuple(name for name, entry in STUDY_DATASETS.items()
                          if entry.status in ("faithful", "reconstruction", "variant"))
 #: The base models of the full run (SQR-CRPS in the authors' form, affine in the level).
 STUDY_BASES = ("mix-nll", "mix-crps", "sqr-affine")
-#: Runs per dataset and base model, in the paper and in the full run.
-STUDY_RUNS = 5
 #: Test frequencies of ``y <= Q(a)`` at the 19 evaluation levels, one column each.
 FREQ_COLUMNS = tuple(f"freq_{round(100 * a):02d}" for a in EVAL_LEVELS)
 
-_CRPS_LEVELS = (np.arange(64) + 0.5) / 64
 _SPLIT_SEED, _MODEL_SEED = 2000, 1000  # the authors' seeds: split 2000 + run, model 1000 + run
 
 
@@ -327,12 +316,8 @@ def complete_runs(rows, datasets=OFFLINE_DATASETS, bases=STUDY_BASES):
     return rows[keep]
 
 
-class FullStudy(typing.NamedTuple):
-    """What :func:`full_study` found: the rows, the label of their column, and a line for the reader."""
-
-    rows: pd.DataFrame | None
-    label: str | None
-    note: str
+_FULL_STUDY = FullRun("04_comparison_at_scale", "runs", "study", ("dataset", "run", "base"), complete_runs,
+                      len(OFFLINE_DATASETS) * len(STUDY_BASES) * STUDY_RUNS, "run", "every dataset and base model")
 
 
 def full_study(*, min_runs=2, root=None):
@@ -366,10 +351,7 @@ def full_study(*, min_runs=2, root=None):
     >>> found.rows is None, found.note
     (True, 'The full run is not yet published and its store holds no complete runs (0 of 345 tasks stored).')
     """
-    return FullStudy(*published_or_stored("04_comparison_at_scale", "runs", "study", ["dataset", "run", "base"],
-                                          complete_runs, len(OFFLINE_DATASETS) * len(STUDY_BASES) * STUDY_RUNS,
-                                          STUDY_RUNS, min_runs, root, what="run",
-                                          covers="every dataset and base model"))
+    return read_full_run(_FULL_STUDY, min_runs=min_runs, root=root)
 
 
 class StudySplit(typing.NamedTuple):
@@ -433,78 +415,12 @@ def _load(dataset, crime):
     return data.X, data.y
 
 
-def _mixture_quantiles(weights, means, stds):
-    base = mixture_quantile_function(weights, means, stds)
-    # PITs of exactly 0 or 1 (far outliers) would give infinite base quantiles
-    return lambda u: base(np.clip(u, 1e-12, 1 - 1e-12))
-
-
-def _mixture_metrics(y, params, rec=None):
-    """Metrics of mixture predictions ``params`` (original units), optionally recalibrated by ``rec``."""
-    pit = pit_mixture(y, *params)
-    qf = _mixture_quantiles(*params)
-    if rec is None:
-        quantiles = qf(EVAL_LEVELS)
-        out = {
-            "nll": nll_mixture(y, *params),
-            "crps": crps_mixture(y, *params),
-            "std": float(np.mean(mixture_std(*params))),
-        }
-    else:
-        quantiles = rec.predict_quantiles(EVAL_LEVELS, qf)
-        log_density = -nll_mixture(y, *params, reduction="none")
-        out = {"nll": recalibrated_nll(rec, pit, log_density), "crps": math.nan, "std": quantile_std(quantiles)}
-        pit = rec.transform(pit)
-    out.update(
-        pce=pce(pit),
-        pce_batch=batch_pce(pit, AUTHORS_BATCH),
-        wis=weighted_interval_score(y, quantiles, EVAL_LEVELS),
-        std_quantile=quantile_std(quantiles),
-    )
-    freq = (pit[:, None] <= EVAL_LEVELS[None, :]).mean(axis=0)
-    return out, freq
-
-
-def _quantile_metrics(y, quantiles, crps_quantiles=None):
-    """Metrics of 19 predicted quantiles (original units), the crossings kept as the authors do."""
-    out = {
-        "pce": quantile_calibration_error(y, quantiles, EVAL_LEVELS, allow_crossing=True),
-        "wis": weighted_interval_score(y, quantiles, EVAL_LEVELS),
-        "nll": math.nan,
-        "crps": math.nan if crps_quantiles is None else crps_quantile(y, np.sort(crps_quantiles, axis=1), _CRPS_LEVELS),
-        "std": quantile_std(quantiles),
-    }
-    out["std_quantile"] = out["std"]
-    out["pce_batch"] = math.nan
-    return out, (y[:, None] <= quantiles).mean(axis=0)
-
-
 def _row(val, test, test_freq, **labels):
     row = dict(labels)
     row.update({f"val_{k}": float(v) for k, v in val.items()})
     row.update({f"test_{k}": float(v) for k, v in test.items()})
     row.update({c: float(f) for c, f in zip(FREQ_COLUMNS, test_freq)})
     return row
-
-
-class _Fitted:
-    """A trained network with its scaler: predictions in original units."""
-
-    def __init__(self, model, scaler, family, device):
-        self.model, self.scaler, self.family, self.device = model, scaler, family, device
-
-    def mixture(self, X):
-        w, m, s = predict_mixture(self.model, self.scaler.transform(X), device=self.device)
-        return w, self.scaler.inverse_transform_y(m), self.scaler.inverse_transform_y(s, scale_only=True)
-
-    def quantiles(self, X, levels=EVAL_LEVELS):
-        q = predict_quantiles(self.model, self.scaler.transform(X), levels, device=self.device)
-        return self.scaler.inverse_transform_y(q)
-
-    def metrics(self, X, y):
-        if self.family == "mixture":
-            return _mixture_metrics(y, self.mixture(X))
-        return _quantile_metrics(y, self.quantiles(X), self.quantiles(X, _CRPS_LEVELS))
 
 
 def _train(base, configs, X, y, X_val, y_val, seed, epochs, patience, batch_size, device, batched, arch):
@@ -520,7 +436,7 @@ def _train(base, configs, X, y, X_val, y_val, seed, epochs, patience, batch_size
     else:
         histories = [fit_study(m, Xs, ys, loss=loss, seed=seed, **common) for m, loss in zip(models, losses)]
     family = base_family(base)
-    return [(_Fitted(m, scaler, family, device), h) for m, h in zip(models, histories)]
+    return [(StudyPredictor(m, scaler, family, device), h) for m, h in zip(models, histories)]
 
 
 def run_study_task(
@@ -727,13 +643,14 @@ def _posthoc_rows(fitted, base, family, data, fit_on, run, info, reg, lam, split
             maps["kde-resampled"] = ("kde", True)
         for name, (method, replace) in maps.items():
             rec = QuantileRecalibrator(method, max_kde_points=2048, replace=replace, seed=run).fit(fit_pit)
-            parts = [_mixture_metrics(y_all[idx], fitted.mixture(X_all[idx]), rec) for idx in (val, test)]
+            parts = [mixture_metrics(y_all[idx], *fitted.mixture(X_all[idx]), recalibrator=rec)
+                     for idx in (val, test)]
             rows.append(_row(parts[0][0], parts[1][0], parts[1][1], method=method_label(base, reg, name, split),
                              posthoc=name, **labels, **info))
         return rows
     for name, clip in (("cqr", True), ("cqr-paper", False)):
         cqr = OneSidedCQR(EVAL_LEVELS, clip_rank=clip).fit(fitted.quantiles(X_all[fit_on]), y_all[fit_on])
-        parts = [_quantile_metrics(y_all[idx], cqr.predict_quantiles(fitted.quantiles(X_all[idx])))
+        parts = [quantile_metrics(y_all[idx], cqr.predict_quantiles(fitted.quantiles(X_all[idx])))
                  for idx in (val, test)]
         rows.append(_row(parts[0][0], parts[1][0], parts[1][1], method=method_label(base, reg, name, split),
                          posthoc=name, **labels, **info))

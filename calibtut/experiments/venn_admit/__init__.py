@@ -12,16 +12,15 @@ import from here. Its files, by role:
   (:func:`run_protein_admissions`, :func:`run_grammar_admissions`);
 * :mod:`~calibtut.experiments.venn_admit.tables`: Tables 2-5 from those rows
   and beside the paper's, pooled admissions and their accuracy gap
-  (:func:`admitted_accuracy_gap`), and the summaries of the theory
-  chapters' simulations;
+  (:func:`admitted_accuracy_gap`), the summaries of the theory
+  chapters' simulations and the spread of a statistic over the random
+  splits of one pool, by Student's ``t`` (chapter 4);
 * :mod:`~calibtut.experiments.venn_admit.claims`: chapter 8's verdict
   table, each claim of the paper on its tables and on our runs;
 * :mod:`~calibtut.experiments.venn_admit.figures`: accuracy among admitted
   points, the paper's beside ours;
 * :mod:`~calibtut.experiments.venn_admit.synthetic`: the synthetic set-ups
   and simulation loops of the theory chapters (1, 3 and 4);
-* :mod:`~calibtut.experiments.venn_admit.run_spread`: the spread of a
-  statistic over the random splits of one pool, by Student's ``t`` (chapter 4);
 * :mod:`~calibtut.experiments.venn_admit.protection`: chapter 9's test worlds
   (exchangeable, off-support, toward the boundary, label noise), where the
   guarantee holds and where it fails, and Sentiment placed on that map.
@@ -59,7 +58,6 @@ from calibtut.experiments.venn_admit.protection import (
     separation_signals,
     shifted_sample,
 )
-from calibtut.experiments.venn_admit.run_spread import admissions_by_run, mean_lower_bound
 from calibtut.experiments.venn_admit.synthetic import (
     binomial_admission,
     category_coverage_runs,
@@ -77,11 +75,13 @@ from calibtut.experiments.venn_admit.tables import (
     PROTEIN_CLASSES,
     SEQUENCE_DATASETS,
     admission_summary,
+    admissions_by_run,
     admitted_accuracy_gap,
     category_coverage_table,
     category_accuracy,
     exemplar_gpu_runs,
     exemplar_gpu_signals,
+    mean_lower_bound,
     pooled_singletons,
     singleton_summary,
     table2_model_approximation,

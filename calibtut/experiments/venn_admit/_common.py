@@ -1,8 +1,11 @@
-"""Helpers private to the Venn-ADMIT part: method selections and the Grammar task's F0.5."""
+"""Helpers private to the Venn-ADMIT part: the paper's ``K``, method selections and the Grammar task's F0.5."""
 
 from __future__ import annotations
 
 import numpy as np
+
+#: ``K``, the training neighbours of every point and the cap of ``q`` (the paper's 25), in every pipeline of the part.
+N_NEIGHBORS = 25
 
 
 def method_list(methods, allowed):

@@ -36,25 +36,18 @@ import math
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-import torch
 from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import roc_auc_score
 from sklearn.model_selection import cross_val_predict
 
 from calibtut._validation import check_alpha, check_frame, check_int, check_real, check_rng
 from calibtut.conformal.sets import split_conformal_sets
+from calibtut.experiments.venn_admit._common import N_NEIGHBORS
 from calibtut.experiments.venn_admit.tasks import va_points
 from calibtut.selective.admit import VennADMIT, admitted_accuracy_by_class
 from calibtut.selective.features import KNNFeatures
-from calibtut.selective.knn_approximation import (
-    KNNApproximation,
-    Localizer,
-    band_width,
-    consecutive_agreement,
-    fit_knn_approximation,
-    fit_localizer,
-)
-from calibtut.selective.neighbors import nearest_neighbors
+from calibtut.selective.knn_approximation import band_width
+from calibtut.selective.pipeline import KNNFeaturePipeline
 
 __all__ = [
     "PROTECTION_METHODS",
@@ -82,7 +75,6 @@ SHIFTS = ("exchangeable", "off-support", "boundary", "label noise")
 #: The methods of :func:`protection_runs`, conformal baseline first.
 PROTECTION_METHODS = ("Conf_base", "ADMIT", "Venn-ADMIT-w", "Venn-ADMIT_qK-w", "Venn-ADMIT", "Venn-ADMIT_qK")
 
-_K = 25
 _CURVE, _U_SCALE, _SLOPE = 0.1, 1.5, 3.0  # x1 = 0.1 x2^3 + u, u ~ N(0, 1.5^2), P(y=1|x) = sigmoid(3u)
 _MOVE, _SQUEEZE, _FLIP = 4.0, 0.75, 0.2  # the shifts at strength 1
 
@@ -135,49 +127,36 @@ def shifted_sample(n, seed=None, *, shift="exchangeable", strength=0.0):
 
 
 class _Pipeline:
-    """The network, KNN approximation, localizer and calibration features of one seed."""
+    """The network and the fitted :class:`~calibtut.selective.pipeline.KNNFeaturePipeline` of one seed.
+
+    The KNN's distance temperature starts at the median distance of its fitting points to their
+    neighbours, the localizer's at the median ``d`` of ``D_ca^mc``.
+    """
 
     def __init__(self, rng, n_train, n_knn, n_mc, n_vp, epochs, seed):
-        (x_tr, self.y_tr), (x_knn, _), (x_cal, y_cal) = (shifted_sample(m, rng) for m in (n_train, n_knn, n_mc + n_vp))
-        self.net = LogisticRegression().fit(x_tr, self.y_tr)
-        self.reference = torch.as_tensor(x_tr)
-        self.logits_tr = torch.as_tensor(self._logits(x_tr))
-        self.pred_tr = self._logits(x_tr).argmax(axis=1)
-        neighbourhood = self._neighbourhood(x_knn)
-        self.knn = KNNApproximation(2, eta=float(np.median(neighbourhood[0].numpy())))
-        fit_knn_approximation(self.knn, *neighbourhood[:3], torch.as_tensor(self._logits(x_knn)), epochs=epochs,
-                              seed=seed)
+        (x_tr, y_tr), (x_knn, _), (x_cal, y_cal) = (shifted_sample(m, rng) for m in (n_train, n_knn, n_mc + n_vp))
+        self.net = LogisticRegression().fit(x_tr, y_tr)
+        self.knn = KNNFeaturePipeline(n_neighbors=N_NEIGHBORS, knn_eta="median", epochs=epochs)
+        self.knn.fit(x_tr, self._logits(x_tr), y_tr)
+        fitting = self.knn.kneighbors(x_knn)
+        self.knn.fit_knn(None, self._logits(x_knn), neighbours=fitting, seed=seed)
         cal = self.features(x_cal, y_cal)
         self.mc, self.vp = cal[np.arange(n_mc)], cal[np.arange(n_mc, n_mc + n_vp)]
-        self.x_vp = torch.as_tensor(x_cal[n_mc:])
         self.omega = band_width(self.mc)
-        with torch.no_grad():
-            knn_logits = self.knn(*neighbourhood[:3])
-            vp_logits = self.knn(*self._neighbourhood(x_cal[n_mc:])[:3])
-        self.localizer = Localizer(eta=float(np.median(self.mc.d)) + 1e-12)
-        fit_localizer(self.localizer, torch.cdist(torch.as_tensor(x_knn), self.x_vp), vp_logits, knn_logits,
-                      epochs=epochs, seed=seed)
+        self.knn.fit_localizer(x_knn, x_cal[n_mc:], eta=float(np.median(self.mc.d)) + 1e-12, neighbours=fitting,
+                               seed=seed)
 
     def _logits(self, x):
         z = self.net.decision_function(x)
         return np.column_stack([-z / 2, z / 2])
 
-    def _neighbourhood(self, x):
-        dist, idx = nearest_neighbors(torch.as_tensor(x), self.reference, _K)
-        return dist, self.logits_tr[idx], torch.as_tensor(self.y_tr)[idx], idx.numpy()
-
     def features(self, x, y):
         """The labelled :class:`KNNFeatures` of points ``x``."""
-        dist, nb_logits, nb_labels, idx = self._neighbourhood(x)
-        with torch.no_grad():
-            probs = torch.softmax(self.knn(dist, nb_logits, nb_labels), dim=1).numpy()
-        q = consecutive_agreement(probs.argmax(axis=1), self.pred_tr[idx], self.y_tr[idx], cap=_K)
-        return KNNFeatures(probs, y, q, dist[:, 0].numpy().astype(float))
+        return self.knn.transform(x, y)
 
     def psi(self, x):
         """The localizer's weights of points ``x`` over the Venn split."""
-        with torch.no_grad():
-            return self.localizer.weights(torch.cdist(torch.as_tensor(x), self.x_vp)).numpy()
+        return self.knn.localizer_weights(x)
 
 
 def _admissions(pipe, model, cal, test, x_test, alpha):
@@ -185,7 +164,7 @@ def _admissions(pipe, model, cal, test, x_test, alpha):
     sets = split_conformal_sets(cal.probs, cal.labels, test.probs, alpha)
     sets[np.arange(len(test)), test.probs.argmax(axis=1)] = True  # the paper's convention
     admit_sets = model.admit_.predict_set(test)
-    qk = test.q == _K
+    qk = test.q == N_NEIGHBORS
     admitted = {"Conf_base": sets.sum(axis=1) == 1, "ADMIT": admit_sets.sum(axis=1) == 1,
                 "Venn-ADMIT-w": model.predict_admitted(test),
                 "Venn-ADMIT": model.predict_admitted(test, localizer_psi=pipe.psi(x_test))}
@@ -194,7 +173,7 @@ def _admissions(pipe, model, cal, test, x_test, alpha):
     return admitted
 
 
-def separation_signals(cal, test, *, cap=_K, seed=0):
+def separation_signals(cal, test, *, cap=N_NEIGHBORS, seed=0):
     """How well the method's own signals ``q`` and ``d`` see a shift, and what they miss.
 
     Parameters

@@ -49,17 +49,11 @@ from calibtut.conformal.sets import (
     mondrian_conformal_sets,
     split_conformal_sets,
 )
+from calibtut.experiments.venn_admit._common import N_NEIGHBORS
 from calibtut.selective.admit import VennADMIT, admit_sets
 from calibtut.selective.features import KNNFeatures
-from calibtut.selective.knn_approximation import (
-    KNNApproximation,
-    Localizer,
-    band_width,
-    consecutive_agreement,
-    fit_knn_approximation,
-    fit_localizer,
-)
-from calibtut.selective.neighbors import nearest_neighbors
+from calibtut.selective.knn_approximation import band_width
+from calibtut.selective.pipeline import KNNFeaturePipeline
 
 __all__ = [
     "rare_class_sample",
@@ -277,7 +271,7 @@ def synthetic_knn_pipeline(seed=0, *, n_train=3000, n_pool=3000, n_knn=600, n_fe
     "network" is a one-hidden-layer MLP (32 tanh units, scikit-learn, L-BFGS) trained
     on the training set; its hidden vector is the exemplar vector ``r``, its
     output layer the logits. The KNN approximation
-    (:class:`calibtut.selective.knn_approximation.KNNApproximation`, ``K = 25``) and
+    (:class:`calibtut.selective.pipeline.KNNFeaturePipeline`, ``K = 25``) and
     the localizer are fitted on the KNN-fitting set; every pool point then has
     the KNN's probabilities, ``q``, ``d`` and its exemplar vector. The band
     half-width ``omega`` comes from the whole pool's correct points with
@@ -364,31 +358,20 @@ def synthetic_knn_pipeline(seed=0, *, n_train=3000, n_pool=3000, n_knn=600, n_fe
         return r, r @ net.coefs_[1] + net.intercepts_[1]
 
     r_tr, logits_tr = exemplars_and_logits(x_tr)
-    pred_tr = logits_tr.argmax(axis=1)
-    reference = torch.as_tensor(r_tr)
-
-    def neighbourhood(r):
-        dist, idx = nearest_neighbors(torch.as_tensor(r), reference, 25)
-        return dist, torch.as_tensor(logits_tr)[idx], torch.as_tensor(y_tr)[idx], idx.numpy()
-
     r_knn, teacher = exemplars_and_logits(x_knn)
-    knn = KNNApproximation(3, eta=float(np.median(neighbourhood(r_knn)[0].numpy())))
-    fit_knn_approximation(knn, *neighbourhood(r_knn)[:3], torch.as_tensor(teacher), epochs=epochs, seed=seed)
     r_pool, logits_pool = exemplars_and_logits(x_pool)
-    dist, nb_logits, nb_labels, idx = neighbourhood(r_pool)
-    with torch.no_grad():
-        knn_logits = knn(dist, nb_logits, nb_labels)
-        knn_knn_logits = knn(*neighbourhood(r_knn)[:3])
-    probs = torch.softmax(knn_logits, dim=1).numpy()
-    prediction = probs.argmax(axis=1)
-    q = consecutive_agreement(prediction, pred_tr[idx], y_tr[idx], cap=25)
-    d = dist[:, 0].numpy().astype(float)
-    features = KNNFeatures(probs, y_pool, q, d)
-    localizer = Localizer(eta=float(np.median(d)))
-    support = torch.cdist(torch.as_tensor(r_knn), torch.as_tensor(r_pool))
-    fit_localizer(localizer, support, knn_logits, knn_knn_logits, epochs=epochs, seed=seed)
+    # the KNN's distance temperature starts at the median distance of its fitting points to their
+    # neighbours, the localizer's at the median d of the pool (its support)
+    pipe = KNNFeaturePipeline(n_neighbors=N_NEIGHBORS, knn_eta="median", epochs=epochs).fit(r_tr, logits_tr, y_tr)
+    fitting = pipe.kneighbors(r_knn)
+    pipe.fit_knn(None, teacher, neighbours=fitting, seed=seed)
+    pool = pipe.kneighbors(r_pool)
+    features = pipe.transform(labels=y_pool, neighbours=pool)
+    prediction = features.probs.argmax(axis=1)
+    pipe.fit_localizer(r_knn, r_pool, eta=float(np.median(features.d)), neighbours=fitting, support_neighbours=pool,
+                       seed=seed)
     return {
-        "features": features, "exemplars": r_pool, "omega": band_width(features), "localizer_eta": localizer.eta,
+        "features": features, "exemplars": r_pool, "omega": band_width(features), "localizer_eta": pipe.localizer_.eta,
         "network_accuracy": float(np.mean(logits_pool.argmax(axis=1) == y_pool)),
         "knn_accuracy": float(np.mean(prediction == y_pool)),
         "agreement": float(np.mean(logits_pool.argmax(axis=1) == prediction)), "means": means,

@@ -13,7 +13,14 @@
   correlated points of one sequence and the Venn categories' sizes;
 * the theory chapters (1, 3, 4): :func:`singleton_summary`,
   :func:`category_coverage_table` and :func:`admission_summary` summarise the
-  simulation loops of :mod:`calibtut.experiments.venn_admit.synthetic`.
+  simulation loops of :mod:`calibtut.experiments.venn_admit.synthetic`;
+* the spread over the random splits of one pool (chapter 4): the splits of
+  :func:`~calibtut.experiments.venn_admit.venn_admit_runs` share their pool,
+  so pooling their admitted points under a binomial interval is too narrow;
+  a statistic computed once per split is an independent sample whose mean
+  follows Student's ``t``: :func:`admissions_by_run` (admitted and correct
+  points of one method per split) and :func:`mean_lower_bound` (the
+  one-sided lower confidence bound of its mean).
 """
 
 from __future__ import annotations
@@ -25,7 +32,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from calibtut._validation import check_alpha, check_bool, check_frame, check_int, check_real
+from calibtut._validation import as_float_array, check_alpha, check_bool, check_frame, check_int, check_real
 from calibtut.conformal.quantiles import conformal_quantile
 from calibtut.experiments.venn_admit._common import method_list
 from calibtut.experiments.venn_admit.tasks import DATASETS, METHODS
@@ -34,17 +41,19 @@ from calibtut.run import find_root, paper_vs_ours, stored_path
 from calibtut.stats import clustered_proportion_se
 
 __all__ = [
-    "MODELS",
-    "PAPER_DATASETS",
-    "PROTEIN_CLASSES",
-    "SEQUENCE_DATASETS",
     "admission_summary",
+    "admissions_by_run",
     "admitted_accuracy_gap",
-    "category_coverage_table",
     "category_accuracy",
+    "category_coverage_table",
     "exemplar_gpu_runs",
     "exemplar_gpu_signals",
+    "mean_lower_bound",
+    "MODELS",
+    "PAPER_DATASETS",
     "pooled_singletons",
+    "PROTEIN_CLASSES",
+    "SEQUENCE_DATASETS",
     "singleton_summary",
     "table2_model_approximation",
     "table2_vs_paper",
@@ -936,3 +945,78 @@ def admission_summary(runs, alpha, *, by="true"):
         "accuracy": (total["correct"] / total["admitted"].where(total["admitted"] > 0)).to_numpy(),
         "accuracy_low": [b[0] for b in bounds], "accuracy_high": [b[1] for b in bounds], "target": 1 - alpha,
     })
+
+
+# ------------------------------ the spread of a statistic over the random splits of one pool (chapter 4)
+
+
+def admissions_by_run(runs, method):
+    """Admitted and correct points of one method in each run, and the run's accuracy among them.
+
+    Parameters
+    ----------
+    runs : pandas.DataFrame
+        The output of :func:`~calibtut.experiments.venn_admit.venn_admit_runs`
+        (columns ``run``, ``method``, ``admitted`` and ``correct``; with a
+        ``by`` column only its ``"true"`` rows are summed, since both
+        stratifications count the same points).
+    method : str
+        The method whose runs are summed (a value of ``runs["method"]``).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Indexed by ``run``: ``admitted``, ``correct`` and ``accuracy``
+        (``correct / admitted``, NaN for a run that admits nothing).
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> runs = pd.DataFrame({"run": [0, 0, 1, 1], "method": "m", "class": [0, 1, 0, 1],
+    ...                      "admitted": [30, 10, 0, 0], "correct": [29, 9, 0, 0]})
+    >>> table = admissions_by_run(runs, "m")
+    >>> table.index.tolist(), table["admitted"].tolist(), table["accuracy"].tolist()
+    ([0, 1], [40, 0], [0.95, nan])
+    """
+    runs = check_frame(runs, "runs", ["run", "method", "admitted", "correct"])
+    if method not in set(runs["method"]):
+        raise ValueError(f"method must be one of runs['method'] {sorted(set(runs['method']))}, got {method!r}")
+    rows = runs[runs["method"] == method]
+    if "by" in rows.columns:
+        rows = rows[rows["by"] == "true"]
+    table = rows.groupby("run")[["admitted", "correct"]].sum()
+    table["accuracy"] = table["correct"] / table["admitted"].where(table["admitted"] > 0)
+    return table
+
+
+def mean_lower_bound(values, level=0.99):
+    """One-sided lower confidence bound of a mean from independent values (Student's ``t``).
+
+    ``mean - t_{level, n - 1} * sd / sqrt(n)``, with ``sd`` the sample
+    standard deviation of the ``n`` values: the mean of their law is above
+    it with probability ``level`` when the values are independent draws of
+    one normal law, and close to that for a statistic that averages many
+    points, such as the accuracy of one random split's admitted points.
+
+    Parameters
+    ----------
+    values : array_like of shape (n,)
+        Finite values, one per independent run (at least 2).
+    level : float, default 0.99
+        Confidence level in (0, 1).
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> round(mean_lower_bound([0.96, 0.97, 0.95, 0.98, 0.97]), 4)
+    0.9469
+    """
+    values = as_float_array(values, "values", ndim=1)
+    level = check_real(level, "level", low=0, high=1, low_open=True, high_open=True)
+    if values.size < 2:
+        raise ValueError(f"values must hold at least 2 runs, got {values.size}")
+    sd = float(np.std(values, ddof=1))
+    return float(np.mean(values) - stats.t.ppf(level, values.size - 1) * sd / math.sqrt(values.size))

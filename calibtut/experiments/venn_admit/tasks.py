@@ -76,7 +76,7 @@ from calibtut.data.grammar import load_fce
 from calibtut.data.splits import calibration_parts
 from calibtut.data.protein import load_protein_ss
 from calibtut.data.sentiment import load_sentiment, sentiment_pool
-from calibtut.experiments.venn_admit._common import f05_score, method_list
+from calibtut.experiments.venn_admit._common import N_NEIGHBORS, f05_score, method_list
 from calibtut.models.exemplar import ExemplarCNN, exemplar_outputs, fit_exemplar_cnn
 from calibtut.models.memory_head import MemoryHead, fit_memory_head, memory_head_outputs
 from calibtut.models.protein_cnn import ProteinCNN, encode_proteins, fit_protein_cnn, protein_cnn_outputs
@@ -90,16 +90,8 @@ from calibtut.models.token_cnn import TokenCNN, WordVocabulary, fit_token_cnn, t
 from calibtut.recalibration import TemperatureScaling
 from calibtut.recalibration.venn import venn_abers
 from calibtut.selective.admit import BLOCK_CELLS, VennADMIT, admit_sets, admitted_accuracy_by_class, venn_admit
-from calibtut.selective.features import KNNFeatures
-from calibtut.selective.knn_approximation import (
-    KNNApproximation,
-    Localizer,
-    band_width,
-    consecutive_agreement,
-    fit_knn_approximation,
-    fit_localizer,
-)
-from calibtut.selective.neighbors import nearest_neighbors
+from calibtut.selective.knn_approximation import band_width
+from calibtut.selective.pipeline import KNNFeaturePipeline
 
 __all__ = [
     "DATASETS",
@@ -134,7 +126,6 @@ METHODS = ("KNN", "Conf_base", "RAPS_adapt", "RAPS_size", "APS", "Local_conf", "
 #: The methods of the three-class Protein task: all of :data:`METHODS` but the binary Venn-ABERS.
 PROTEIN_METHODS = tuple(m for m in METHODS if m != "Venn-ABERS")
 
-_K = 25
 
 
 def _check_settings(seed, model_seed, n_calibration, hidden, epochs, max_features):
@@ -211,12 +202,6 @@ def _encoded(part, seed, n_calibration, network_key):
     return (*outputs(texts, part), labels)
 
 
-def _softmax(logits):
-    z = logits - logits.max(axis=1, keepdims=True)
-    e = np.exp(z)
-    return e / e.sum(axis=1, keepdims=True)
-
-
 def _distances(a, b):
     return torch.cdist(torch.as_tensor(a, dtype=torch.float64), torch.as_tensor(b, dtype=torch.float64))
 
@@ -231,14 +216,10 @@ def _pipeline(dataset, seed, n_calibration, network_key):
     return _approximation((train_r, train_logits, train_y), cal, test, seed, 2)
 
 
-def _training_neighbours(train_r, cal_r, test_r):
-    """The ``K`` nearest training exemplars of the calibration and test points: float64 distances, numpy indices."""
-    reference = torch.as_tensor(train_r)
-    out = {}
-    for name, r in (("cal", cal_r), ("test", test_r)):
-        dist, idx = nearest_neighbors(torch.as_tensor(r), reference, _K)
-        out[name] = (dist.double(), idx.numpy())
-    return out
+def _training_neighbours(train, cal_r, test_r):
+    """The ``K`` nearest training exemplars of the calibration and test points (``kneighbors``)."""
+    search = KNNFeaturePipeline(n_neighbors=N_NEIGHBORS).fit(*train)
+    return {"cal": search.kneighbors(cal_r), "test": search.kneighbors(test_r)}
 
 
 def _approximation(train, cal, test, seed, n_classes, *, neighbours=None, localizer_points=None, groups=None):
@@ -248,61 +229,46 @@ def _approximation(train, cal, test, seed, n_classes, *, neighbours=None, locali
     network's training points, of ``D_valid`` and of the test set; ``seed``
     splits ``D_valid`` into ``D_knn``, ``D_ca^mc`` and ``D_ca^vp`` (by sequence
     when ``groups`` gives each row's sequence, :func:`calibtut.data.splits.calibration_parts`) and
-    seeds the KNN and localizer fits. ``neighbours`` (``{"cal": (dist, idx),
-    "test": ...}``, :func:`_training_neighbours`) saves the search when the same
-    points serve several splits; ``localizer_points`` caps the ``D_knn`` points
+    seeds the KNN and localizer fits (:class:`~calibtut.selective.pipeline.KNNFeaturePipeline`: the KNN's
+    distance temperature starts at 1, the localizer's at the median ``d`` of ``D_valid``).
+    ``neighbours`` (``{"cal": (dist, idx), "test": ...}``, :func:`_training_neighbours`) saves the search
+    when the same points serve several splits; ``localizer_points`` caps the ``D_knn`` points
     the localizer is fitted on (its cost is their number times ``|D_ca^vp|``).
     """
-    (train_r, train_logits, train_y), (cal_r, cal_logits, cal_y), (test_r, test_logits, test_y) = train, cal, test
-    train_pred = train_logits.argmax(axis=1)
-    parts = calibration_parts(len(cal_y), seed, groups)
+    parts = calibration_parts(len(cal[2]), seed, groups)
     if neighbours is None:
-        neighbours = _training_neighbours(train_r, cal_r, test_r)
+        neighbours = _training_neighbours(train, cal[0], test[0])
+    pipe = KNNFeaturePipeline(n_neighbors=N_NEIGHBORS, knn_eta=1.0, epochs=30).fit(*train)
+    cal_nb = neighbours["cal"]
+
+    def rows(nb, i):
+        return nb[0][torch.as_tensor(i)], nb[1][i]
+
+    pipe.fit_knn(None, cal[1][parts["knn"]], neighbours=rows(cal_nb, parts["knn"]), seed=seed)
     split = {}
-    for name, (r, logits, y) in {"cal": (cal_r, cal_logits, cal_y), "test": (test_r, test_logits, test_y)}.items():
-        dist, idx = neighbours[name]
-        split[name] = {"r": r, "logits": logits, "y": y, "dist": dist, "idx": idx}
-    knn = KNNApproximation(n_classes)
-    rows = torch.as_tensor(parts["knn"])
-    cal = split["cal"]
-
-    def neighbor(s, i):
-        """The network's logits and the labels at the training neighbours of rows ``i`` of split ``s``."""
-        return torch.as_tensor(train_logits[s["idx"][i]]), torch.as_tensor(train_y[s["idx"][i]])
-
-    nb_logits, nb_labels = neighbor(cal, parts["knn"])
-    fit_knn_approximation(knn, cal["dist"][rows], nb_logits, nb_labels, torch.as_tensor(cal["logits"][parts["knn"]]),
-                          epochs=30, seed=seed)
-    for s in split.values():
-        nb_logits, nb_labels = neighbor(s, slice(None))
-        with torch.no_grad():
-            s["knn_logits"] = knn(s["dist"], nb_logits, nb_labels).numpy()
-        s["knn_probs"] = _softmax(s["knn_logits"])
+    for name, (r, logits, y) in {"cal": cal, "test": test}.items():
+        s = split[name] = {"r": r, "logits": logits, "y": y}
+        s["features"] = pipe.transform(labels=y, neighbours=neighbours[name])
+        s["knn_probs"], s["q"], s["d"] = s["features"].probs, s["features"].q, s["features"].d
         s["knn_pred"] = s["knn_probs"].argmax(axis=1)
-        s["q"] = consecutive_agreement(s["knn_pred"], train_pred[s["idx"]], train_y[s["idx"]], cap=_K)
-        s["d"] = s["dist"][:, 0].numpy()
-        s["features"] = KNNFeatures(s["knn_probs"], s["y"], s["q"], s["d"])
-    omega = band_width(cal["features"][parts["mc"]])
-    vp = parts["vp"]
-    localizer = Localizer(eta=float(np.median(cal["d"])) or 1.0)
-    fitting = parts["knn"][:localizer_points]
-    fit_localizer(localizer, _distances(cal["r"][fitting], cal["r"][vp]),
-                  torch.as_tensor(cal["knn_logits"][vp]), torch.as_tensor(cal["knn_logits"][fitting]),
-                  epochs=30, seed=seed)
-    test_r, vp_r = split["test"]["r"], cal["r"][vp]
+    cal_split = split["cal"]
+    omega = band_width(cal_split["features"][parts["mc"]])
+    vp, fitting = parts["vp"], parts["knn"][:localizer_points]
+    pipe.fit_localizer(cal[0][fitting], cal[0][vp], eta=float(np.median(cal_split["d"])) or 1.0,
+                       neighbours=rows(cal_nb, fitting), support_neighbours=rows(cal_nb, vp), seed=seed)
+    vp_logits = pipe.knn_logits(neighbours=rows(cal_nb, vp))
+    test_r = test[0]
 
     def psi(rows):
         """The localizer's weights of test points ``rows`` over ``D_ca^vp`` (dense only block by block)."""
-        with torch.no_grad():
-            return localizer.weights(_distances(test_r[rows], vp_r)).numpy()
+        return pipe.localizer_weights(test_r[rows])
 
     step = max(1, BLOCK_CELLS // len(vp))  # the block budget of calibtut.selective.admit
     split["test"]["psi"] = psi
     split["test"]["localizer_pred"] = np.concatenate(
-        [(psi(np.arange(i, min(i + step, len(test_r)))) @ cal["knn_logits"][vp]).argmax(axis=1)
+        [(psi(np.arange(i, min(i + step, len(test_r)))) @ vp_logits).argmax(axis=1)
          for i in range(0, len(test_r), step)])
-    return {"split": split, "parts": parts, "omega": omega, "eta": localizer.eta, "train_pred": train_pred,
-            "n_classes": n_classes}
+    return {"split": split, "parts": parts, "omega": omega, "eta": pipe.localizer_.eta, "n_classes": n_classes}
 
 
 # ------------------------------------------------------------------------------------------ methods
@@ -361,7 +327,7 @@ def _method_sets(p, alpha, kappa, seed, methods):
         if name in want:
             admitted, _ = venn_admit(mc, vp, test["features"], alpha, omega=p["omega"], kappa=kappa,
                                      localizer_psi=None if name.endswith("-w") else test["psi"],
-                                     require_q=_K if "_qK" in name else None)
+                                     require_q=N_NEIGHBORS if "_qK" in name else None)
             out[name] = (admitted, test["knn_pred"], None)
     if "Venn-ABERS" in want:
         p0, p1 = venn_abers(knn_cal[:, 1], y_cal, knn_test[:, 1])
@@ -514,8 +480,8 @@ def va_rows(train, cal, test, seed=0, *, alpha=0.1, kappa=1000, methods=None, po
         parts.append((r, logits, y))
     if len({p[0].shape[1] for p in parts}) != 1 or len({p[1].shape[1] for p in parts}) != 1:
         raise ValueError("train, cal and test must share the exemplar width and the number of classes")
-    if len(parts[1][0]) < 20 or len(parts[0][0]) < _K:
-        raise ValueError(f"cal must have at least 20 points and train at least {_K}")
+    if len(parts[1][0]) < 20 or len(parts[0][0]) < N_NEIGHBORS:
+        raise ValueError(f"cal must have at least 20 points and train at least {N_NEIGHBORS}")
     seed = check_int(seed, "seed", minimum=0)
     alpha = check_alpha(alpha)
     kappa = check_int(kappa, "kappa", minimum=1)
@@ -705,7 +671,7 @@ def _sequence_data(task, n_test, network_key):
     r, logits = token_cnn_outputs(net, encode([sequences[j] for j in chosen]), device=network_key[-1])
     test = (r, logits, np.concatenate([labels[j] for j in chosen]))
     test_groups = chosen[_sequence_ids([labels[j] for j in chosen])]
-    return train, cal, test, _training_neighbours(train[0], cal[0], test[0]), cal_groups, test_groups
+    return train, cal, test, _training_neighbours(train, cal[0], test[0]), cal_groups, test_groups
 
 
 @functools.lru_cache(maxsize=4)
