@@ -136,6 +136,8 @@ CASES = {
                              {"predict_source_proba": (_args(_X), "probability")}),
     "MarginalKDE": Case({"n_kernels": 10}, _args(_y), {"pit": (_args(_y), "pit")}),
     "Standardizer": Case({}, _args(_X, _y), {"transform": (_args(_X), "features")}),
+    "KNNFeaturePipeline": Case({"n_neighbors": 5, "epochs": 2}, _args(_X, _logits, _labels),
+                               {"kneighbors": (_args(_X), "neighbours")}),
 }
 
 
@@ -276,6 +278,10 @@ def _check_role(role, out, name, method):
         assert out.shape == (M,) and np.all((out >= 0) & (out <= 1)), where
     elif role == "features":
         assert out.shape == _X.shape, where
+    elif role == "neighbours":
+        distances, indices = out
+        assert distances.shape == indices.shape == (M, 5), where
+        assert np.all(np.diff(np.asarray(distances), axis=1) >= 0), f"{where}: distances not sorted"
     else:
         raise AssertionError(f"unknown role {role!r} of {where}")
 

@@ -151,7 +151,7 @@ def test_recalibrator_equals_its_wrapper(fix):
     [
         (lambda: IsotonicRecalibrator().fit([0.2, 1.5]), ValueError, "cal_pit"),
         (lambda: IsotonicRecalibrator().fit([[0.2, 0.5]]), ValueError, "cal_pit"),
-        (lambda: IsotonicRecalibrator(fix_truncation=1), TypeError, "fix_truncation"),
+        (lambda: IsotonicRecalibrator(fix_truncation=1).fit([0.2, 0.5]), TypeError, "fix_truncation"),
         (lambda: IsotonicRecalibrator().transform([0.5]), RuntimeError, "not fitted"),
         (lambda: IsotonicRecalibrator().predict_quantiles([0.5], None), RuntimeError, "not fitted"),
         (lambda: IsotonicRecalibrator().fit([0.2, 0.5]).transform([-0.1]), ValueError, "pit"),

@@ -108,15 +108,11 @@ def test_the_knn_mimics_the_network(seed):
 
 
 def test_arguments_are_checked():
-    with pytest.raises(ValueError, match="n_neighbors"):
-        KNNFeaturePipeline(n_neighbors=0)
-    with pytest.raises(ValueError, match="knn_eta"):
-        KNNFeaturePipeline(knn_eta="mean")
-    with pytest.raises(ValueError, match="knn_eta"):
-        KNNFeaturePipeline(knn_eta=-1.0)
-    with pytest.raises(ValueError, match="epochs"):
-        KNNFeaturePipeline(epochs=0)
     r, logits, y = _network(30, 0)
+    # hyper-parameters are checked by fit (the estimator contract)
+    for bad in ({"n_neighbors": 0}, {"knn_eta": "mean"}, {"knn_eta": -1.0}, {"epochs": 0}):
+        with pytest.raises(ValueError, match=next(iter(bad))):
+            KNNFeaturePipeline(**bad).fit(r, logits, y)
     with pytest.raises(ValueError, match="at least n_neighbors"):
         KNNFeaturePipeline(n_neighbors=40).fit(r, logits, y)
     with pytest.raises(ValueError, match="train_exemplars"):

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from calibtut._estimator import Estimator, rule
 from calibtut._torch import torch
 from calibtut._validation import (
     as_float_array,
@@ -65,7 +66,16 @@ def _distances(a, b):
     return torch.cdist(torch.as_tensor(a, dtype=torch.float64), torch.as_tensor(b, dtype=torch.float64))
 
 
-class KNNFeaturePipeline:
+def _check_knn_eta(value, name):
+    """The KNN's starting distance temperature: a positive number, or ``"median"``."""
+    if isinstance(value, str):
+        if value == "median":
+            return value
+        raise ValueError(f"{name} must be a positive number or 'median', got {value!r}")
+    return check_real(value, name, low=0, low_open=True)
+
+
+class KNNFeaturePipeline(Estimator):
     """Neighbours, KNN approximation, features ``q`` and ``d``, and localizer of one network (paper 001).
 
     Parameters
@@ -105,14 +115,16 @@ class KNNFeaturePipeline:
     ((50, 25), True)
     """
 
+    _parameter_constraints = {
+        "n_neighbors": rule(check_int, minimum=1),
+        "knn_eta": _check_knn_eta,
+        "epochs": rule(check_int, minimum=1),
+    }
+
     def __init__(self, *, n_neighbors=25, knn_eta=1.0, epochs=30):
-        self.n_neighbors = check_int(n_neighbors, "n_neighbors", minimum=1)
-        if not (isinstance(knn_eta, str) and knn_eta == "median"):
-            if isinstance(knn_eta, str):
-                raise ValueError(f"knn_eta must be a positive number or 'median', got {knn_eta!r}")
-            knn_eta = check_real(knn_eta, "knn_eta", low=0, low_open=True)
+        self.n_neighbors = n_neighbors
         self.knn_eta = knn_eta
-        self.epochs = check_int(epochs, "epochs", minimum=1)
+        self.epochs = epochs
 
     def fit(self, train_exemplars, train_logits, train_labels):
         """Hold the network's training exemplars (what is searched), logits and labels.
@@ -130,12 +142,13 @@ class KNNFeaturePipeline:
         -------
         self
         """
+        p = self._validate_params()
         reference = _matrix(train_exemplars, "train_exemplars")
         logits = _matrix(train_logits, "train_logits")
         labels = check_labels(train_labels, "train_labels", n_classes=logits.shape[1])
         check_same_length(train_exemplars=reference, train_logits=logits, train_labels=labels)
-        if len(labels) < self.n_neighbors:
-            raise ValueError(f"train_exemplars must have at least n_neighbors={self.n_neighbors} rows, "
+        if len(labels) < p.n_neighbors:
+            raise ValueError(f"train_exemplars must have at least n_neighbors={p.n_neighbors} rows, "
                              f"got {len(labels)}")
         self.reference_ = torch.as_tensor(reference)
         self.train_logits_ = torch.as_tensor(logits)
@@ -167,10 +180,10 @@ class KNNFeaturePipeline:
         check_fitted(self, "reference_")
         distances, indices = self._neighbourhood(exemplars, neighbours, "exemplars")
         teacher = _matrix(teacher_logits, "teacher_logits", self.n_classes_)
-        eta = float(np.median(distances.numpy())) if self.knn_eta == "median" else self.knn_eta
+        eta = float(np.median(distances.numpy())) if self.params_.knn_eta == "median" else self.params_.knn_eta
         self.knn_ = KNNApproximation(self.n_classes_, eta=eta)
         fit_knn_approximation(self.knn_, distances, *self._neighbour_outputs(indices), torch.as_tensor(teacher),
-                              epochs=self.epochs, seed=seed)
+                              epochs=self.params_.epochs, seed=seed)
         return self
 
     def kneighbors(self, exemplars):
@@ -186,7 +199,7 @@ class KNNFeaturePipeline:
         """
         check_fitted(self, "reference_")
         distances, indices = nearest_neighbors(torch.as_tensor(_matrix(exemplars, "exemplars")), self.reference_,
-                                               self.n_neighbors)
+                                               self.params_.n_neighbors)
         return distances.double(), indices.numpy()
 
     def knn_logits(self, exemplars=None, *, neighbours=None):
@@ -225,7 +238,7 @@ class KNNFeaturePipeline:
         distances, indices = self._neighbourhood(exemplars, neighbours, "exemplars")
         probs = _softmax(self.knn_logits(neighbours=(distances, indices)))
         q = consecutive_agreement(probs.argmax(axis=1), self.train_pred_[indices], self.train_labels_[indices],
-                                  cap=self.n_neighbors)
+                                  cap=self.params_.n_neighbors)
         return KNNFeatures(probs, labels, q, distances[:, 0].numpy())
 
     def fit_localizer(self, exemplars, support, *, eta, neighbours=None, support_neighbours=None, seed=None):
@@ -261,7 +274,7 @@ class KNNFeaturePipeline:
         self.support_ = support
         self.localizer_ = Localizer(eta=eta)
         fit_localizer(self.localizer_, _distances(exemplars, support), torch.as_tensor(support_logits),
-                      torch.as_tensor(teacher), epochs=self.epochs, seed=seed)
+                      torch.as_tensor(teacher), epochs=self.params_.epochs, seed=seed)
         return self
 
     def localizer_weights(self, exemplars):
@@ -280,8 +293,9 @@ class KNNFeaturePipeline:
         if neighbours is None:
             return self.kneighbors(exemplars)
         distances, indices = neighbours
-        if not isinstance(distances, torch.Tensor) or distances.ndim != 2 or distances.shape[1] != self.n_neighbors:
-            raise ValueError(f"neighbours must be (distances, indices) of kneighbors, with {self.n_neighbors} "
+        k = self.params_.n_neighbors
+        if not isinstance(distances, torch.Tensor) or distances.ndim != 2 or distances.shape[1] != k:
+            raise ValueError(f"neighbours must be (distances, indices) of kneighbors, with {k} "
                              f"columns, for {name}")
         return distances, np.asarray(indices)
 
