@@ -35,14 +35,17 @@ from calibtut.experiments.covariate_shift.tables import (
     weight_variants_summary,
 )
 from calibtut.experiments.covariate_shift.tasks import (
+    AUTHORS_SHIFTS,
     DIGIT_SHIFTS,
     DISC_SCHEDULES,
     METHODS,
+    SOURCE_NETWORKS,
     cs_tasks,
     parse_shift,
     run_cs_config,
     run_weight_variants,
     shift_predictions,
+    temperature_objective,
 )
 
 # Library functions the chapters import from this part (their homes are in the lower layers).
@@ -51,9 +54,11 @@ from calibtut.stats import mean_with_sem
 
 
 __all__ = [
+    "AUTHORS_SHIFTS",
     "DIGIT_SHIFTS",
     "DISC_SCHEDULES",
     "METHODS",
+    "SOURCE_NETWORKS",
     "STAND_INS",
     "TABLE1_VERDICTS",
     "clip_median_summary",
@@ -73,6 +78,7 @@ __all__ = [
     "table1_claims",
     "table1_summary",
     "table1_vs_paper",
+    "temperature_objective",
     "top_weight_spread",
     "weight_variants_summary",
 ]
