@@ -368,3 +368,26 @@ def test_weight_variants_and_the_objective_curves_agree_with_the_runner_on_the_a
 def test_the_objective_curves_refuse_bad_temperatures():
     with pytest.raises(ValueError, match="temperatures"):
         cs.temperature_objective("U->M", temperatures=[1.0, 0.0], **TINY_NO_DANN)
+
+
+def test_the_authors_network_table_judges_each_cell_by_its_standard_error():
+    def runs(ece_iw, ece_none=42.43, error=47.44):
+        return pd.DataFrame({"shift": "U->M", "method": ["None", "IW+Temp"] * len(ece_iw),
+                             "ece": [v for e in ece_iw for v in (ece_none, e)], "oce": 0.0, "cls_error": error})
+    table = cs.authors_network_vs_paper(runs([7.0, 9.0]), runs([27.0, 29.0])).set_index(["shift", "method",
+                                                                                          "metric"])
+    iw = table.loc[("U->M", "IW+Temp", "ece")]
+    # by hand: mean 8.0, sd sqrt(2); paper 7.68 +- 1.80 over 10: se = sqrt(1.8**2/10 + 2/2) = 1.151
+    assert (iw["authors' network"], iw["ours"], iw["runs"]) == (8.0, 28.0, 2)
+    assert iw["authors' sd"] == pytest.approx(math.sqrt(2), abs=0.01) and iw["verdict"] == "reproduced"
+    far = cs.authors_network_vs_paper(runs([10.0, 10.2]), runs([27.0])).set_index(["shift", "method", "metric"])
+    # 2.42 points off with se = sqrt(0.324 + 0.01) = 0.578: more than two standard errors
+    assert far.loc[("U->M", "IW+Temp", "ece"), "verdict"] == "differs"
+    # no spread in the paper (the error, None): within exact_tolerance points, or not
+    assert table.loc[("U->M", "None", "cls_error"), "verdict"] == "reproduced"
+    off = cs.authors_network_vs_paper(runs([8.0], error=48.0), runs([8.0]), exact_tolerance=0.5)
+    assert off.query("metric == 'cls_error'")["verdict"].tolist() == ["differs", "–"]
+    # every U->M and M->U cell of the paper's error and ECE is there; the cells not run say so
+    assert len(table) == 2 * (1 + 5) and (table.loc["M->U", "verdict"] == "–").all()
+    with pytest.raises(ValueError, match="exact_tolerance"):
+        cs.authors_network_vs_paper(runs([8.0]), runs([8.0]), exact_tolerance=0.0)
