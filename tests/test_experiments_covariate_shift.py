@@ -1,17 +1,20 @@
 """The paper-004 experiments layer: shift names, the one-configuration runner, Table 1's tables."""
 
 import math
+import os
 
 import numpy as np
 import pandas as pd
 import pytest
+from scipy import special
 
 from calibtut.experiments import covariate_shift as cs
-from calibtut.metrics import expected_calibration_error
+from calibtut.metrics import brier_score, expected_calibration_error
 from calibtut.papers import paper_table
 from calibtut.run.recheck import resolve_function
 
 TINY = {"n_source": 400, "n_target": 400, "epochs": 2, "dann_epochs": 3}
+TINY_NO_DANN = {k: v for k, v in TINY.items() if k != "dann_epochs"}
 
 
 def test_parse_shift_accepts_the_book_domains_and_refuses_others():
@@ -274,3 +277,117 @@ def test_source_recipe_table_averages_the_paper_pipeline_per_recipe():
         cs.source_recipe_vs_paper(book, recipes, shift="M->U")
     with pytest.raises(ValueError, match="shift"):
         cs.source_recipe_vs_paper(book, recipes, shift="U-M")
+
+
+# ------------------------------------------------------------------ the authors' source networks
+
+needs_mirror = pytest.mark.skipif(not os.environ.get("CALIBTUT_DATA_MIRROR"),
+                                  reason="the authors' networks come from the offline data mirror")
+AUTHORS_TINY = {"n_target": 300, "dann_epochs": 2, "source_network": "authors"}
+
+
+@pytest.mark.parametrize("change, error", [
+    ({"source_network": "theirs"}, ValueError),
+    ({"source_network": "authors", "shift": "M->M"}, ValueError),
+    ({"source_network": "authors", "shift": "D8->U"}, ValueError),
+    ({"source_network": None}, ValueError),
+])
+def test_the_source_network_is_checked_before_any_work(change, error):
+    with pytest.raises(error, match="source_network"):
+        cs.run_cs_config(**{"shift": "U->M", **TINY, **change})
+    with pytest.raises(error, match="source_network"):
+        cs.run_weight_variants(**{"shift": "U->M", **change})
+    with pytest.raises(error, match="source_network"):
+        cs.cs_tasks([change.get("shift", "U->M")], source_network=change["source_network"])
+
+
+def test_tasks_carry_the_source_network_only_when_asked():
+    # a task without the key is one of the stores published before the option existed
+    assert "source_network" not in cs.cs_tasks(["U->M"])[0]
+    tasks = cs.cs_tasks(["U->M", "M->U"], [0], 2, source_network="authors")
+    assert len(tasks) == 4 and {t["source_network"] for t in tasks} == {"authors"}
+
+
+def test_the_paper_split_of_mnist_keeps_the_authors_network_off_its_own_training_images():
+    wheel, pool = 5000, 15000
+    # U->M: the target's unlabelled parts are the training images, its labelled test set the 10,000 test images
+    t = cs.tasks._domain("M", "target", 0, None, "authors")
+    assert [len(t[i]) for i in (0, 2, 4)] == [4000, 1000, 10000]
+    # M->U: the source validation set (the temperature's data) is the test set, never seen in training
+    s = cs.tasks._domain("M", "source", 0, None, "authors")
+    assert [len(s[i]) for i in (0, 2, 4)] == [wheel, pool - wheel, 0]
+    X, _ = cs.tasks._raw("M")
+    np.testing.assert_array_equal(t[4], X[wheel:])
+    np.testing.assert_array_equal(s[2], X[wheel:])
+    assert {tuple(r) for r in t[0][:50]}.isdisjoint({tuple(r) for r in t[2]})
+
+
+@needs_mirror
+@pytest.mark.parametrize("shift, paper_error", [("U->M", 47.44), ("M->U", 22.52)])
+def test_every_method_runs_on_the_authors_network_with_the_papers_target_error(shift, paper_error):
+    rows = cs.run_cs_config(shift, **AUTHORS_TINY).set_index("method")
+    assert rows.index.tolist() == list(cs.METHODS)
+    assert np.isfinite(rows[["ece", "oce", "fitted_t"]].to_numpy()).all()
+    # the network is the paper's and the test sets are the paper's: its Table 1 error, to a few images
+    # (M->U: one image of 2,007 differs, see tests/test_authors_network.py)
+    assert rows["cls_error"].iloc[0] == pytest.approx(paper_error, abs=0.1)
+    # nothing is trained: the training arguments do not change the source network
+    other = cs.run_cs_config(shift, epochs=7, lr=0.5, n_source=100, **AUTHORS_TINY).set_index("method")
+    assert other.loc["None", "ece"] == rows.loc["None", "ece"]
+
+
+@needs_mirror
+def test_weight_variants_and_the_objective_curves_agree_with_the_runner_on_the_authors_network():
+    kw = {"n_target": 300, "source_network": "authors"}
+    ref = cs.run_cs_config("U->M", repeat=1, dann_epochs=0, **kw).set_index("method")
+    rows = cs.run_weight_variants("U->M", repeat=1, discriminators=["logistic"], uppers=[1e3], **kw)
+    paper = rows.query("beta_g == 'fitted' and kind == 'bound'").iloc[0]
+    assert paper["ece"] == pytest.approx(ref.loc["IW+Temp", "ece"], rel=1e-12)
+    assert rows["source_kept"].isna().all()
+    # the plain validation error is the same on every row; the weighted one is a weighted mean of 0s and 1s
+    assert rows["val_error"].nunique() == 1 and rows["weighted_val_error"].between(0, 100).all()
+    temp = rows.query("discriminator == 'none'").iloc[0]
+    assert temp["weighted_val_error"] == temp["val_error"]
+    grid = [0.05, 0.5, 1.0, 2.0]
+    curves = cs.temperature_objective("U->M", repeat=1, temperatures=grid, **kw)
+    assert curves.groupby("objective").size().to_dict() == {"IW+Temp": 4, "Temp": 4, "target": 4}
+    # the unweighted curve is calibtut's Brier score of the rescaled logits (an independent route)
+    _, _, logits, _, ys_val, _ = cs.tasks._features("U->M", 0, None, 300, 20, 1e-3, None, "cpu", "authors")
+    temp_curve = curves[curves["objective"] == "Temp"]["brier"].to_numpy()
+    expected = [brier_score(special.softmax(logits["s_val"] / t, axis=1), ys_val) for t in grid]
+    np.testing.assert_allclose(temp_curve, expected, rtol=1e-12)
+    # the exact (bounded Brent) fit lands on a minimum of its objective: 5 % either side (inside the
+    # search range) the curve is not lower; a local one only, the chapter shows a lower point elsewhere
+    t = temp["fitted_t"]
+    around = [t * f for f in (1 / 1.05, 1.0, 1.05) if 0.01 <= t * f <= 100]
+    near = cs.temperature_objective("U->M", repeat=1, temperatures=around, **kw)
+    near = near[near["objective"] == "Temp"].set_index("temperature")["brier"]
+    assert near.loc[t] <= near.min() + 1e-12, near
+
+
+def test_the_objective_curves_refuse_bad_temperatures():
+    with pytest.raises(ValueError, match="temperatures"):
+        cs.temperature_objective("U->M", temperatures=[1.0, 0.0], **TINY_NO_DANN)
+
+
+def test_the_authors_network_table_judges_each_cell_by_its_standard_error():
+    def runs(ece_iw, ece_none=42.43, error=47.44):
+        return pd.DataFrame({"shift": "U->M", "method": ["None", "IW+Temp"] * len(ece_iw),
+                             "ece": [v for e in ece_iw for v in (ece_none, e)], "oce": 0.0, "cls_error": error})
+    table = cs.authors_network_vs_paper(runs([7.0, 9.0]), runs([27.0, 29.0])).set_index(["shift", "method",
+                                                                                          "metric"])
+    iw = table.loc[("U->M", "IW+Temp", "ece")]
+    # by hand: mean 8.0, sd sqrt(2); paper 7.68 +- 1.80 over 10: se = sqrt(1.8**2/10 + 2/2) = 1.151
+    assert (iw["authors' network"], iw["ours"], iw["runs"]) == (8.0, 28.0, 2)
+    assert iw["authors' sd"] == pytest.approx(math.sqrt(2), abs=0.01) and iw["verdict"] == "reproduced"
+    far = cs.authors_network_vs_paper(runs([10.0, 10.2]), runs([27.0])).set_index(["shift", "method", "metric"])
+    # 2.42 points off with se = sqrt(0.324 + 0.01) = 0.578: more than two standard errors
+    assert far.loc[("U->M", "IW+Temp", "ece"), "verdict"] == "differs"
+    # no spread in the paper (the error, None): within exact_tolerance points, or not
+    assert table.loc[("U->M", "None", "cls_error"), "verdict"] == "reproduced"
+    off = cs.authors_network_vs_paper(runs([8.0], error=48.0), runs([8.0]), exact_tolerance=0.5)
+    assert off.query("metric == 'cls_error'")["verdict"].tolist() == ["differs", "–"]
+    # every U->M and M->U cell of the paper's error and ECE is there; the cells not run say so
+    assert len(table) == 2 * (1 + 5) and (table.loc["M->U", "verdict"] == "–").all()
+    with pytest.raises(ValueError, match="exact_tolerance"):
+        cs.authors_network_vs_paper(runs([8.0]), runs([8.0]), exact_tolerance=0.0)

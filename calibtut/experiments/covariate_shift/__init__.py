@@ -3,10 +3,13 @@
 * :mod:`~calibtut.experiments.covariate_shift.tasks`: the shift names, the
   task list and the one-configuration runner :func:`run_cs_config` of Table 1
   (the digit shifts, their stand-ins for SVHN and Office-31, the rotation
-  sweep), and the per-point predictions of its reliability diagrams;
+  sweep; our trained source networks or, for U->M and M->U, the authors'),
+  the per-point predictions of its reliability diagrams and the Brier
+  objectives of its temperature fits;
 * :mod:`~calibtut.experiments.covariate_shift.tables`: our Table 1, the paper's
-  beside it, the paper's claims with our verdicts, and the tables behind the
-  rotation figure and the per-repeat view;
+  beside it, the paper's claims with our verdicts, the digit rows on the
+  authors' trained source networks, and the tables behind the rotation
+  figure and the per-repeat view;
 * :mod:`~calibtut.experiments.covariate_shift.chapters`: the fixed set-ups
   and tables that the teaching chapters (1-4 and 7) share.
 
@@ -25,6 +28,7 @@ from calibtut.experiments.covariate_shift.chapters import (
 from calibtut.experiments.covariate_shift.tables import (
     STAND_INS,
     TABLE1_VERDICTS,
+    authors_network_vs_paper,
     ece_vs_rotation,
     iw_gain_by_shift,
     repeats_by_method,
@@ -35,14 +39,17 @@ from calibtut.experiments.covariate_shift.tables import (
     weight_variants_summary,
 )
 from calibtut.experiments.covariate_shift.tasks import (
+    AUTHORS_SHIFTS,
     DIGIT_SHIFTS,
     DISC_SCHEDULES,
     METHODS,
+    SOURCE_NETWORKS,
     cs_tasks,
     parse_shift,
     run_cs_config,
     run_weight_variants,
     shift_predictions,
+    temperature_objective,
 )
 
 # Library functions the chapters import from this part (their homes are in the lower layers).
@@ -51,11 +58,14 @@ from calibtut.stats import mean_with_sem
 
 
 __all__ = [
+    "AUTHORS_SHIFTS",
     "DIGIT_SHIFTS",
     "DISC_SCHEDULES",
     "METHODS",
+    "SOURCE_NETWORKS",
     "STAND_INS",
     "TABLE1_VERDICTS",
+    "authors_network_vs_paper",
     "clip_median_summary",
     "clip_summary",
     "coverage_by_group",
@@ -73,6 +83,7 @@ __all__ = [
     "table1_claims",
     "table1_summary",
     "table1_vs_paper",
+    "temperature_objective",
     "top_weight_spread",
     "weight_variants_summary",
 ]

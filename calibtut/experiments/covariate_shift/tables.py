@@ -12,21 +12,25 @@
   per variant, beside the paper's IW+Temp. and Temp.;
 * :func:`source_recipe_vs_paper`: Temp., the paper's IW+Temp. pipeline and the
   oracle temperature per source recipe and discriminator schedule (the book's
-  or the authors'), beside the paper.
+  or the authors'), beside the paper;
+* :func:`authors_network_vs_paper`: the digit rows of Table 1 as the paper
+  prints them, run on the authors' trained source networks and on ours, with
+  a verdict per cell.
 """
 
 from __future__ import annotations
 
 from typing import NamedTuple
 
+import numpy as np
 import pandas as pd
 
-from calibtut._validation import check_frame
+from calibtut._validation import check_frame, check_real
 from calibtut.experiments.covariate_shift.tasks import METHODS, parse_shift
 from calibtut.papers import paper_table
 from calibtut.run import paper_vs_ours
 
-__all__ = ["STAND_INS", "TABLE1_VERDICTS", "ece_vs_rotation", "iw_gain_by_shift", "repeats_by_method",
+__all__ = ["STAND_INS", "TABLE1_VERDICTS", "authors_network_vs_paper", "ece_vs_rotation", "iw_gain_by_shift", "repeats_by_method",
            "source_recipe_vs_paper", "table1_claims", "table1_summary", "table1_vs_paper", "weight_variants_summary"]
 
 #: The paper's shifts that we cannot run offline -> the stand-in shift we run for them (None: no stand-in).
@@ -122,6 +126,71 @@ def table1_vs_paper(ours, *, full=None):
     table.insert(table.columns.get_loc("paper") + 1, "paper std", paper["std"].round(2).to_numpy())
     table.insert(table.columns.get_loc("paper std") + 1, "source", paper["source"].to_numpy())
     return table
+
+
+#: Table 1's columns, without our two ablations.
+_PAPER_METHODS = METHODS[:5]
+
+
+def authors_network_vs_paper(authors, ours, *, exact_tolerance=0.5):
+    """U->M and M->U as the paper prints them, beside the authors' network and ours, with verdicts.
+
+    One row per shift, method of Table 1 and metric (the target error
+    ``cls_error`` and the ``ece``, both in %): the paper's mean and standard
+    deviation, the mean and standard deviation over the repeats run on the
+    authors' trained source network (``source_network="authors"``) and on
+    ours, and whether the authors' network reproduces the paper's cell:
+
+    ``"reproduced"`` when the difference of the means is within two of its
+    standard errors, ``sqrt(sd_paper**2 / 10 + sd**2 / n)``, with ``sd`` and
+    ``n`` those of the authors'-network runs (one run: the paper's ``sd``,
+    the spread of a single draw), or within ``exact_tolerance`` points
+    whatever the spread (the floor for the cells that have none, the target
+    error and ``None``, and for Temp., whose spread over SGD runs is 0.01 in
+    the paper); ``"differs"`` otherwise.
+
+    Parameters
+    ----------
+    authors, ours : pandas.DataFrame
+        Rows of :func:`~calibtut.experiments.covariate_shift.run_cs_config`
+        with ``shift`` (sweeps over ``U->M`` and ``M->U``); repeats are averaged.
+    exact_tolerance : float, default 0.5
+        Points within which a cell counts as reproduced whatever its spread (> 0).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``shift``, ``method``, ``metric``, ``paper``, ``paper sd``,
+        ``authors' network``, ``authors' sd``, ``ours``, ``ours sd``,
+        ``runs`` (of the authors' network), ``authors - paper`` and
+        ``verdict`` (``"–"`` for a cell not run), rounded to 2 decimals; every
+        U->M and M->U cell of the paper's ``cls_error`` and ``ece``.
+
+    Examples
+    --------
+    >>> runs = pd.DataFrame({"shift": "U->M", "method": ["None", "IW+Temp"] * 2, "ece": [42.4, 7.0, 42.4, 9.0],
+    ...                      "oce": 0.0, "cls_error": 47.44})
+    >>> t = authors_network_vs_paper(runs, runs.assign(ece=runs["ece"] + 20))
+    >>> t = t.query("metric == 'ece'").dropna(subset=["authors' network"])  # the cells run
+    >>> t[["method", "paper", "authors' network", "ours", "verdict"]].values.tolist()
+    [['None', 42.43, 42.4, 62.4, 'reproduced'], ['IW+Temp', 7.68, 8.0, 28.0, 'reproduced']]
+    """
+    check_real(exact_tolerance, "exact_tolerance", low=0, low_open=True)
+    paper = paper_table("covariate_shift", "table1")
+    paper = paper[paper["shift"].isin(["U->M", "M->U"]) & paper["metric"].isin(["cls_error", "ece"])]
+    key = ["shift", "method", "metric"]
+    table = paper[key].assign(**{"paper": paper["mean"], "paper sd": paper["std"]})
+    for name, sd, runs in (("authors' network", "authors' sd", authors), ("ours", "ours sd", ours)):
+        stats = table1_summary(runs).rename(columns={"mean": name, "std": sd})
+        table = table.merge(stats[[*key, name, sd]], on=key, how="left")
+    table = table.merge(table1_summary(authors)[[*key, "runs"]], on=key, how="left")
+    diff = table["authors' network"] - table["paper"]
+    own_sd = table["authors' sd"].where(table["runs"] > 1, table["paper sd"])
+    se = np.sqrt(table["paper sd"] ** 2 / 10 + own_sd ** 2 / table["runs"]).fillna(0)
+    close = diff.abs() <= np.maximum(2 * se, exact_tolerance)
+    verdict = np.where(diff.isna(), "–", np.where(close, "reproduced", "differs"))
+    table = table.assign(**{"authors - paper": diff, "verdict": verdict})
+    return table[table["method"].isin(_PAPER_METHODS)].round(2).reset_index(drop=True)
 
 
 def ece_vs_rotation(runs, metric="ece"):

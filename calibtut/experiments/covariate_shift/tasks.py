@@ -35,6 +35,10 @@ each worker trains it once and keeps it (:func:`functools.lru_cache`), and
 keeps the last runs too, so that :func:`shift_predictions` after
 :func:`run_cs_config` with the same arguments costs nothing. :func:`cs_tasks` builds the
 task list that :func:`calibtut.run.sweep` runs through :func:`run_cs_config`.
+:func:`temperature_objective` gives the (weighted) Brier objectives of the
+temperature fits over a grid of temperatures.
+``source_network="authors"`` replaces the trained source network of U->M or
+M->U by the authors' own (:func:`calibtut.models.authors_network`).
 :func:`run_weight_variants` reruns IW+Temp. of one repeat under every way of
 estimating and using the weights (discriminator, its temperature, the clip,
 ``1/g - 1/2`` or ``1/g - 1``, exact or SGD temperature), with the weights'
@@ -61,10 +65,10 @@ import pandas as pd
 import torch
 from scipy import special
 
-from calibtut._validation import check_choice, check_int, check_real
+from calibtut._validation import check_choice, check_int, check_positive, check_real
 from calibtut.data import load_digits_8x8, load_mnist_pool, load_usps, rotate_images, texture_images
 from calibtut.metrics import expected_calibration_error, overconfidence_error
-from calibtut.models import LeNet5, extract_features, fit_classifier
+from calibtut.models import LeNet5, authors_network, extract_features, fit_classifier
 from calibtut.recalibration import TemperatureScaling
 from calibtut.shift import (
     DANNHead,
@@ -78,8 +82,8 @@ from calibtut.shift import (
     weight_summary,
 )
 
-__all__ = ["DIGIT_SHIFTS", "DISC_SCHEDULES", "METHODS", "cs_tasks", "parse_shift", "run_cs_config",
-           "run_weight_variants", "shift_predictions"]
+__all__ = ["AUTHORS_SHIFTS", "DIGIT_SHIFTS", "DISC_SCHEDULES", "METHODS", "SOURCE_NETWORKS", "cs_tasks",
+           "parse_shift", "run_cs_config", "run_weight_variants", "shift_predictions", "temperature_objective"]
 
 #: The columns of the paper's Table 1, then our two ablations (NLL temperature, density-ratio weights).
 METHODS = ("None", "Temp", "IW+Temp", "FL+Temp", "FL+IW+Temp", "Temp (NLL)", "IW(ratio)+Temp")
@@ -103,6 +107,15 @@ DISC_SCHEDULES = {
                 "weight_decay": 5e-4, "lr_step": 100, "lr_gamma": 0.5, "balanced_batches": True},
 }
 _TEMPERATURES = ("exact", "sgd")
+
+#: Where the source LeNet-5 comes from: trained here (``"ours"``) or the authors' trained network.
+SOURCE_NETWORKS = ("ours", "authors")
+
+#: The shifts whose source network the authors published (:func:`calibtut.models.authors_network`).
+AUTHORS_SHIFTS = {"U->M": "USPS2MNIST", "M->U": "MNIST2USPS"}
+
+#: The offline MNIST pool (:func:`calibtut.data.load_mnist_pool`): 5,000 training images, then the test set.
+_MNIST_TRAIN = 5000
 
 _DOMAIN = r"M|U|T|D8|R-?\d+(?:\.\d+)?"
 _SHIFT = re.compile(rf"({_DOMAIN})->({_DOMAIN})")
@@ -160,17 +173,31 @@ def _cap(index, n):
 
 
 @functools.lru_cache(maxsize=16)
-def _domain(name, role, seed, n_cap):
+def _domain(name, role, seed, n_cap, network="ours"):
     """``(X_train, y_train, X_val, y_val, X_test, y_test)`` of a domain in the role of source or target.
 
     MNIST (and its rotated and textured versions) use the seed's random half of
     the pool for the source role and the other half for the target role; USPS
-    uses the authors' split; the 8 x 8 digits a seeded split.
+    uses the authors' split; the 8 x 8 digits a seeded split. With the
+    authors' source network, MNIST is split as the paper's: as a target, its
+    5,000 training images (80 % unlabelled training, 20 % unlabelled
+    validation, in the seed's order) and the 10,000 test images as the
+    labelled test set; as a source, the training images train the
+    discriminator and the test images, which the authors' network never saw,
+    are the validation set.
     """
     base = "M" if name == "T" or name.startswith("R") else name
     X, y = _raw(base)
     if base == "U":
         train, val, test = np.arange(6198), np.arange(6198, 7291), np.arange(7291, 9298)
+    elif network == "authors":
+        order = np.random.default_rng(seed).permutation(_MNIST_TRAIN)
+        rest = np.arange(_MNIST_TRAIN, len(y))
+        if role == "source":
+            train, val, test = order, rest, rest[:0]
+        else:
+            cut = int(0.8 * _MNIST_TRAIN)
+            train, val, test = order[:cut], order[cut:], rest
     else:
         order = np.random.default_rng(seed).permutation(len(y))
         half = len(y) // 2
@@ -196,8 +223,14 @@ def _texture(X, rng):
 
 
 @functools.lru_cache(maxsize=8)
-def _source_model(source, seed, n_source, epochs, lr, lr_step, device):
-    """The source LeNet-5 and its :class:`calibtut.models.FitHistory` (Adam, StepLR if ``lr_step``)."""
+def _source_model(source, seed, n_source, epochs, lr, lr_step, device, network="ours"):
+    """The source LeNet-5 and its :class:`calibtut.models.FitHistory` (Adam, StepLR if ``lr_step``).
+
+    The authors' network (``network="authors"``) is loaded, not trained: its history is None.
+    """
+    if network == "authors":
+        shift = next(k for k in AUTHORS_SHIFTS if k.startswith(f"{source}->"))
+        return authors_network(AUTHORS_SHIFTS[shift]), None
     Xtr, ytr, Xval, yval, _, _ = _domain(source, "source", seed, n_source)
     model = LeNet5(seed=seed)
     history = fit_classifier(model, Xtr, ytr, val=(Xval, yval), epochs=epochs, batch_size=100, lr=lr,
@@ -225,8 +258,12 @@ def _discriminator(kind, X_source, X_target, val, seed, device, schedule="book")
     return d.fit(X_source, X_target, val=val)
 
 
-def _check_source(shift, seed, repeat, n_source, n_target, epochs, lr):
+def _check_source(shift, seed, repeat, n_source, n_target, epochs, lr, source_network="ours"):
     parse_shift(shift)
+    check_choice(source_network, "source_network", SOURCE_NETWORKS)
+    if source_network == "authors" and shift not in AUTHORS_SHIFTS:
+        raise ValueError(f"the authors published source networks for {sorted(AUTHORS_SHIFTS)} only, "
+                         f"got shift={shift!r} with source_network='authors'")
     check_int(seed, "seed", minimum=0)
     check_int(repeat, "repeat", minimum=0)
     for name, value in (("n_source", n_source), ("n_target", n_target)):
@@ -237,8 +274,8 @@ def _check_source(shift, seed, repeat, n_source, n_target, epochs, lr):
 
 
 def _check_run(shift, seed, repeat, n_source, n_target, epochs, lr, discriminator, dann_epochs, dann_lr, upper,
-               temperature):
-    _check_source(shift, seed, repeat, n_source, n_target, epochs, lr)
+               temperature, source_network):
+    _check_source(shift, seed, repeat, n_source, n_target, epochs, lr, source_network)
     check_int(dann_epochs, "dann_epochs", minimum=0)
     check_real(dann_lr, "dann_lr", low=0, low_open=True)
     check_real(upper, "upper", low=1)
@@ -247,13 +284,13 @@ def _check_run(shift, seed, repeat, n_source, n_target, epochs, lr, discriminato
 
 
 @functools.lru_cache(maxsize=8)
-def _features(shift, seed, n_source, n_target, epochs, lr, lr_step, device):
+def _features(shift, seed, n_source, n_target, epochs, lr, lr_step, device, network="ours"):
     """The source model's features ``phi``, its logits on the source validation and target test sets,
     the source validation labels and the target test labels."""
     source, target = parse_shift(shift)
-    model, _ = _source_model(source, seed, n_source, epochs, lr, lr_step, device)
-    Xs_tr, ys_tr, Xs_val, ys_val, _, _ = _domain(source, "source", seed, n_source)
-    Xt_tr, _, Xt_val, _, Xt_te, yt_te = _domain(target, "target", seed, n_target)
+    model, _ = _source_model(source, seed, n_source, epochs, lr, lr_step, device, network)
+    Xs_tr, ys_tr, Xs_val, ys_val, _, _ = _domain(source, "source", seed, n_source, network)
+    Xt_tr, _, Xt_val, _, Xt_te, yt_te = _domain(target, "target", seed, n_target, network)
     phi = {k: extract_features(model, X) for k, X in
            (("s_tr", Xs_tr), ("s_val", Xs_val), ("t_tr", Xt_tr), ("t_val", Xt_val), ("t_te", Xt_te))}
     with torch.no_grad():
@@ -269,8 +306,9 @@ def _repeat_seeds(seed, repeat):
 
 @functools.lru_cache(maxsize=32)
 def _run(shift, seed, repeat, n_source, n_target, epochs, lr, discriminator, dann_epochs, dann_lr, upper,
-         temperature, device):
-    model, phi, logits, ys_tr, ys_val, yt_te = _features(shift, seed, n_source, n_target, epochs, lr, None, device)
+         temperature, device, source_network):
+    model, phi, logits, ys_tr, ys_val, yt_te = _features(shift, seed, n_source, n_target, epochs, lr, None, device,
+                                                          source_network)
     pred = logits["t_te"].argmax(axis=1)
     correct = pred == yt_te
     rows = np.arange(len(pred))
@@ -309,16 +347,16 @@ def _run(shift, seed, repeat, n_source, n_target, epochs, lr, discriminator, dan
 
 
 def _run_arguments(shift, seed, repeat, n_source, n_target, epochs, lr, discriminator, dann_epochs, dann_lr, upper,
-                   temperature, device):
+                   temperature, device, source_network):
     _check_run(shift, seed, repeat, n_source, n_target, epochs, lr, discriminator, dann_epochs, dann_lr, upper,
-               temperature)
+               temperature, source_network)
     return (shift, int(seed), int(repeat), n_source, n_target, int(epochs), float(lr), discriminator,
-            int(dann_epochs), float(dann_lr), float(upper), temperature, device)
+            int(dann_epochs), float(dann_lr), float(upper), temperature, device, source_network)
 
 
 def shift_predictions(shift="U->M", seed=0, repeat=0, *, n_source=None, n_target=None, epochs=20, lr=1e-3,
                       discriminator="logistic", dann_epochs=100, dann_lr=1e-2, upper=1e3, temperature="exact",
-                      device="cpu"):
+                      device="cpu", source_network="ours"):
     """Every method's confidence in the source classifier's label, per target test point.
 
     The parameters are those of :func:`run_cs_config`; this is the raw
@@ -340,6 +378,7 @@ def shift_predictions(shift="U->M", seed=0, repeat=0, *, n_source=None, n_target
     upper : float, default 1000
     temperature : {"exact", "sgd"}, default "exact"
     device : {"cpu", "cuda"}, default "cpu"
+    source_network : {"ours", "authors"}, default "ours"
 
     Returns
     -------
@@ -355,14 +394,14 @@ def shift_predictions(shift="U->M", seed=0, repeat=0, *, n_source=None, n_target
     ['FL+IW+Temp', 'FL+Temp']
     """
     probs, correct, _, _ = _run(*_run_arguments(shift, seed, repeat, n_source, n_target, epochs, lr, discriminator,
-                                                 dann_epochs, dann_lr, upper, temperature, device))
+                                                 dann_epochs, dann_lr, upper, temperature, device, source_network))
     return pd.concat([pd.DataFrame({"method": m, "confidence": p, "correct": correct}) for m, p in probs.items()],
                      ignore_index=True)
 
 
 def run_cs_config(shift="U->M", seed=0, repeat=0, *, n_source=None, n_target=None, epochs=20, lr=1e-3,
                   discriminator="logistic", dann_epochs=100, dann_lr=1e-2, upper=1e3, temperature="exact",
-                  device="cpu"):
+                  device="cpu", source_network="ours"):
     """One calibrator repeat of one shift: every method's ECE and over-confident ECE (x 100).
 
     Parameters
@@ -396,6 +435,14 @@ def run_cs_config(shift="U->M", seed=0, repeat=0, *, n_source=None, n_target=Non
     temperature : {"exact", "sgd"}, default "exact"
         Brent's exact minimiser of the (weighted) score or the paper's SGD.
     device : {"cpu", "cuda"}, default "cpu"
+    source_network : {"ours", "authors"}, default "ours"
+        Train the source LeNet-5 here (``epochs``, ``lr``, ``n_source``,
+        ``seed``) or take the authors' trained network of U->M or M->U
+        (:func:`calibtut.models.authors_network`; the training arguments are
+        then unused, and MNIST is split as the paper's: its 10,000 test
+        images are the target test set of U->M and the source validation set
+        of M->U, see :data:`AUTHORS_SHIFTS`). Every method runs on either
+        network: FL adapts the frozen features of whichever network it is given.
 
     Returns
     -------
@@ -417,7 +464,7 @@ def run_cs_config(shift="U->M", seed=0, repeat=0, *, n_source=None, n_target=Non
     """
     probs, correct, extra, common = _run(*_run_arguments(shift, seed, repeat, n_source, n_target, epochs, lr,
                                                          discriminator, dann_epochs, dann_lr, upper, temperature,
-                                                         device))
+                                                         device, source_network))
     rows = []
     for method, p in probs.items():
         rows.append({
@@ -444,7 +491,7 @@ def _sequence(values, name, check):
 
 def run_weight_variants(shift="U->M", seed=0, repeat=0, *, n_source=None, n_target=None, epochs=20, lr=1e-3,
                         discriminators=_DISCRIMINATORS, uppers=(10.0, 100.0, 1e3), temperatures=("exact",),
-                        lr_step=None, disc_schedule="book", device="cpu"):
+                        lr_step=None, disc_schedule="book", device="cpu", source_network="ours"):
     """IW+Temp. under every way of estimating and using the weights: ECE and weight diagnostics.
 
     The source model, the data and the seeds are those of
@@ -479,8 +526,9 @@ def run_weight_variants(shift="U->M", seed=0, repeat=0, *, n_source=None, n_targ
 
     Parameters
     ----------
-    shift, seed, repeat, n_source, n_target, epochs, lr, device
-        As for :func:`run_cs_config`.
+    shift, seed, repeat, n_source, n_target, epochs, lr, device, source_network
+        As for :func:`run_cs_config` (with ``source_network="authors"`` the
+        source recipe ``epochs``, ``lr`` and ``lr_step`` is unused).
     discriminators : sequence of {"logistic", "mlp"}, default ("logistic", "mlp")
     uppers : sequence of float, default (10, 100, 1000)
         Clips ``U`` (each >= 1).
@@ -507,6 +555,10 @@ def run_weight_variants(shift="U->M", seed=0, repeat=0, *, n_source=None, n_targ
         them (``ess_frac``, ``top_fraction_share`` on the heaviest 1 %,
         ``top_k_share`` on the heaviest 10, ``max_over_mean``, ``q0.5``,
         ``q0.99``) and ``clipped_frac``, the share of points at the clip;
+        ``val_error`` and ``weighted_val_error``, the source classifier's
+        error (%) on the source validation set, plain and under the
+        variant's weights (the error the weighted temperature sees, to set
+        beside ``cls_error``; plain for the Temp and oracle rows);
         ``disc_ece`` and ``disc_brier``, the balanced reliability of the
         ``g`` used on the held-out source-vs-target pair
         (:func:`calibtut.shift.discriminator_reliability`; with ``beta_g``
@@ -514,7 +566,7 @@ def run_weight_variants(shift="U->M", seed=0, repeat=0, *, n_source=None, n_targ
         and ``disc_kept``, the network discriminator's epochs trained and
         epochs in the weights kept (NaN for the others); and, for every row,
         ``cls_error`` and ``source_kept``, the source model's epochs in the
-        weights kept (its best validation error).
+        weights kept (its best validation error; NaN for the authors' network).
 
     Examples
     --------
@@ -529,7 +581,7 @@ def run_weight_variants(shift="U->M", seed=0, repeat=0, *, n_source=None, n_targ
     ...                            uppers=[1e3], temperatures=["sgd"],
     ...                            disc_schedule="authors")  # doctest: +SKIP
     """
-    _check_source(shift, seed, repeat, n_source, n_target, epochs, lr)
+    _check_source(shift, seed, repeat, n_source, n_target, epochs, lr, source_network)
     discriminators = _sequence(discriminators, "discriminators",
                                lambda d: check_choice(d, "discriminators", _DISCRIMINATORS))
     uppers = _sequence(uppers, "uppers", lambda u: check_real(u, "uppers", low=1))
@@ -540,10 +592,14 @@ def run_weight_variants(shift="U->M", seed=0, repeat=0, *, n_source=None, n_targ
         raise TypeError(f"disc_schedule must be a str, one of {tuple(DISC_SCHEDULES)}, got {disc_schedule!r}")
     check_choice(disc_schedule, "disc_schedule", tuple(DISC_SCHEDULES))
     seed, epochs, lr = int(seed), int(epochs), float(lr)
-    _, phi, logits, _, ys_val, yt_te = _features(shift, seed, n_source, n_target, epochs, lr, lr_step, device)
-    _, source_history = _source_model(parse_shift(shift)[0], seed, n_source, epochs, lr, lr_step, device)
+    _, phi, logits, _, ys_val, yt_te = _features(shift, seed, n_source, n_target, epochs, lr, lr_step, device,
+                                                 source_network)
+    _, source_history = _source_model(parse_shift(shift)[0], seed, n_source, epochs, lr, lr_step, device,
+                                      source_network)
     pred = logits["t_te"].argmax(axis=1)
     correct = pred == yt_te
+    val_wrong = logits["s_val"].argmax(axis=1) != ys_val
+    val_error = {"val_error": 100 * float(val_wrong.mean())}
     points = np.arange(len(pred))
     disc_seed, _, sgd_seed, _ = _repeat_seeds(seed, repeat)
     rows = []
@@ -556,9 +612,11 @@ def run_weight_variants(shift="U->M", seed=0, repeat=0, *, n_source=None, n_targ
 
     for temperature in temperatures:
         rows.append({"discriminator": "none", "beta_g": "none", "kind": "none", "temperature": temperature,
-                     **score(_temperature("Temp", logits["s_val"], ys_val, None, temperature, sgd_seed))})
+                     **score(_temperature("Temp", logits["s_val"], ys_val, None, temperature, sgd_seed)),
+                     **val_error, "weighted_val_error": val_error["val_error"]})
     rows.append({"discriminator": "oracle", "beta_g": "none", "kind": "target labels", "temperature": "exact",
-                 **score(TemperatureScaling(loss="brier").fit(logits["t_te"], yt_te))})
+                 **score(TemperatureScaling(loss="brier").fit(logits["t_te"], yt_te)), **val_error,
+                 "weighted_val_error": val_error["val_error"]})
     for name in discriminators:
         d = _discriminator(name, phi["s_tr"], phi["t_tr"], (phi["s_val"], phi["t_val"]), disc_seed, device,
                            disc_schedule)
@@ -580,11 +638,68 @@ def run_weight_variants(shift="U->M", seed=0, repeat=0, *, n_source=None, n_targ
                                      "upper": upper, "kind": kind, "temperature": temperature,
                                      **score(_temperature("IW+Temp", logits["s_val"], ys_val, w, temperature,
                                                           sgd_seed)),
-                                     **diagnostics,
+                                     **diagnostics, **val_error,
+                                     "weighted_val_error": 100 * float(np.average(val_wrong, weights=w)),
                                      "clipped_frac": float(np.mean(g_val <= 1 / (1 + upper))),
                                      "disc_ece": rel.ece, "disc_brier": rel.brier, **trained})
-    return pd.DataFrame(rows).assign(cls_error=100 * float(1 - correct.mean()),
-                                     source_kept=source_history.best_epoch + 1)
+    kept = np.nan if source_history is None else source_history.best_epoch + 1
+    return pd.DataFrame(rows).assign(cls_error=100 * float(1 - correct.mean()), source_kept=kept)
+
+
+def temperature_objective(shift="U->M", seed=0, repeat=0, *, temperatures=None, n_source=None, n_target=None,
+                          epochs=20, lr=1e-3, discriminator="logistic", upper=1e3, device="cpu",
+                          source_network="ours"):
+    """The Brier objectives of the temperature fits as functions of the temperature ``T``.
+
+    Three curves over ``temperatures``, each the mean (or weighted mean) over
+    a data set of the multi-class Brier score of ``softmax(logits / T)``:
+
+    * ``"Temp"``: the source validation set, unweighted (what Temp. minimises);
+    * ``"IW+Temp"``: the source validation set under the paper's weights
+      ``1/g - 1/2`` of this repeat's discriminator, clipped at ``upper``
+      (what IW+Temp. minimises; the same weights as the ``IW+Temp`` of
+      :func:`run_cs_config` with the same arguments);
+    * ``"target"``: the labelled target test set (what the oracle temperature
+      of :func:`run_weight_variants` minimises).
+
+    Parameters
+    ----------
+    shift, seed, repeat, n_source, n_target, epochs, lr, discriminator, upper, device, source_network
+        As for :func:`run_cs_config`.
+    temperatures : array_like of float or None, default None
+        Where to evaluate (each > 0); None: 201 points from 0.01 to 100 on a
+        log scale, the search range of the exact fit.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Long: ``objective`` (the curve's name above), ``temperature`` and ``brier``.
+
+    Examples
+    --------
+    >>> curves = temperature_objective("U->M", n_source=300, n_target=300, epochs=1,
+    ...                                temperatures=[0.5, 1.0, 2.0])  # doctest: +SKIP
+    >>> curves["objective"].unique().tolist()  # doctest: +SKIP
+    ['Temp', 'IW+Temp', 'target']
+    """
+    _check_run(shift, seed, repeat, n_source, n_target, epochs, lr, discriminator, 0, 1.0, upper, "exact",
+               source_network)
+    grid = np.geomspace(1e-2, 1e2, 201) if temperatures is None else check_positive(temperatures, "temperatures",
+                                                                                    ndim=1)
+    _, phi, logits, _, ys_val, yt_te = _features(shift, int(seed), n_source, n_target, int(epochs), float(lr), None,
+                                                 device, source_network)
+    disc_seed = _repeat_seeds(int(seed), int(repeat))[0]
+    d = _discriminator(discriminator, phi["s_tr"], phi["t_tr"], (phi["s_val"], phi["t_val"]), disc_seed, device)
+    sets = {"Temp": (logits["s_val"], ys_val, None),
+            "IW+Temp": (logits["s_val"], ys_val, d.weights(phi["s_val"], kind="bound", upper=float(upper))),
+            "target": (logits["t_te"], yt_te, None)}
+    rows = []
+    for name, (z, y, w) in sets.items():
+        onehot = np.eye(z.shape[1])[y]
+        for t in grid:
+            per_point = np.sum((special.softmax(z / t, axis=1) - onehot) ** 2, axis=1)
+            rows.append({"objective": name, "temperature": float(t), "brier": float(np.average(per_point, weights=w))})
+    return pd.DataFrame(rows)
 
 
 # ------------------------------------------------------------------------------------------- tasks
@@ -602,7 +717,9 @@ def cs_tasks(shifts=DIGIT_SHIFTS, seeds=(0,), repeats=1, **fixed):
     repeats : int, default 1
         Calibrator repeats per shift and seed (the paper: 10; >= 1).
     **fixed
-        Further keyword arguments of :func:`run_cs_config`, the same for every task.
+        Further keyword arguments of :func:`run_cs_config`, the same for every task;
+        with ``source_network="authors"`` every shift must be one of
+        :data:`AUTHORS_SHIFTS` (a task without the key runs our network).
 
     Returns
     -------
@@ -613,11 +730,17 @@ def cs_tasks(shifts=DIGIT_SHIFTS, seeds=(0,), repeats=1, **fixed):
     --------
     >>> [(t["shift"], t["repeat"]) for t in cs_tasks(["M->U", "U->M"], [0], 2, epochs=3)]
     [('M->U', 0), ('U->M', 0), ('M->U', 1), ('U->M', 1)]
+    >>> cs_tasks(["U->M"], source_network="authors")[0]["source_network"]
+    'authors'
     """
     if isinstance(shifts, str):
         raise TypeError("shifts must be a sequence of shift names, not one str")
+    network = check_choice(fixed.get("source_network", "ours"), "source_network", SOURCE_NETWORKS)
     for shift in shifts:
         parse_shift(shift)
+        if network == "authors" and shift not in AUTHORS_SHIFTS:
+            raise ValueError(f"the authors published source networks for {sorted(AUTHORS_SHIFTS)} only, "
+                             f"got shift {shift!r} with source_network='authors'")
     repeats = check_int(repeats, "repeats", minimum=1)
     seeds = [check_int(s, "seeds", minimum=0) for s in seeds]
     return [{"shift": shift, "seed": seed, "repeat": repeat, **fixed}
