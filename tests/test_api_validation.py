@@ -485,6 +485,12 @@ VALID_FOR = {
         "draws": lambda: calibtut.experiments.foundations.estimator_draws(50, 5, 4.0, 1.5, 1.2, 2, n_grid=200),
         "truth": {"l1": 0.05, "l2": 0.06},
     },
+    # paper 004's U->M rows run on the authors' network and on ours
+    "authors_network_vs_paper": {
+        "authors": lambda: __import__("pandas").DataFrame(
+            {"shift": "U->M", "method": ["None", "IW+Temp"], "ece": [42.4, 7.0], "oce": 0.0, "cls_error": 47.44}),
+        "ours": lambda: __import__("pandas").DataFrame(
+            {"shift": "U->M", "method": ["None", "IW+Temp"], "ece": [41.5, 27.7], "oce": 0.0, "cls_error": 52.0})},
     # paper 003's claims: the paper's tables and one base/QR pair of ours
     "uci_claims": {
         "paper": lambda: calibtut.experiments.quantile_regularization.paper_numbers(),
