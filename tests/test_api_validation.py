@@ -491,6 +491,12 @@ VALID_FOR = {
             {"shift": "U->M", "method": ["None", "IW+Temp"], "ece": [42.4, 7.0], "oce": 0.0, "cls_error": 47.44}),
         "ours": lambda: __import__("pandas").DataFrame(
             {"shift": "U->M", "method": ["None", "IW+Temp"], "ece": [41.5, 27.7], "oce": 0.0, "cls_error": 52.0})},
+    "authors_network_tables": {
+        "table": lambda: calibtut.experiments.covariate_shift.authors_network_vs_paper(
+            __import__("pandas").DataFrame({"shift": "U->M", "method": ["None"], "ece": [42.4], "oce": 0.0,
+                                            "cls_error": 47.44}),
+            __import__("pandas").DataFrame({"shift": "U->M", "method": ["None"], "ece": [41.5], "oce": 0.0,
+                                            "cls_error": 52.0}))},
     # paper 003's claims: the paper's tables and one base/QR pair of ours
     "uci_claims": {
         "paper": lambda: calibtut.experiments.quantile_regularization.paper_numbers(),

@@ -391,3 +391,19 @@ def test_the_authors_network_table_judges_each_cell_by_its_standard_error():
     assert len(table) == 2 * (1 + 5) and (table.loc["M->U", "verdict"] == "–").all()
     with pytest.raises(ValueError, match="exact_tolerance"):
         cs.authors_network_vs_paper(runs([8.0]), runs([8.0]), exact_tolerance=0.0)
+
+
+def test_authors_network_tables_one_per_metric_without_the_bookkeeping_columns():
+    runs = pd.DataFrame({"shift": "U->M", "method": ["None", "IW+Temp"], "ece": [42.4, 7.0], "oce": 0.0,
+                         "cls_error": 47.44})
+    full = cs.authors_network_vs_paper(runs, runs.assign(ece=runs["ece"] + 20))
+    tables = cs.authors_network_tables(full)
+    assert [t.caption for t in tables] == ["Target error (%)", "ECE × 100"]
+    for table, (_, part) in zip(tables, full.groupby("metric", sort=False)):
+        assert list(table.data.columns) == [c for c in full.columns if c not in ("metric", "runs", "authors - paper")]
+        assert len(table.data) == len(part)
+        assert "–" in table.to_html() or part.isna().sum().sum() == 0
+    with pytest.raises(ValueError, match="authors_network_vs_paper"):
+        cs.authors_network_tables(full.drop(columns="runs"))
+    with pytest.raises(TypeError, match="table"):
+        cs.authors_network_tables([1])

@@ -43,7 +43,7 @@ def pinball_loss(y, quantiles, levels, reduction="mean"):
 
     Paper [0] writes the average over levels as
     :math:`\frac1K \sum_k \alpha_k \mathrm{ReLU}(Y - Z_k) + (1 - \alpha_k)\mathrm{ReLU}(Z_k - Y)`
-    (its extracted text swaps the two ReLU arguments; we use the orientation
+    (the formula in our copy of it swaps the two ReLU arguments; we use the orientation
     that makes the :math:`\alpha_k`-quantile the minimiser).
 
     Parameters

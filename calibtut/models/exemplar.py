@@ -190,8 +190,8 @@ def minmax_global_loss(logits, token_scores, mask, y):
       document has words that are neutral for ``c``), averaged over classes.
 
     The loss is the sum of the two, averaged over the documents. Where the
-    reading notes could not pin the form down (the extraction of paper 001
-    only names the loss) we chose: the min-max terms act on the local scores,
+    paper does not pin the form down (paper 001 only names the loss) we
+    chose: the min-max terms act on the local scores,
     the global term on the combined document logits, with equal weights.
 
     Parameters

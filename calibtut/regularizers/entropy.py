@@ -5,7 +5,7 @@ the PIT of a calibrated model is uniform on [0, 1], and for a density on [0, 1]
 the KL divergence to the uniform is minus its differential entropy (Claim 4).
 The entropy is estimated from sorted samples with the m-spacing estimator of
 Vasicek (1976) in the form of Learned-Miller & Fisher (2003, Eq. 8), which is the
-paper's Eq. 6. The extracted text of Eq. 6 lost symbols; the reading used here is
+paper's Eq. 6. Our copy of Eq. 6 lost symbols; the reading used here is
 
 .. math::
 

@@ -49,7 +49,7 @@ class Settings(Mapping):
     (200, 200, 'ci')
 
     In a notebook the settings display as one line a reader can take in
-    (:meth:`_repr_html_`), not as the constructor call that ``repr`` gives:
+    (``_repr_html_``), not as the constructor call that ``repr`` gives:
 
     >>> s._repr_html_()
     '<p class="calibtut-settings">This page ran the <b>ci</b> profile: n = 200.</p>'

@@ -152,7 +152,7 @@ class KNNFeaturePipeline(Estimator):
                              f"got {len(labels)}")
         self.reference_ = torch.as_tensor(reference)
         self.train_logits_ = torch.as_tensor(logits)
-        self.train_labels_ = np.asarray(train_labels)
+        self.train_labels_ = np.array(train_labels)  # a writable copy (torch warns on a read-only one)
         self.train_pred_ = logits.argmax(axis=1)
         self.n_classes_ = logits.shape[1]
         return self

@@ -28,6 +28,7 @@ from calibtut.experiments.covariate_shift.chapters import (
 from calibtut.experiments.covariate_shift.tables import (
     STAND_INS,
     TABLE1_VERDICTS,
+    authors_network_tables,
     authors_network_vs_paper,
     ece_vs_rotation,
     iw_gain_by_shift,
@@ -65,6 +66,7 @@ __all__ = [
     "SOURCE_NETWORKS",
     "STAND_INS",
     "TABLE1_VERDICTS",
+    "authors_network_tables",
     "authors_network_vs_paper",
     "clip_median_summary",
     "clip_summary",

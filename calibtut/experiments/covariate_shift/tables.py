@@ -30,7 +30,7 @@ from calibtut.experiments.covariate_shift.tasks import METHODS, parse_shift
 from calibtut.papers import paper_table
 from calibtut.run import paper_vs_ours
 
-__all__ = ["STAND_INS", "TABLE1_VERDICTS", "authors_network_vs_paper", "ece_vs_rotation", "iw_gain_by_shift", "repeats_by_method",
+__all__ = ["STAND_INS", "TABLE1_VERDICTS", "authors_network_tables", "authors_network_vs_paper", "ece_vs_rotation", "iw_gain_by_shift", "repeats_by_method",
            "source_recipe_vs_paper", "table1_claims", "table1_summary", "table1_vs_paper", "weight_variants_summary"]
 
 #: The paper's shifts that we cannot run offline -> the stand-in shift we run for them (None: no stand-in).
@@ -130,6 +130,48 @@ def table1_vs_paper(ours, *, full=None):
 
 #: Table 1's columns, without our two ablations.
 _PAPER_METHODS = METHODS[:5]
+
+
+#: Captions of the metrics of :func:`authors_network_vs_paper`.
+_METRIC_CAPTIONS = {"cls_error": "Target error (%)", "ece": "ECE × 100"}
+
+
+def authors_network_tables(table):
+    """:func:`authors_network_vs_paper` as one captioned table per metric, for reading.
+
+    The ``metric``, ``runs`` and ``authors - paper`` columns are left out, so
+    that each table fits the book's text column; numbers show two decimals
+    and a cell not run shows "–".
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        The output of :func:`authors_network_vs_paper`.
+
+    Returns
+    -------
+    list of pandas.io.formats.style.Styler
+        One per metric, in the order of ``table``.
+
+    Examples
+    --------
+    >>> runs = pd.DataFrame({"shift": "U->M", "method": ["None", "IW+Temp"], "ece": [42.4, 7.0],
+    ...                      "oce": 0.0, "cls_error": 47.44})
+    >>> tables = authors_network_tables(authors_network_vs_paper(runs, runs))
+    >>> [t.caption for t in tables]
+    ['Target error (%)', 'ECE × 100']
+    """
+    if not isinstance(table, pd.DataFrame):
+        raise TypeError(f"table must be a pandas DataFrame, got {type(table).__name__}")
+    missing = {"metric", "runs", "authors - paper"} - set(table.columns)
+    if missing:
+        raise ValueError(f"table must be the output of authors_network_vs_paper (lacks {sorted(missing)})")
+    shown = table.drop(columns=["runs", "authors - paper"])
+    return [
+        part.drop(columns="metric").style.hide(axis="index").format(precision=2, na_rep="–")
+        .set_caption(_METRIC_CAPTIONS.get(metric, metric))
+        for metric, part in shown.groupby("metric", sort=False)
+    ]
 
 
 def authors_network_vs_paper(authors, ours, *, exact_tolerance=0.5):

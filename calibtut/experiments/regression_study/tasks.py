@@ -324,7 +324,7 @@ def full_study(*, min_runs=2, root=None):
     """The full run of the study: published, else its complete runs stored so far, else nothing.
 
     The full run (chapter ``04_comparison_at_scale`` at ``full``) takes longer
-    than one sitting; until it is published, its committed store
+    than one sitting; while it runs, its committed store
     (``results/regression_study/04_comparison_at_scale/sweeps/study.jsonl.gz``)
     holds the tasks finished so far. Its complete runs (:func:`complete_runs`)
     are an interim full-scale result: every offline dataset and base model,

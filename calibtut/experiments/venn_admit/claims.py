@@ -1,6 +1,6 @@
 """Paper 001, chapter 8: the paper's claims, each checked on its own tables and on our runs, one verdict a row.
 
-:func:`claims_vs_paper` reads six of the claims of the reading notes (§3: C4,
+:func:`claims_vs_paper` reads six of the paper's claims (C4,
 C6, C7/C8, C10, C12, C15) on the paper's Tables 2, 4 and 5
 (:func:`calibtut.papers.paper_table`) and on the rows of our runners
 (:func:`~calibtut.experiments.venn_admit.run_va_config`,
