@@ -29,7 +29,7 @@ except ModuleNotFoundError as exc:
         raise
     raise ModuleNotFoundError(TORCH_MISSING, name="torch") from exc
 
-__all__ = ["check_features", "check_tensor", "resolve_device", "to_tensor", "seeded_rng"]
+__all__ = ["check_features", "check_quantile_batch", "check_tensor", "resolve_device", "to_tensor", "seeded_rng"]
 
 
 def resolve_device(device):
@@ -131,6 +131,26 @@ def check_tensor(x, name, *, ndim=None, integer=False, low=None, high=None, low_
         bounds = f"{left}{'-inf' if low is None else f'{low:g}'}, {'inf' if high is None else f'{high:g}'}{right}"
         raise ValueError(f"{name} must lie in {bounds}, got values in [{lo:.4g}, {hi:.4g}]")
     return x
+
+
+def check_quantile_batch(quantiles, y, levels):
+    """Check a batch of quantile predictions: ``quantiles`` (n, n_levels), ``y`` (n,), ``levels`` in (0, 1).
+
+    Examples
+    --------
+    >>> check_quantile_batch(torch.zeros(2, 3), torch.zeros(2), torch.tensor([0.1, 0.5, 0.9]))
+    >>> check_quantile_batch(torch.zeros(2, 2), torch.zeros(2), torch.tensor([0.1, 0.5, 0.9]))
+    Traceback (most recent call last):
+    ...
+    ValueError: quantiles must have shape (len(y), len(levels)) = (2, 3), got (2, 2)
+    """
+    quantiles, y = check_tensor(quantiles, "quantiles", ndim=2), check_tensor(y, "y", ndim=1)
+    levels = check_tensor(levels, "levels", ndim=1, low=0, high=1, low_open=True, high_open=True)
+    if quantiles.shape != (y.shape[0], levels.shape[0]):
+        raise ValueError(
+            f"quantiles must have shape (len(y), len(levels)) = {(y.shape[0], levels.shape[0])}, "
+            f"got {tuple(quantiles.shape)}"
+        )
 
 
 def check_features(x, name, n_features):

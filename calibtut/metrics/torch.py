@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 
 # torch through calibtut._torch: where it is not installed, an ImportError that says how to install it
-from calibtut._torch import check_tensor, torch
+from calibtut._torch import check_quantile_batch, check_tensor, torch
 
 __all__ = [
     "pit_gaussian",
@@ -168,13 +168,7 @@ def pinball_loss(y, quantiles, levels, reduction="mean", *, validate_args=True):
     0.15
     """
     if validate_args:
-        y, quantiles = check_tensor(y, "y", ndim=1), check_tensor(quantiles, "quantiles", ndim=2)
-        levels = check_tensor(levels, "levels", ndim=1, low=0, high=1, low_open=True, high_open=True)
-        if quantiles.shape != (y.shape[0], levels.shape[0]):
-            raise ValueError(
-                f"quantiles must have shape (len(y), len(levels)) = {(y.shape[0], levels.shape[0])}, "
-                f"got {tuple(quantiles.shape)}"
-            )
+        check_quantile_batch(quantiles, y, levels)
     diff = y[:, None] - quantiles
     return _reduce(torch.maximum(levels * diff, (levels - 1) * diff), reduction)
 

@@ -40,7 +40,7 @@ import numpy as np
 import torch
 from sklearn.isotonic import isotonic_regression
 
-from calibtut._torch import check_tensor
+from calibtut._torch import check_quantile_batch, check_tensor
 from calibtut._validation import check_choice, check_int, check_levels, check_real
 from calibtut.metrics.torch import crps_mixture, nll_mixture, pinball_loss, pit_mixture
 from calibtut.regularizers.quantile_regularization import pit_negentropy
@@ -71,16 +71,6 @@ REGULARIZERS = {
 
 def _check_pit(pit):
     return check_tensor(pit, "pit", ndim=1, low=0, high=1)
-
-
-def _check_quantile_batch(quantiles, y, levels):
-    quantiles, y = check_tensor(quantiles, "quantiles", ndim=2), check_tensor(y, "y", ndim=1)
-    levels = check_tensor(levels, "levels", ndim=1, low=0, high=1, low_open=True, high_open=True)
-    if quantiles.shape != (y.shape[0], levels.shape[0]):
-        raise ValueError(
-            f"quantiles must have shape (len(y), len(levels)) = {(y.shape[0], levels.shape[0])}, "
-            f"got {tuple(quantiles.shape)}"
-        )
 
 
 def pce_kde_pit(pit, n_levels=100, *, tau=100.0, p=1, validate_args=True):
@@ -153,7 +143,7 @@ def pce_kde_quantile(quantiles, y, levels, *, tau=100.0, p=1, validate_args=True
     0.25
     """
     if validate_args:
-        _check_quantile_batch(quantiles, y, levels)
+        check_quantile_batch(quantiles, y, levels)
     tau = check_real(tau, "tau", low=0, low_open=True)
     p = check_real(p, "p", low=1)
     freq = torch.sigmoid(tau * (quantiles - y[:, None])).mean(dim=0)
@@ -273,7 +263,7 @@ def trunc_penalty(quantiles, y, levels, *, validate_args=True):
     1.125
     """
     if validate_args:
-        _check_quantile_batch(quantiles, y, levels)
+        check_quantile_batch(quantiles, y, levels)
     with torch.no_grad():
         freq = (y[:, None] <= quantiles).to(quantiles.dtype).mean(dim=0)
     diff = y[:, None] - quantiles
