@@ -516,7 +516,7 @@ VALID_FOR = {
     "calibtut.data.splits.kfold_indices": {"n": 10, "n_folds": 5, "fold": 0},
     "calibtut.data.splits.calibration_parts": {"n": 20, "seed": 0},
     # Paper 001 (Venn-ADMIT): conformal classification sets, Venn predictors, nearest neighbours.
-    "calibtut.conformal.OneSidedCQR": {"cal_quantiles": _quantiles, "test_quantiles": _quantiles},
+    "calibtut.conformal.OneSidedConformalRegressor": {"cal_quantiles": _quantiles, "test_quantiles": _quantiles},
     "calibtut.conformal.one_sided_cqr_quantiles": {"cal_quantiles": _quantiles, "test_quantiles": _quantiles},
     "calibtut.conformal.scores.class_scores": {"score": "raps"},
     "calibtut.recalibration.venn.venn_abers": {"cal_y": np.arange(N) % 2},

@@ -72,10 +72,6 @@ def _knn(labelled=True):
 POSITIONAL = {
     # the one wrapped model of jackknife+ / CV+ (scikit-learn's meta-estimators take it first too)
     "CrossConformalRegressor": ("estimator",),
-    # not yet keyword-only: six chapters pass the method by position (CHANGELOG, "remaining")
-    "QuantileRecalibrator": ("method",),
-    # not yet keyword-only: regression study chapter 2 passes the levels by position
-    "OneSidedCQR": ("levels",),
 }
 
 
@@ -102,12 +98,12 @@ CASES = {
     "SplitConformalRegressor": Case({}, _args(_y, _y + 0.1), {"predict_interval": (_args(_y), "interval")}),
     "CrossConformalRegressor": Case({"estimator": LinearRegression(), "n_folds": 5, "seed": 0}, _args(_X, _y),
                                     {"predict_interval": (_args(_X), "interval")}),
-    "ConformalizedQuantileRegression": Case({}, _args(np.stack([_y - 1, _y + 1], axis=1), _y),
+    "ConformalizedQuantileRegressor": Case({}, _args(np.stack([_y - 1, _y + 1], axis=1), _y),
                                             {"predict_interval": (_args(np.stack([_y - 1, _y + 1], axis=1)),
                                                                   "interval")}),
-    "OneSidedCQR": Case({"levels": _levels}, _args(np.tile([-1.3, 0.0, 1.3], (M, 1)), _y),
-                        {"predict_quantiles": (_args(np.tile([-1.3, 0.0, 1.3], (M, 1))), "quantiles")}),
-    "DistributionalConformal": Case({}, _args(_pit), {
+    "OneSidedConformalRegressor": Case({"levels": _levels}, _args(np.tile([-1.3, 0.0, 1.3], (M, 1)), _y),
+                        {"predict_quantiles": (_args(_levels, np.tile([-1.3, 0.0, 1.3], (M, 1))), "quantiles")}),
+    "DistributionalConformalRegressor": Case({}, _args(_pit), {
         "predict_interval": (lambda: ((_quantile_function(),), {}), "interval"),
         "predict_quantiles": (lambda: ((_levels, _quantile_function()), {}), "quantiles")}),
     "TemperatureScaling": Case({}, _args(_logits, _labels), _PROBS_ROLE),

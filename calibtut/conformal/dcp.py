@@ -8,7 +8,7 @@ DCP (Izbicki et al. 2020; Chernozhukov, Wuthrich & Zhu 2021) uses the PIT
 * ``score="equal_tailed"`` (Izbicki et al.'s Dist-split): the PIT levels of the
   two ends are one-sided conformal bounds at ``alpha / 2`` each,
   ``Z_(floor((N+1) alpha/2))`` and ``Z_(ceil((N+1)(1 - alpha/2)))``.
-* :meth:`DistributionalConformal.predict_quantiles`: left intervals at every
+* :meth:`DistributionalConformalRegressor.predict_quantiles`: left intervals at every
   level (paper 002, Algorithm 2 with score ``s = F``):
   ``Q'(a | x) = Q(Z_(ceil((N+1) a)) | x)``.
 
@@ -16,8 +16,8 @@ Link with quantile recalibration (paper 002, Theorem 1): quantile recalibration
 with the map ``phi_DCP(u) = #{Z_i <= u} / (N + 1)`` gives exactly the
 quantiles of DCP left intervals at every level, because the generalized
 inverse of ``phi_DCP`` is ``a -> Z_(ceil((N+1) a))``. This module implements
-that statement: ``QuantileRecalibrator("dcp").predict_quantiles`` and
-``DistributionalConformal().predict_quantiles`` return the same array, and
+that statement: ``QuantileRecalibrator(method="dcp").predict_quantiles`` and
+``DistributionalConformalRegressor().predict_quantiles`` return the same array, and
 ``phi_DCP(F(y | x)) >= a`` holds exactly when ``y >= Q'(a | x)`` (continuous
 ``F``). The usual EMP map ``#{Z_i <= u} / N`` picks ``Z_(ceil(N a))`` instead:
 the rank differs by at most one, and its exact left-interval coverage is
@@ -44,12 +44,12 @@ from calibtut._validation import (
 )
 from calibtut.conformal.quantiles import conformal_quantile
 
-__all__ = ["DistributionalConformal", "dcp_interval", "recalibration_conformal_table"]
+__all__ = ["DistributionalConformalRegressor", "dcp_interval", "recalibration_conformal_table"]
 
 _SCORES = ("abs", "equal_tailed")
 
 
-class DistributionalConformal(Estimator):
+class DistributionalConformalRegressor(Estimator):
     """Distributional conformal prediction from calibration PIT values.
 
     Parameters
@@ -73,7 +73,7 @@ class DistributionalConformal(Estimator):
     --------
     >>> import numpy as np
     >>> pit = np.linspace(0.05, 0.95, 19)
-    >>> dcp = DistributionalConformal(alpha=0.2).fit(pit)
+    >>> dcp = DistributionalConformalRegressor(alpha=0.2).fit(pit)
     >>> round(dcp.lower_level_, 2), round(dcp.upper_level_, 2)
     (0.1, 0.9)
     >>> dcp.predict_quantiles([0.5], lambda u: u[None, :])  # identity model
@@ -97,7 +97,7 @@ class DistributionalConformal(Estimator):
 
         Returns
         -------
-        DistributionalConformal
+        DistributionalConformalRegressor
             ``self``.
         """
         p = self._validate_params()
@@ -173,7 +173,7 @@ class DistributionalConformal(Estimator):
 
 
 def dcp_interval(cal_pit, quantile_function, alpha, *, score="abs"):
-    """Two-sided distributional conformal intervals in one call (:class:`DistributionalConformal`).
+    """Two-sided distributional conformal intervals in one call (:class:`DistributionalConformalRegressor`).
 
     Parameters
     ----------
@@ -200,7 +200,7 @@ def dcp_interval(cal_pit, quantile_function, alpha, *, score="abs"):
     >>> lower.round(2), upper.round(2)  # identity model: the PIT levels themselves
     (array([0.1]), array([0.9]))
     """
-    return DistributionalConformal(alpha=alpha, score=score).fit(cal_pit).predict_interval(quantile_function)
+    return DistributionalConformalRegressor(alpha=alpha, score=score).fit(cal_pit).predict_interval(quantile_function)
 
 
 def recalibration_conformal_table(pit, levels):
