@@ -160,8 +160,8 @@ VALID = {
     "n_classes": K,
     "cal_scores": np.abs(_y),
     "test_scores": _rng.uniform(size=N),
-    "cal_weights": np.ones(N),
-    "test_weights": np.ones(N),
+    "cal_weight": np.ones(N),
+    "test_weight": np.ones(N),
     "cal_categories": np.arange(N) % 2,
     "test_categories": np.arange(N) % 2,
     "kernel": np.ones((N, N)),
@@ -224,7 +224,7 @@ CLASSIFICATION = {"y": _labels, "cal_y": _labels, "test_y": _labels}
 #: Optional parameters that the walk also exercises wherever they appear (when
 #: the call with the valid value is accepted: a method may need its class
 #: fitted with the same option).
-OPTIONAL = {"sample_weight": np.ones(N)}
+OPTIONAL = {"cal_weight": np.ones(N)}
 
 
 def _paper_table():

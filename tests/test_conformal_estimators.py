@@ -239,8 +239,8 @@ def test_split_classifier_keywords_must_match_the_fit():
     plain = SplitConformalClassifier(alpha=0.4).fit(_CAL, _Y)
     with pytest.raises(ValueError, match="fitted with categories=None"):
         plain.predict_set(_CAL, categories=[0, 0, 1, 1])
-    with pytest.raises(ValueError, match="sample_weight was given"):
-        plain.predict_set(_CAL, sample_weight=np.ones(4))
+    with pytest.raises(ValueError, match="test_weight was given"):
+        plain.predict_set(_CAL, test_weight=np.ones(4))
     coded = SplitConformalClassifier(alpha=0.4, too_small="include").fit(_CAL, _Y, categories=[0, 1, 0, 1])
     with pytest.raises(ValueError, match="needs the test categories"):
         coded.predict_set(_CAL)
@@ -248,15 +248,15 @@ def test_split_classifier_keywords_must_match_the_fit():
         coded.predict_set(_CAL, categories=[0, 1])
     with pytest.raises(TypeError, match="categories must hold numbers"):
         coded.predict_set(_CAL, categories=["a", "b", "a", "b"])
-    weighted = SplitConformalClassifier(alpha=0.4).fit(_CAL, _Y, sample_weight=[1, 1, 1, 1])
-    with pytest.raises(ValueError, match="sample_weight is required"):
+    weighted = SplitConformalClassifier(alpha=0.4).fit(_CAL, _Y, cal_weight=[1, 1, 1, 1])
+    with pytest.raises(ValueError, match="test_weight is required"):
         weighted.predict_set(_CAL)
     with pytest.raises(ValueError, match="cannot be combined"):
-        SplitConformalClassifier(alpha=0.4).fit(_CAL, _Y, categories="label", sample_weight=[1, 1, 1, 1])
+        SplitConformalClassifier(alpha=0.4).fit(_CAL, _Y, categories="label", cal_weight=[1, 1, 1, 1])
     with pytest.raises(ValueError, match="categories must be 'label'"):
         SplitConformalClassifier(alpha=0.4).fit(_CAL, _Y, categories="class")
-    with pytest.raises(ValueError, match="sample_weight must be non-negative"):
-        SplitConformalClassifier(alpha=0.4).fit(_CAL, _Y, sample_weight=[1, -1, 1, 1])
+    with pytest.raises(ValueError, match="cal_weight must be non-negative"):
+        SplitConformalClassifier(alpha=0.4).fit(_CAL, _Y, cal_weight=[1, -1, 1, 1])
     with pytest.raises(ValueError, match="cal_probs must sum to 1"):
         SplitConformalClassifier(alpha=0.4).fit([[0.5, 0.6]] * 4, _Y)
     with pytest.raises(ValueError, match="test_probs has 3 classes, the calibration set has 2"):

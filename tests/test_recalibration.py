@@ -80,7 +80,7 @@ def test_newton_temperature_equals_a_tight_brent_search(seed):
     weights = np.full(labels.size, 1 / labels.size) if w is None else w / w.sum()
     brent = optimize.minimize_scalar(lambda log_t: _loss(logits / np.exp(log_t), labels, weights, "nll"),
                                      bounds=np.log([1e-2, 1e2]), method="bounded", options={"xatol": 1e-12})
-    t = TemperatureScaling().fit(logits, labels, sample_weight=w).temperature_
+    t = TemperatureScaling().fit(logits, labels, cal_weight=w).temperature_
     assert t == pytest.approx(np.exp(brent.x), rel=1e-6)
 
 
@@ -146,7 +146,7 @@ def test_temperature_refuses_test_logits_with_another_number_of_classes():
 def test_weighted_temperature_matches_grid_and_repetition():
     logits, labels = _classification_data(3)
     w = np.random.default_rng(3).integers(0, 4, labels.size).astype(float)
-    t_w = TemperatureScaling().fit(logits, labels, sample_weight=w).temperature_
+    t_w = TemperatureScaling().fit(logits, labels, cal_weight=w).temperature_
     assert t_w == pytest.approx(_grid_temperature(logits, labels, weights=w), rel=1e-3)
     rep = np.repeat(np.arange(labels.size), w.astype(int))
     t_rep = TemperatureScaling().fit(logits[rep], labels[rep]).temperature_
@@ -182,12 +182,12 @@ def test_temperature_bad_arguments():
         TemperatureScaling().fit(logits[:, :1], labels * 0)
     with pytest.raises(ValueError, match="loss"):
         TemperatureScaling(loss="ece").fit(logits, labels)
-    with pytest.raises(ValueError, match="sample_weight"):
-        TemperatureScaling().fit(logits, labels, sample_weight=-np.ones(20))
+    with pytest.raises(ValueError, match="cal_weight"):
+        TemperatureScaling().fit(logits, labels, cal_weight=-np.ones(20))
     with pytest.raises(ValueError, match="bounds"):
         TemperatureScaling(bounds=(2.0, 1.0)).fit(logits, labels)
-    with pytest.raises(ValueError, match="sample_weight must not be all zero"):
-        TemperatureScaling().fit(logits, labels, sample_weight=np.zeros(20))
+    with pytest.raises(ValueError, match="cal_weight must not be all zero"):
+        TemperatureScaling().fit(logits, labels, cal_weight=np.zeros(20))
     with pytest.raises(TypeError, match="positional"):
         TemperatureScaling().fit(logits, labels, np.ones(20))  # weights are keyword-only
     with pytest.raises(RuntimeError, match="not fitted"):
@@ -203,9 +203,9 @@ def test_temperature_scaling_equals_its_wrapper(seed):
     weights = rng.integers(0, 3, labels.size).astype(float)
     weights[0] = 1.0
     for loss in ("nll", "brier"):
-        for sample_weight in (None, weights):
-            model = TemperatureScaling(loss=loss, bounds=(0.1, 10.0)).fit(logits, labels, sample_weight=sample_weight)
-            got = temperature_scaled_probs(logits, labels, test, sample_weight=sample_weight, loss=loss,
+        for cal_weight in (None, weights):
+            model = TemperatureScaling(loss=loss, bounds=(0.1, 10.0)).fit(logits, labels, cal_weight=cal_weight)
+            got = temperature_scaled_probs(logits, labels, test, cal_weight=cal_weight, loss=loss,
                                            bounds=(0.1, 10.0))
             assert np.array_equal(got, model.predict_proba(test))
 

@@ -122,7 +122,7 @@ class _Discriminator(Estimator):
         self._fit_raw(X_source, X_target, Xs_val, Xt_val, rng)
         X_val, s_val, w_val = _stack(Xs_val, Xt_val)
         z = self._logit(X_val)
-        ts = TemperatureScaling(loss="brier").fit(np.column_stack([np.zeros_like(z), z]), s_val, sample_weight=w_val)
+        ts = TemperatureScaling(loss="brier").fit(np.column_stack([np.zeros_like(z), z]), s_val, cal_weight=w_val)
         self.temperature_ = ts.temperature_
         return self
 
