@@ -349,6 +349,19 @@ def test_repr_shows_the_changed_parameters(name):
         assert (f"{key}={value!r}" in shown) == changed, f"{name}: repr {shown} and parameter {key}={value!r}"
 
 
+@pytest.mark.parametrize("name", _ids)
+def test_docstring_has_see_also_and_references(name):
+    doc = inspect.getdoc(ESTIMATORS[name]) or ""
+    for section in ("See Also", "References"):
+        match = re.search(rf"^{section}\n-{{{len(section)}}}\n(.+?)(?:\n\n[A-Z][a-z ]+\n-+\n|\Z)", doc, re.M | re.S)
+        assert match, f"{name}: its docstring has no {section!r} section"
+        body = match.group(1)
+        if section == "References":  # a citation: authors, a year, a title
+            assert re.search(r"\b(19|20)\d\d\b", body) and ('"' in body or "*" in body), f"{name}: {body}"
+        else:  # at least one related name and what it is
+            assert re.search(r"^\S+.* : \S", body, re.M), f"{name}: {body}"
+
+
 # --- the public torch functions ------------------------------------------------------------------
 #
 # Every public function of calibtut.metrics.torch and calibtut.regularizers, and the forward of the

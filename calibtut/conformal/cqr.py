@@ -64,6 +64,18 @@ class ConformalizedQuantileRegressor(Estimator):
         calibration set is too small for ``alpha``).
     n_cal_ : int
 
+    See Also
+    --------
+    OneSidedConformalRegressor : one correction per quantile level.
+    calibtut.conformal.DistributionalConformalRegressor : intervals from the PIT of a
+        distributional model.
+    cqr_interval : the one-call function.
+
+    References
+    ----------
+    - Romano, Patterson & Candès (2019), "Conformalized quantile regression", Advances in Neural
+      Information Processing Systems 32.
+
     Examples
     --------
     >>> cqr = ConformalizedQuantileRegressor(alpha=0.5)
@@ -146,11 +158,26 @@ class OneSidedConformalRegressor(Estimator):
         Amount added to the quantile at each level.
     n_cal_ : int
 
+    See Also
+    --------
+    ConformalizedQuantileRegressor : the two-sided interval.
+    calibtut.conformal.DistributionalConformalRegressor : the same left intervals on the PIT
+        scale.
+    one_sided_cqr_quantiles : the one-call function.
+
     Notes
     -----
     Levels are corrected independently, so corrected quantiles can cross
     when the residual quantiles differ much between neighbouring levels; sort
     each row if a monotone quantile function is needed.
+
+    References
+    ----------
+    - Dheur & Ben Taieb (2023), "A large-scale study of probabilistic calibration in neural network
+      regression", Proceedings of the 40th International Conference on Machine Learning (ICML)
+      (Algorithm 2).
+    - Romano, Patterson & Candès (2019), "Conformalized quantile regression", Advances in Neural
+      Information Processing Systems 32.
 
     Examples
     --------

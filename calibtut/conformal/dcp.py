@@ -69,6 +69,24 @@ class DistributionalConformalRegressor(Estimator):
         ends.
     n_cal_ : int
 
+    See Also
+    --------
+    calibtut.recalibration.QuantileRecalibrator : ``method="dcp"`` gives the same quantiles.
+    calibtut.conformal.ConformalizedQuantileRegressor : intervals around two predicted
+        quantiles.
+    dcp_interval : the one-call function.
+
+    References
+    ----------
+    - Chernozhukov, Wüthrich & Zhu (2021), "Distributional conformal prediction", Proceedings of the
+      National Academy of Sciences 118, e2107794118.
+    - Izbicki, Shimizu & Stern (2020), "Flexible distribution-free conditional predictive bands
+      using density estimators", Proceedings of the 23rd International Conference on Artificial
+      Intelligence and Statistics (AISTATS), 3068-3077.
+    - Dheur & Ben Taieb (2023), "A large-scale study of probabilistic calibration in neural network
+      regression", Proceedings of the 40th International Conference on Machine Learning (ICML)
+      (Theorem 1).
+
     Examples
     --------
     >>> import numpy as np

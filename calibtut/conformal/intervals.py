@@ -74,6 +74,20 @@ class SplitConformalRegressor(Estimator):
     normalized_ : bool
         Whether scales were used.
 
+    See Also
+    --------
+    calibtut.conformal.CrossConformalRegressor : jackknife+ and CV+, which refit the model.
+    calibtut.conformal.ConformalizedQuantileRegressor : intervals around predicted quantiles.
+    split_conformal_interval, weighted_conformal_interval : the one-call functions.
+
+    References
+    ----------
+    - Vovk, Gammerman & Shafer (2005), *Algorithmic Learning in a Random World*, Springer.
+    - Tibshirani, Barber, Candès & Ramdas (2019), "Conformal prediction under covariate shift",
+      Advances in Neural Information Processing Systems 32 (the weighted intervals).
+    - Angelopoulos & Bates (2021), "A gentle introduction to conformal prediction and
+      distribution-free uncertainty quantification", arXiv:2107.07511.
+
     Examples
     --------
     >>> import numpy as np

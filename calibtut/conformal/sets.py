@@ -175,6 +175,22 @@ class SplitConformalClassifier(Estimator):
         Calibration weights of a weighted fit.
     n_classes_ : int
 
+    See Also
+    --------
+    RAPSClassifier : RAPS sets whose penalty is tuned on part of the calibration set.
+    LocalizedConformalClassifier : one kernel-weighted threshold per test point.
+    split_conformal_sets : the one-call function.
+
+    References
+    ----------
+    - Vovk, Gammerman & Shafer (2005), *Algorithmic Learning in a Random World*, Springer.
+    - Sadinle, Lei & Wasserman (2019), "Least ambiguous set-valued classifiers with bounded error
+      levels", Journal of the American Statistical Association 114, 223-234 (the LAC score).
+    - Romano, Sesia & Candès (2020), "Classification with valid and adaptive coverage", Advances in
+      Neural Information Processing Systems 33, 3581-3591 (the APS score).
+    - Tibshirani, Barber, Candès & Ramdas (2019), "Conformal prediction under covariate shift",
+      Advances in Neural Information Processing Systems 32 (the weighted sets).
+
     Examples
     --------
     >>> cal = [[0.9, 0.1], [0.8, 0.2], [0.3, 0.7], [0.6, 0.4]]
@@ -670,6 +686,16 @@ class LocalizedConformalClassifier(Estimator):
         Calibration scores of the true labels.
     n_classes_ : int
 
+    See Also
+    --------
+    SplitConformalClassifier : one threshold shared by every test point.
+    localized_conformal_sets : the one-call function.
+
+    References
+    ----------
+    - Guan (2023), "Localized conformal prediction: a generalized inference framework for conformal
+      prediction", Biometrika 110, 33-50.
+
     Examples
     --------
     >>> cal = [[0.8, 0.2], [0.6, 0.4], [0.4, 0.6]]
@@ -861,6 +887,16 @@ class RAPSClassifier(Estimator):
         The chosen number of unpenalised ranks.
     classifier_ : SplitConformalClassifier
         The RAPS sets calibrated on the points not used for tuning.
+
+    See Also
+    --------
+    SplitConformalClassifier : RAPS scores with a fixed penalty (``score="raps"``).
+    raps_sets : the one-call function.
+
+    References
+    ----------
+    - Angelopoulos, Bates, Malik & Jordan (2021), "Uncertainty sets for image classifiers using
+      conformal prediction", International Conference on Learning Representations (ICLR).
 
     Examples
     --------

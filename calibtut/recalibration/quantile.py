@@ -224,6 +224,22 @@ class QuantileRecalibrator(Estimator):
     n_cal_ : int
         Number of calibration PITs given to :meth:`fit`.
 
+    See Also
+    --------
+    calibtut.recalibration.IsotonicRecalibrator : an isotonic fit of the PIT's CDF.
+    calibtut.conformal.DistributionalConformalRegressor : the conformal left intervals that
+        ``method="dcp"`` reproduces.
+    recalibrated_quantiles : the one-call function.
+
+    References
+    ----------
+    - Kuleshov, Fenner & Ermon (2018), "Accurate uncertainties for deep learning using calibrated
+      regression", Proceedings of the 35th International Conference on Machine Learning (ICML),
+      2796-2804.
+    - Dheur & Ben Taieb (2023), "A large-scale study of probabilistic calibration in neural network
+      regression", Proceedings of the 40th International Conference on Machine Learning (ICML) (the
+      EMP, LIN, KDE and DCP maps).
+
     Examples
     --------
     >>> import numpy as np

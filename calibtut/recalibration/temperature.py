@@ -153,6 +153,21 @@ class TemperatureScaling(Estimator):
     TemperatureBoundWarning
         When the NLL fit's temperature is at an end of ``bounds``.
 
+    See Also
+    --------
+    calibtut.recalibration.VectorScaling : one weight and one bias per class.
+    calibtut.recalibration.PlattScaling : one sigmoid per class (one-vs-rest).
+    calibtut.shift.SGDTemperatureScaling : the same objective minimised by gradient steps.
+    temperature_scaled_probs : the one-call function.
+
+    References
+    ----------
+    - Guo, Pleiss, Sun & Weinberger (2017), "On calibration of modern neural networks", Proceedings
+      of the 34th International Conference on Machine Learning (ICML), 1321-1330.
+    - Park, Bastani, Weimer & Lee (2020), "Calibrated prediction with covariate shift via
+      unsupervised domain adaptation", Proceedings of the 23rd International Conference on
+      Artificial Intelligence and Statistics (AISTATS) (importance-weighted fit).
+
     Examples
     --------
     >>> import numpy as np

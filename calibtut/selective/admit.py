@@ -161,6 +161,17 @@ class ADMIT(Estimator):
         of the calibration points of each ``q`` and true class ``c``, sorted
         by distance.
 
+    See Also
+    --------
+    VennADMIT : the Venn predictor of ADMIT's singleton sets.
+    calibtut.conformal.SplitConformalClassifier : Mondrian sets of a given taxonomy.
+    admit_sets : the one-call function.
+
+    References
+    ----------
+    - Schmaltz & Rasooly (2022), "Approximate conditional coverage & calibration via neural model
+      approximations", arXiv preprint.
+
     Examples
     --------
     >>> import numpy as np
@@ -363,6 +374,18 @@ class VennADMIT(Estimator):
         their distances and the prefix counts of those of true class ``c*``.
     n_vp_ : int
         Points of the second split (the width of the localizer's ``psi``).
+
+    See Also
+    --------
+    ADMIT : the conformal sets it is built on.
+    calibtut.recalibration.VennPredictor : the Venn predictor of a given taxonomy.
+    venn_admit : the one-call function.
+
+    References
+    ----------
+    - Schmaltz & Rasooly (2022), "Approximate conditional coverage & calibration via neural model
+      approximations", arXiv preprint.
+    - Vovk, Gammerman & Shafer (2005), *Algorithmic Learning in a Random World*, Springer.
 
     Examples
     --------

@@ -170,6 +170,19 @@ class LogisticDiscriminator(_Discriminator):
         Temperature dividing the logit, fitted on the held-out pair.
     n_features_in_ : int
 
+    See Also
+    --------
+    MLPDiscriminator : the same weights from a small network.
+    calibtut.shift.SGDTemperatureScaling : temperature scaling fitted with these weights.
+
+    References
+    ----------
+    - Bickel, Brückner & Scheffer (2009), "Discriminative learning under covariate shift", Journal
+      of Machine Learning Research 10, 2137-2155.
+    - Park, Bastani, Weimer & Lee (2020), "Calibrated prediction with covariate shift via
+      unsupervised domain adaptation", Proceedings of the 23rd International Conference on
+      Artificial Intelligence and Statistics (AISTATS).
+
     Examples
     --------
     >>> import numpy as np
@@ -305,6 +318,19 @@ class MLPDiscriminator(_Discriminator):
     history_ : calibtut.models.FitHistory
     temperature_ : float
     n_features_in_ : int
+
+    See Also
+    --------
+    LogisticDiscriminator : the same weights from a logistic regression.
+    calibtut.shift.SGDTemperatureScaling : temperature scaling fitted with these weights.
+
+    References
+    ----------
+    - Park, Bastani, Weimer & Lee (2020), "Calibrated prediction with covariate shift via
+      unsupervised domain adaptation", Proceedings of the 23rd International Conference on
+      Artificial Intelligence and Statistics (AISTATS).
+    - Bickel, Brückner & Scheffer (2009), "Discriminative learning under covariate shift", Journal
+      of Machine Learning Research 10, 2137-2155.
 
     Examples
     --------

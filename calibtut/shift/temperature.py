@@ -72,6 +72,18 @@ class SGDTemperatureScaling(TemperatureScaling):
     loss_ : float
         The objective at ``temperature_``.
 
+    See Also
+    --------
+    calibtut.recalibration.TemperatureScaling : the exact minimiser of the same objective.
+
+    References
+    ----------
+    - Park, Bastani, Weimer & Lee (2020), "Calibrated prediction with covariate shift via
+      unsupervised domain adaptation", Proceedings of the 23rd International Conference on
+      Artificial Intelligence and Statistics (AISTATS).
+    - Guo, Pleiss, Sun & Weinberger (2017), "On calibration of modern neural networks", Proceedings
+      of the 34th International Conference on Machine Learning (ICML), 1321-1330.
+
     Examples
     --------
     >>> import numpy as np
