@@ -17,7 +17,9 @@ public estimator fails here until it is given one. Each case is checked for:
   two fits from the same parameters (seeded) giving the same outputs;
 * every numeric array of the fit inputs refused, with a NaN (floats) or a
   fractional entry (integers), by an error naming the argument;
-* ``repr`` showing the class and the parameters that differ from the default.
+* ``repr`` showing the class and the parameters that differ from the default;
+* a docstring with a "See Also" section (related names, each with what it is) and a
+  "References" section (a citation: a year and a quoted or italic title).
 
 The second part walks the public torch functions (``calibtut.metrics.torch``,
 ``calibtut.regularizers``, the forward of the selective networks): each tensor
