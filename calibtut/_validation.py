@@ -279,7 +279,7 @@ def check_weights(weights, name, *, n=None):
 
     Examples
     --------
-    >>> check_weights([1.0, 0.0, 2.5], "sample_weight")
+    >>> check_weights([1.0, 0.0, 2.5], "cal_weight")
     array([1. , 0. , 2.5])
     """
     arr = as_float_array(weights, name, ndim=1)

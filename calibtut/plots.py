@@ -421,7 +421,7 @@ def plot_calibration_maps(maps, ax=None, n_grid=1001):
     >>> import numpy as np
     >>> from calibtut.recalibration import QuantileRecalibrator
     >>> pit = np.random.default_rng(0).beta(2, 2, size=30)
-    >>> maps = {m: QuantileRecalibrator(m).fit(pit).transform for m in ("emp", "lin", "kde")}
+    >>> maps = {m: QuantileRecalibrator(method=m).fit(pit).transform for m in ("emp", "lin", "kde")}
     >>> ax = plot_calibration_maps(maps)
     >>> len(ax.lines)
     4

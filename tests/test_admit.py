@@ -376,7 +376,7 @@ def test_classes_are_the_one_call_functions_and_keep_their_fit():
     assert np.array_equal(model.predict_lower(_test(test)), lower, equal_nan=True)
     # the fitted categories are those of the vp points whose ADMIT set is a singleton
     vp_sets = admit.predict_set(_test(vp))
-    members = np.concatenate([category[0] for category in model.categories_.values()])
+    members = np.concatenate([category[0] for category in model.groups_.values()])
     assert np.array_equal(np.sort(members), np.flatnonzero(vp_sets.sum(axis=1) == 1))
 
 
@@ -393,3 +393,15 @@ def test_predicting_before_fit_raises_and_options_are_checked_at_fit():
         VennADMIT(alpha=0.1, omega=0.5, kappa=9, partition="sliding").fit(cal, cal)
     with pytest.raises(ValueError, match="require_q must be >= 0, got -1"):
         VennADMIT(alpha=0.1, omega=0.5, kappa=9, require_q=-1).fit(cal, cal)
+
+
+def test_venn_categories_are_an_array_of_codes_as_in_the_venn_predictor():
+    rng = np.random.default_rng(3)
+    mc, vp = _split(rng, 400, q_max=2), _split(rng, 400, q_max=2)
+    model = VennADMIT(alpha=0.2, omega=0.4, kappa=5).fit(_cal(mc), _cal(vp))
+    singleton = model.admit_.predict_set(_test(vp)).sum(axis=1) == 1
+    c_star = model.admit_.predict_set(_test(vp)).argmax(axis=1)
+    expected = np.unique(np.column_stack([vp[2], c_star])[singleton], axis=0)
+    assert isinstance(model.categories_, np.ndarray) and model.categories_.dtype.kind == "i"
+    assert np.array_equal(model.categories_, expected)  # the (q, c*) codes met on vp, sorted
+    assert set(map(tuple, model.categories_.tolist())) == set(model.groups_)

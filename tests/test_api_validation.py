@@ -160,8 +160,8 @@ VALID = {
     "n_classes": K,
     "cal_scores": np.abs(_y),
     "test_scores": _rng.uniform(size=N),
-    "cal_weights": np.ones(N),
-    "test_weights": np.ones(N),
+    "cal_weight": np.ones(N),
+    "test_weight": np.ones(N),
     "cal_categories": np.arange(N) % 2,
     "test_categories": np.arange(N) % 2,
     "kernel": np.ones((N, N)),
@@ -224,7 +224,9 @@ CLASSIFICATION = {"y": _labels, "cal_y": _labels, "test_y": _labels}
 #: Optional parameters that the walk also exercises wherever they appear (when
 #: the call with the valid value is accepted: a method may need its class
 #: fitted with the same option).
-OPTIONAL = {"sample_weight": np.ones(N)}
+OPTIONAL = {"cal_weight": np.ones(N), "test_weight": np.ones(N)}
+#: The fit option that a prediction option needs (test weights predict only after calibration weights).
+FIT_OPTION = {"test_weight": "cal_weight"}
 
 
 def _paper_table():
@@ -340,6 +342,8 @@ VALID_FOR = {
         "y": lambda: torch.zeros(N),
     },
     "calibtut.models.fit": {"epochs": 1},
+    # one weight for the one draw: a number, not an array
+    "calibtut.experiments.venn_admit.binomial_admission": {"test_weight": 1.0},
     "calibtut.models.QuantileFunction": {"net": lambda: calibtut.models.SQRNet(2, hidden=(4,), seed=0),
                                          "x": lambda: torch.zeros(N, 2)},
     "calibtut.models.fit_ensemble": {"ensemble": lambda: _ensemble()},
@@ -516,7 +520,7 @@ VALID_FOR = {
     "calibtut.data.splits.kfold_indices": {"n": 10, "n_folds": 5, "fold": 0},
     "calibtut.data.splits.calibration_parts": {"n": 20, "seed": 0},
     # Paper 001 (Venn-ADMIT): conformal classification sets, Venn predictors, nearest neighbours.
-    "calibtut.conformal.OneSidedCQR": {"cal_quantiles": _quantiles, "test_quantiles": _quantiles},
+    "calibtut.conformal.OneSidedConformalRegressor": {"cal_quantiles": _quantiles, "test_quantiles": _quantiles},
     "calibtut.conformal.one_sided_cqr_quantiles": {"cal_quantiles": _quantiles, "test_quantiles": _quantiles},
     "calibtut.conformal.scores.class_scores": {"score": "raps"},
     "calibtut.recalibration.venn.venn_abers": {"cal_y": np.arange(N) % 2},
@@ -734,8 +738,9 @@ class Target:
         instance = self.owner(**_valid_kwargs(self.constructor(), {}))
         if self.method != "fit" and hasattr(instance, "fit"):
             fit = self.fit_target()
-            # an option exercised on a prediction method is given to fit too (calibration weights)
-            options = {name: OPTIONAL[name] for name in given if name in OPTIONAL and name in fit.names}
+            # an option exercised on a prediction method brings its fit option (calibration weights)
+            needed = {FIT_OPTION.get(name, name) for name in given}
+            options = {name: OPTIONAL[name] for name in needed if name in OPTIONAL and name in fit.names}
             instance.fit(**_valid_kwargs(fit, options), **options)
         return getattr(instance, self.method)(**kwargs, **given)
 

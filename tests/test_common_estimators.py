@@ -17,7 +17,9 @@ public estimator fails here until it is given one. Each case is checked for:
   two fits from the same parameters (seeded) giving the same outputs;
 * every numeric array of the fit inputs refused, with a NaN (floats) or a
   fractional entry (integers), by an error naming the argument;
-* ``repr`` showing the class and the parameters that differ from the default.
+* ``repr`` showing the class and the parameters that differ from the default;
+* a docstring with a "See Also" section (related names, each with what it is) and a
+  "References" section (a citation: a year and a quoted or italic title).
 
 The second part walks the public torch functions (``calibtut.metrics.torch``,
 ``calibtut.regularizers``, the forward of the selective networks): each tensor
@@ -72,10 +74,6 @@ def _knn(labelled=True):
 POSITIONAL = {
     # the one wrapped model of jackknife+ / CV+ (scikit-learn's meta-estimators take it first too)
     "CrossConformalRegressor": ("estimator",),
-    # not yet keyword-only: six chapters pass the method by position (CHANGELOG, "remaining")
-    "QuantileRecalibrator": ("method",),
-    # not yet keyword-only: regression study chapter 2 passes the levels by position
-    "OneSidedCQR": ("levels",),
 }
 
 
@@ -102,12 +100,12 @@ CASES = {
     "SplitConformalRegressor": Case({}, _args(_y, _y + 0.1), {"predict_interval": (_args(_y), "interval")}),
     "CrossConformalRegressor": Case({"estimator": LinearRegression(), "n_folds": 5, "seed": 0}, _args(_X, _y),
                                     {"predict_interval": (_args(_X), "interval")}),
-    "ConformalizedQuantileRegression": Case({}, _args(np.stack([_y - 1, _y + 1], axis=1), _y),
+    "ConformalizedQuantileRegressor": Case({}, _args(np.stack([_y - 1, _y + 1], axis=1), _y),
                                             {"predict_interval": (_args(np.stack([_y - 1, _y + 1], axis=1)),
                                                                   "interval")}),
-    "OneSidedCQR": Case({"levels": _levels}, _args(np.tile([-1.3, 0.0, 1.3], (M, 1)), _y),
-                        {"predict_quantiles": (_args(np.tile([-1.3, 0.0, 1.3], (M, 1))), "quantiles")}),
-    "DistributionalConformal": Case({}, _args(_pit), {
+    "OneSidedConformalRegressor": Case({"levels": _levels}, _args(np.tile([-1.3, 0.0, 1.3], (M, 1)), _y),
+                        {"predict_quantiles": (_args(_levels, np.tile([-1.3, 0.0, 1.3], (M, 1))), "quantiles")}),
+    "DistributionalConformalRegressor": Case({}, _args(_pit), {
         "predict_interval": (lambda: ((_quantile_function(),), {}), "interval"),
         "predict_quantiles": (lambda: ((_levels, _quantile_function()), {}), "quantiles")}),
     "TemperatureScaling": Case({}, _args(_logits, _labels), _PROBS_ROLE),
@@ -351,6 +349,19 @@ def test_repr_shows_the_changed_parameters(name):
     for key, value in CASES[name].params.items():
         changed = defaults[key] is inspect.Parameter.empty or not np.array_equal(value, defaults[key])
         assert (f"{key}={value!r}" in shown) == changed, f"{name}: repr {shown} and parameter {key}={value!r}"
+
+
+@pytest.mark.parametrize("name", _ids)
+def test_docstring_has_see_also_and_references(name):
+    doc = inspect.getdoc(ESTIMATORS[name]) or ""
+    for section in ("See Also", "References"):
+        match = re.search(rf"^{section}\n-{{{len(section)}}}\n(.+?)(?:\n\n[A-Z][a-z ]+\n-+\n|\Z)", doc, re.M | re.S)
+        assert match, f"{name}: its docstring has no {section!r} section"
+        body = match.group(1)
+        if section == "References":  # a citation: authors, a year, a title
+            assert re.search(r"\b(19|20)\d\d\b", body) and ('"' in body or "*" in body), f"{name}: {body}"
+        else:  # at least one related name and what it is
+            assert re.search(r"^\S+.* : \S", body, re.M), f"{name}: {body}"
 
 
 # --- the public torch functions ------------------------------------------------------------------

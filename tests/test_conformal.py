@@ -76,20 +76,20 @@ def test_class_and_wrappers_agree_with_ties():
             model.fit(cal_pred, cal_y, scale=scale_cal).predict_interval(test_pred, scale=scale_test))
         np.testing.assert_array_equal(
             weighted_conformal_interval(cal_pred, cal_y, w_cal, test_pred, w_test, alpha),
-            model.fit(cal_pred, cal_y, sample_weight=w_cal).predict_interval(test_pred, sample_weight=w_test))
+            model.fit(cal_pred, cal_y, cal_weight=w_cal).predict_interval(test_pred, test_weight=w_test))
 
 
 def test_weighted_regressor_hand_case():
     # residuals 1, 2, 3, 0.5 with weights 1, 1, 1, 3: sorted 0.5 (3), 1, 2, 3, cumulative 3, 4, 5, 6.
     # Test weight 0.5: need 0.6 * 6.5 = 3.9 -> residual 1; weight 8: need 8.4 > 6 -> infinite.
-    model = SplitConformalRegressor(alpha=0.4).fit([0.0] * 4, [1.0, -2.0, 3.0, 0.5], sample_weight=[1, 1, 1, 3])
+    model = SplitConformalRegressor(alpha=0.4).fit([0.0] * 4, [1.0, -2.0, 3.0, 0.5], cal_weight=[1, 1, 1, 3])
     assert model.quantile_ is None
-    lo, hi = model.predict_interval([10.0, 10.0], sample_weight=[0.5, 8.0])
+    lo, hi = model.predict_interval([10.0, 10.0], test_weight=[0.5, 8.0])
     assert lo.tolist() == [9.0, -math.inf] and hi.tolist() == [11.0, math.inf]
     # with scales the width is the weighted threshold of the scaled residuals times the test scale
     scaled = SplitConformalRegressor(alpha=0.4).fit([0.0] * 4, [1.0, -2.0, 3.0, 0.5], scale=[1, 1, 1, 0.5],
-                                                    sample_weight=[1, 1, 1, 3])
-    lo, hi = scaled.predict_interval([0.0], scale=[2.0], sample_weight=[0.5])
+                                                    cal_weight=[1, 1, 1, 3])
+    lo, hi = scaled.predict_interval([0.0], scale=[2.0], test_weight=[0.5])
     assert (lo[0], hi[0]) == (-2.0, 2.0)
 
 
@@ -136,15 +136,15 @@ def test_bad_arguments():
     model = SplitConformalRegressor().fit([0.0, 1.0], [0.0, 1.0], scale=[1.0, 1.0])
     with pytest.raises(ValueError, match="scale is required"):
         model.predict_interval([0.0])
-    with pytest.raises(ValueError, match="sample_weight was given"):
-        model.predict_interval([0.0], scale=[1.0], sample_weight=[1.0])
-    weighted = SplitConformalRegressor().fit([0.0, 1.0], [0.0, 1.0], sample_weight=[1.0, 2.0])
-    with pytest.raises(ValueError, match="sample_weight is required"):
+    with pytest.raises(ValueError, match="test_weight was given"):
+        model.predict_interval([0.0], scale=[1.0], test_weight=[1.0])
+    weighted = SplitConformalRegressor().fit([0.0, 1.0], [0.0, 1.0], cal_weight=[1.0, 2.0])
+    with pytest.raises(ValueError, match="test_weight is required"):
         weighted.predict_interval([0.0])
-    with pytest.raises(ValueError, match="sample_weight must have one entry per test point"):
-        weighted.predict_interval([0.0], sample_weight=[1.0, 1.0])
-    with pytest.raises(ValueError, match="sample_weight must not be all zero"):
-        SplitConformalRegressor().fit([0.0, 1.0], [0.0, 1.0], sample_weight=[0.0, 0.0])
+    with pytest.raises(ValueError, match="test_weight must have one entry per test point"):
+        weighted.predict_interval([0.0], test_weight=[1.0, 1.0])
+    with pytest.raises(ValueError, match="cal_weight must not be all zero"):
+        SplitConformalRegressor().fit([0.0, 1.0], [0.0, 1.0], cal_weight=[0.0, 0.0])
     with pytest.raises(TypeError, match="alpha"):
         SplitConformalRegressor(alpha="0.1").fit([0.0, 1.0], [0.0, 1.0])
     with pytest.raises(ValueError, match="n_cal"):

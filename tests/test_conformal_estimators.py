@@ -5,10 +5,10 @@ import numpy as np
 import pytest
 
 from calibtut.conformal import (
-    ConformalizedQuantileRegression,
-    DistributionalConformal,
+    ConformalizedQuantileRegressor,
+    DistributionalConformalRegressor,
     LocalizedConformalClassifier,
-    OneSidedCQR,
+    OneSidedConformalRegressor,
     RAPSClassifier,
     SplitConformalClassifier,
     SplitConformalRegressor,
@@ -114,14 +114,14 @@ def test_quantile_regressors_equal_their_wrappers(seed):
     test_q = np.column_stack([test_lower, test_lower + rng.integers(0, 5, m) / 2])
     alpha = float(rng.choice([0.1, 0.2, 0.5]))
     for symmetric in (True, False):
-        model = ConformalizedQuantileRegression(alpha=alpha, symmetric=symmetric).fit(cal_q, cal_y)
+        model = ConformalizedQuantileRegressor(alpha=alpha, symmetric=symmetric).fit(cal_q, cal_y)
         expected = model.predict_interval(test_q)
         got = cqr_interval(cal_q, cal_y, test_q, alpha, symmetric=symmetric)
         assert all(np.array_equal(a, b) for a, b in zip(got, expected, strict=True))
     levels = np.sort(rng.choice(np.arange(1, 20) / 20, size=3, replace=False))
     cal_q3, test_q3 = rng.integers(-4, 5, (n, 3)) / 2, rng.integers(-4, 5, (m, 3)) / 2
     for clip_rank in (False, True):
-        expected = OneSidedCQR(levels, clip_rank=clip_rank).fit(cal_q3, cal_y).predict_quantiles(test_q3)
+        expected = OneSidedConformalRegressor(levels=levels, clip_rank=clip_rank).fit(cal_q3, cal_y).predict_quantiles(levels, test_q3)
         got = one_sided_cqr_quantiles(cal_q3, cal_y, test_q3, levels, clip_rank=clip_rank)
         assert np.array_equal(got, expected)
 
@@ -134,7 +134,7 @@ def test_distributional_conformal_equals_its_wrapper(seed):
     quantile_function = gaussian_quantile_function(rng.normal(size=m), rng.uniform(0.5, 2.0, m))
     alpha = float(rng.choice([0.1, 0.2, 0.5]))
     for score in ("abs", "equal_tailed"):
-        expected = DistributionalConformal(alpha=alpha, score=score).fit(cal_pit).predict_interval(quantile_function)
+        expected = DistributionalConformalRegressor(alpha=alpha, score=score).fit(cal_pit).predict_interval(quantile_function)
         got = dcp_interval(cal_pit, quantile_function, alpha, score=score)
         assert all(np.array_equal(a, b) for a, b in zip(got, expected, strict=True))
 
@@ -157,11 +157,12 @@ def test_mondrian_codes_at_fit_and_a_function_at_predict_by_hand():
 
 def test_cqr_and_one_sided_cqr_by_hand():
     # CQR: lower 0, upper 1; y = 0.5, 1.5, 3.0 -> scores -0.5, 0.5, 2.0; alpha 0.5: rank 2 -> 0.5
-    cqr = ConformalizedQuantileRegression(alpha=0.5).fit(np.tile([0.0, 1.0], (3, 1)), [0.5, 1.5, 3.0])
+    cqr = ConformalizedQuantileRegressor(alpha=0.5).fit(np.tile([0.0, 1.0], (3, 1)), [0.5, 1.5, 3.0])
     lower, upper = cqr.predict_interval([[0.0, 2.0], [1.0, 1.0]])
     assert lower.tolist() == [-0.5, 0.5] and upper.tolist() == [2.5, 1.5]
-    one_sided = OneSidedCQR([0.2, 0.6]).fit([[0.0, 1.0]] * 4, [0.0, 1.0, 2.0, 3.0])
-    assert one_sided.predict_quantiles([[10.0, 11.0]]).tolist() == [[10.0, 12.0]]
+    one_sided = OneSidedConformalRegressor(levels=[0.2, 0.6]).fit([[0.0, 1.0]] * 4, [0.0, 1.0, 2.0, 3.0])
+    assert one_sided.predict_quantiles([0.2, 0.6], [[10.0, 11.0]]).tolist() == [[10.0, 12.0]]
+    assert one_sided.predict_quantiles([0.6], [[10.0, 11.0]]).tolist() == [[12.0]]  # a subset
 
 
 # ---------------------------------------------------------------- coverage
@@ -201,9 +202,9 @@ _CAL, _Y = [[0.9, 0.1], [0.8, 0.2], [0.3, 0.7], [0.6, 0.4]], [0, 0, 1, 1]
     (LocalizedConformalClassifier(), lambda m: m.predict_set(_CAL, np.ones((4, 4)))),
     (RAPSClassifier(), lambda m: m.predict_set(_CAL)),
     (SplitConformalRegressor(), lambda m: m.predict_interval([0.0])),
-    (ConformalizedQuantileRegression(), lambda m: m.predict_interval([[0.0, 1.0]])),
-    (OneSidedCQR([0.5]), lambda m: m.predict_quantiles([[0.0]])),
-    (DistributionalConformal(), lambda m: m.predict_interval(lambda u: u[None, :])),
+    (ConformalizedQuantileRegressor(), lambda m: m.predict_interval([[0.0, 1.0]])),
+    (OneSidedConformalRegressor(levels=[0.5]), lambda m: m.predict_quantiles([0.5], [[0.0]])),
+    (DistributionalConformalRegressor(), lambda m: m.predict_interval(lambda u: u[None, :])),
 ])
 def test_predicting_before_fit_raises(model, predict):
     with pytest.raises(RuntimeError, match=f"this {type(model).__name__} is not fitted: call fit first"):
@@ -224,11 +225,11 @@ def test_constructor_arguments_are_stored_unchanged_and_checked_at_fit():
         (lambda: RAPSClassifier(criterion="width").fit(_CAL, _Y), ValueError, "criterion must be one of"),
         (lambda: RAPSClassifier(tune_fraction=1.0).fit(_CAL, _Y), ValueError, "tune_fraction must be < 1"),
         (lambda: RAPSClassifier(randomized="yes").fit(_CAL, _Y), TypeError, "randomized must be a bool"),
-        (lambda: ConformalizedQuantileRegression(symmetric="yes").fit(np.zeros((4, 2)), np.zeros(4)), TypeError,
+        (lambda: ConformalizedQuantileRegressor(symmetric="yes").fit(np.zeros((4, 2)), np.zeros(4)), TypeError,
          "symmetric must be a bool"),
-        (lambda: OneSidedCQR([0.5], clip_rank=1).fit(np.zeros((4, 1)), np.zeros(4)), TypeError,
+        (lambda: OneSidedConformalRegressor(levels=[0.5], clip_rank=1).fit(np.zeros((4, 1)), np.zeros(4)), TypeError,
          "clip_rank must be a bool"),
-        (lambda: DistributionalConformal(score="left").fit([0.5] * 4), ValueError, "score must be one of"),
+        (lambda: DistributionalConformalRegressor(score="left").fit([0.5] * 4), ValueError, "score must be one of"),
     ):
         with pytest.raises(error, match=message):
             build()  # the constructor stores the value; fit refuses it
@@ -238,8 +239,8 @@ def test_split_classifier_keywords_must_match_the_fit():
     plain = SplitConformalClassifier(alpha=0.4).fit(_CAL, _Y)
     with pytest.raises(ValueError, match="fitted with categories=None"):
         plain.predict_set(_CAL, categories=[0, 0, 1, 1])
-    with pytest.raises(ValueError, match="sample_weight was given"):
-        plain.predict_set(_CAL, sample_weight=np.ones(4))
+    with pytest.raises(ValueError, match="test_weight was given"):
+        plain.predict_set(_CAL, test_weight=np.ones(4))
     coded = SplitConformalClassifier(alpha=0.4, too_small="include").fit(_CAL, _Y, categories=[0, 1, 0, 1])
     with pytest.raises(ValueError, match="needs the test categories"):
         coded.predict_set(_CAL)
@@ -247,15 +248,15 @@ def test_split_classifier_keywords_must_match_the_fit():
         coded.predict_set(_CAL, categories=[0, 1])
     with pytest.raises(TypeError, match="categories must hold numbers"):
         coded.predict_set(_CAL, categories=["a", "b", "a", "b"])
-    weighted = SplitConformalClassifier(alpha=0.4).fit(_CAL, _Y, sample_weight=[1, 1, 1, 1])
-    with pytest.raises(ValueError, match="sample_weight is required"):
+    weighted = SplitConformalClassifier(alpha=0.4).fit(_CAL, _Y, cal_weight=[1, 1, 1, 1])
+    with pytest.raises(ValueError, match="test_weight is required"):
         weighted.predict_set(_CAL)
     with pytest.raises(ValueError, match="cannot be combined"):
-        SplitConformalClassifier(alpha=0.4).fit(_CAL, _Y, categories="label", sample_weight=[1, 1, 1, 1])
+        SplitConformalClassifier(alpha=0.4).fit(_CAL, _Y, categories="label", cal_weight=[1, 1, 1, 1])
     with pytest.raises(ValueError, match="categories must be 'label'"):
         SplitConformalClassifier(alpha=0.4).fit(_CAL, _Y, categories="class")
-    with pytest.raises(ValueError, match="sample_weight must be non-negative"):
-        SplitConformalClassifier(alpha=0.4).fit(_CAL, _Y, sample_weight=[1, -1, 1, 1])
+    with pytest.raises(ValueError, match="cal_weight must be non-negative"):
+        SplitConformalClassifier(alpha=0.4).fit(_CAL, _Y, cal_weight=[1, -1, 1, 1])
     with pytest.raises(ValueError, match="cal_probs must sum to 1"):
         SplitConformalClassifier(alpha=0.4).fit([[0.5, 0.6]] * 4, _Y)
     with pytest.raises(ValueError, match="test_probs has 3 classes, the calibration set has 2"):
@@ -264,12 +265,14 @@ def test_split_classifier_keywords_must_match_the_fit():
 
 def test_regression_estimators_check_their_inputs():
     with pytest.raises(ValueError, match=r"cal_quantiles must have 2 columns"):
-        ConformalizedQuantileRegression().fit(np.zeros((3, 3)), np.zeros(3))
-    cqr = ConformalizedQuantileRegression(alpha=0.5).fit(np.zeros((3, 2)), np.zeros(3))
+        ConformalizedQuantileRegressor().fit(np.zeros((3, 3)), np.zeros(3))
+    cqr = ConformalizedQuantileRegressor(alpha=0.5).fit(np.zeros((3, 2)), np.zeros(3))
     with pytest.raises(ValueError, match=r"test_quantiles must have 2 dimension"):
         cqr.predict_interval([0.0, 1.0])
-    one_sided = OneSidedCQR([0.2, 0.6]).fit(np.zeros((4, 2)), np.zeros(4))
+    one_sided = OneSidedConformalRegressor(levels=[0.2, 0.6]).fit(np.zeros((4, 2)), np.zeros(4))
     with pytest.raises(ValueError, match=r"test_quantiles must have 2 columns"):
-        one_sided.predict_quantiles(np.zeros((1, 3)))
+        one_sided.predict_quantiles([0.2, 0.6], np.zeros((1, 3)))
+    with pytest.raises(ValueError, match=r"levels must be among the fitted levels \[0.2, 0.6\], got \[0.5\]"):
+        one_sided.predict_quantiles([0.2, 0.5], np.zeros((1, 2)))
     with pytest.raises(ValueError, match="cal_pit must lie in"):
-        DistributionalConformal().fit([0.5, 1.5])
+        DistributionalConformalRegressor().fit([0.5, 1.5])

@@ -16,13 +16,13 @@ from calibtut.conformal import (
 from calibtut.shift import GaussianShift
 
 
-def reference_thresholds(cal_scores, cal_weights, test_weights, alpha):
+def reference_thresholds(cal_scores, cal_weight, test_weight, alpha):
     """Per-test-point reference: build the weighted law with +inf and read its quantile."""
     cal_scores = np.asarray(cal_scores, dtype=float)
-    out = np.empty(len(test_weights))
-    for j, w_test in enumerate(test_weights):
+    out = np.empty(len(test_weight))
+    for j, w_test in enumerate(test_weight):
         support = np.append(cal_scores, np.inf)
-        mass = np.append(np.asarray(cal_weights, dtype=float), w_test)
+        mass = np.append(np.asarray(cal_weight, dtype=float), w_test)
         mass = mass / mass.sum()
         order = np.argsort(support, kind="stable")
         cdf = np.cumsum(mass[order])
@@ -131,9 +131,9 @@ def test_weighted_sets_cover_the_target_classification():
 
 @pytest.mark.parametrize("bad", [[-1.0, 1.0], [np.nan, 1.0], [np.inf, 1.0]])
 def test_bad_weights_are_rejected(bad):
-    with pytest.raises(ValueError, match="cal_weights"):
+    with pytest.raises(ValueError, match="cal_weight"):
         weighted_conformal_quantile([0.1, 0.2], bad, [1.0], 0.1)
-    with pytest.raises(ValueError, match="test_weights"):
+    with pytest.raises(ValueError, match="test_weight"):
         weighted_conformal_quantile([0.1, 0.2], [1.0, 1.0], bad, 0.1)
 
 
@@ -142,7 +142,7 @@ def test_other_bad_input():
         weighted_conformal_quantile([0.1], [1.0], [1.0], 1.0)
     with pytest.raises(ValueError, match="one entry per point"):
         weighted_conformal_quantile([0.1, 0.2], [1.0], [1.0], 0.1)
-    with pytest.raises(ValueError, match="cal_weights must not be all zero"):
+    with pytest.raises(ValueError, match="cal_weight must not be all zero"):
         weighted_conformal_quantile([0.1], [0.0], [1.0], 0.1)
     with pytest.raises(ValueError, match="score"):
         weighted_conformal_sets([[0.5, 0.5]], [0], [1], [[0.5, 0.5]], [1], 0.1, score="bayes")
@@ -152,7 +152,7 @@ def test_other_bad_input():
         weighted_conformal_sets([[0.5, 0.5]], [0], [1], [[0.2, 0.3]], [1], 0.1)
     with pytest.raises(ValueError, match="scale is required"):
         weighted_conformal_interval([0.0], [1.0], [1.0], [0.0], [1.0], 0.1, cal_scale=[1.0])
-    with pytest.raises(ValueError, match="sample_weight must have one entry per test point"):
+    with pytest.raises(ValueError, match="test_weight must have one entry per test point"):
         weighted_conformal_sets([[0.5, 0.5]], [0], [1], [[0.5, 0.5]], [1, 1], 0.1)
 
 
@@ -174,8 +174,8 @@ def test_weighted_sets_class_and_wrapper_agree_with_ties():
         w_cal, w_test = rng.integers(0, 3, n) + 0.5, rng.exponential(size=m)
         alpha = float(rng.uniform(0.05, 0.5))
         for score in ("lac", "aps"):
-            model = SplitConformalClassifier(alpha=alpha, score=score).fit(cal, labels, sample_weight=w_cal)
-            expected = model.predict_set(test, sample_weight=w_test)
+            model = SplitConformalClassifier(alpha=alpha, score=score).fit(cal, labels, cal_weight=w_cal)
+            expected = model.predict_set(test, test_weight=w_test)
             assert np.array_equal(weighted_conformal_sets(cal, labels, w_cal, test, w_test, alpha, score=score),
                                   expected)
             # the definition: class c is in the set when its score is at most the point's weighted threshold

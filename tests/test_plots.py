@@ -102,7 +102,7 @@ def test_calibration_maps_plot():
     from calibtut.recalibration import QuantileRecalibrator
 
     pit = np.random.default_rng(7).random(20)
-    rec = QuantileRecalibrator("dcp").fit(pit)
+    rec = QuantileRecalibrator(method="dcp").fit(pit)
     ax = plots.plot_calibration_maps({"DCP": rec.transform, "identity": lambda u: u}, n_grid=101)
     assert [line.get_label() for line in ax.lines][1:] == ["DCP", "identity"]
     np.testing.assert_allclose(ax.lines[1].get_ydata(), rec.transform(np.linspace(0, 1, 101)))

@@ -11,9 +11,9 @@ from hypothesis import strategies as st
 from scipy import integrate, optimize, special, stats
 
 from calibtut.conformal import (
-    ConformalizedQuantileRegression,
-    DistributionalConformal,
-    OneSidedCQR,
+    ConformalizedQuantileRegressor,
+    DistributionalConformalRegressor,
+    OneSidedConformalRegressor,
     conformal_rank,
     coverage_distribution,
     recalibration_conformal_table,
@@ -80,7 +80,7 @@ def test_newton_temperature_equals_a_tight_brent_search(seed):
     weights = np.full(labels.size, 1 / labels.size) if w is None else w / w.sum()
     brent = optimize.minimize_scalar(lambda log_t: _loss(logits / np.exp(log_t), labels, weights, "nll"),
                                      bounds=np.log([1e-2, 1e2]), method="bounded", options={"xatol": 1e-12})
-    t = TemperatureScaling().fit(logits, labels, sample_weight=w).temperature_
+    t = TemperatureScaling().fit(logits, labels, cal_weight=w).temperature_
     assert t == pytest.approx(np.exp(brent.x), rel=1e-6)
 
 
@@ -146,7 +146,7 @@ def test_temperature_refuses_test_logits_with_another_number_of_classes():
 def test_weighted_temperature_matches_grid_and_repetition():
     logits, labels = _classification_data(3)
     w = np.random.default_rng(3).integers(0, 4, labels.size).astype(float)
-    t_w = TemperatureScaling().fit(logits, labels, sample_weight=w).temperature_
+    t_w = TemperatureScaling().fit(logits, labels, cal_weight=w).temperature_
     assert t_w == pytest.approx(_grid_temperature(logits, labels, weights=w), rel=1e-3)
     rep = np.repeat(np.arange(labels.size), w.astype(int))
     t_rep = TemperatureScaling().fit(logits[rep], labels[rep]).temperature_
@@ -182,12 +182,12 @@ def test_temperature_bad_arguments():
         TemperatureScaling().fit(logits[:, :1], labels * 0)
     with pytest.raises(ValueError, match="loss"):
         TemperatureScaling(loss="ece").fit(logits, labels)
-    with pytest.raises(ValueError, match="sample_weight"):
-        TemperatureScaling().fit(logits, labels, sample_weight=-np.ones(20))
+    with pytest.raises(ValueError, match="cal_weight"):
+        TemperatureScaling().fit(logits, labels, cal_weight=-np.ones(20))
     with pytest.raises(ValueError, match="bounds"):
         TemperatureScaling(bounds=(2.0, 1.0)).fit(logits, labels)
-    with pytest.raises(ValueError, match="sample_weight must not be all zero"):
-        TemperatureScaling().fit(logits, labels, sample_weight=np.zeros(20))
+    with pytest.raises(ValueError, match="cal_weight must not be all zero"):
+        TemperatureScaling().fit(logits, labels, cal_weight=np.zeros(20))
     with pytest.raises(TypeError, match="positional"):
         TemperatureScaling().fit(logits, labels, np.ones(20))  # weights are keyword-only
     with pytest.raises(RuntimeError, match="not fitted"):
@@ -203,9 +203,9 @@ def test_temperature_scaling_equals_its_wrapper(seed):
     weights = rng.integers(0, 3, labels.size).astype(float)
     weights[0] = 1.0
     for loss in ("nll", "brier"):
-        for sample_weight in (None, weights):
-            model = TemperatureScaling(loss=loss, bounds=(0.1, 10.0)).fit(logits, labels, sample_weight=sample_weight)
-            got = temperature_scaled_probs(logits, labels, test, sample_weight=sample_weight, loss=loss,
+        for cal_weight in (None, weights):
+            model = TemperatureScaling(loss=loss, bounds=(0.1, 10.0)).fit(logits, labels, cal_weight=cal_weight)
+            got = temperature_scaled_probs(logits, labels, test, cal_weight=cal_weight, loss=loss,
                                            bounds=(0.1, 10.0))
             assert np.array_equal(got, model.predict_proba(test))
 
@@ -230,34 +230,34 @@ def test_predicting_before_fit_raises(model, predict):
 def test_emp_matches_scipy_ecdf():
     pit = np.random.default_rng(0).random(200)
     grid = np.linspace(0, 1, 301)
-    ours = QuantileRecalibrator("emp").fit(pit).transform(grid)
+    ours = QuantileRecalibrator(method="emp").fit(pit).transform(grid)
     np.testing.assert_allclose(ours, stats.ecdf(pit).cdf.evaluate(grid))
 
 
 def test_lin_hand_case():
-    rec = QuantileRecalibrator("lin").fit([0.6, 0.2])
+    rec = QuantileRecalibrator(method="lin").fit([0.6, 0.2])
     # knots (0, 0), (0.2, 1/3), (0.6, 2/3), (1, 1)
     np.testing.assert_allclose(rec.transform([0.1, 0.4, 0.8, 1.0]), [1 / 6, 0.5, 5 / 6, 1.0])
     np.testing.assert_allclose(rec.inverse_transform([1 / 6, 0.5, 5 / 6]), [0.1, 0.4, 0.8])
     # tied PITs: the knots (0.2, 1/4) and (0.2, 2/4) merge into (0.2, 3/8), as the authors'
     # LinearSpline merges them: knots (0, 0), (0.2, 3/8), (0.6, 3/4), (1, 1), a continuous map
-    tied = QuantileRecalibrator("lin").fit([0.2, 0.6, 0.2])
+    tied = QuantileRecalibrator(method="lin").fit([0.2, 0.6, 0.2])
     np.testing.assert_allclose(tied.transform([0.1, 0.2, 0.4, 1.0]), [3 / 16, 3 / 8, 9 / 16, 1.0])
     np.testing.assert_allclose(tied.inverse_transform([3 / 16, 3 / 8, 9 / 16, 7 / 8]), [0.1, 0.2, 0.4, 0.8])
     # ties at 0 and 1 join the fixed end knots: no mass at -inf or +inf
-    ends = QuantileRecalibrator("lin").fit([0.0, 0.0, 0.5, 1.0])  # knots (0, 0), (0.5, 3/5), (1, 1)
+    ends = QuantileRecalibrator(method="lin").fit([0.0, 0.0, 0.5, 1.0])  # knots (0, 0), (0.5, 3/5), (1, 1)
     np.testing.assert_allclose(ends.transform([0.0, 0.25, 0.75, 1.0]), [0.0, 0.3, 0.8, 1.0])
 
 
 def test_emp_inverse_is_an_order_statistic():
-    rec = QuantileRecalibrator("emp").fit([0.9, 0.1, 0.3, 0.2])
+    rec = QuantileRecalibrator(method="emp").fit([0.9, 0.1, 0.3, 0.2])
     np.testing.assert_array_equal(rec.inverse_transform([1e-12, 0.25, 0.26, 0.75, 0.999]), [0.1, 0.1, 0.2, 0.3, 0.9])
     rec.method = "lin"  # changing the parameter after fit does not change the fitted map
     np.testing.assert_array_equal(rec.transform([0.25]), [0.5])
 
 
 def test_dcp_map_hand_case():
-    rec = QuantileRecalibrator("dcp").fit([0.1, 0.4, 0.6, 0.8])
+    rec = QuantileRecalibrator(method="dcp").fit([0.1, 0.4, 0.6, 0.8])
     np.testing.assert_allclose(rec.transform([0.05, 0.5, 1.0]), [0.0, 0.4, 0.8])
     np.testing.assert_array_equal(rec.inverse_transform([0.5, 0.9]), [0.6, np.inf])
 
@@ -265,7 +265,7 @@ def test_dcp_map_hand_case():
 def test_kde_matches_numerical_integration():
     pit = np.array([0.02, 0.3, 0.35, 0.7, 0.97])
     tau = 20.0
-    rec = QuantileRecalibrator("kde", tau=tau).fit(pit)
+    rec = QuantileRecalibrator(method="kde", tau=tau).fit(pit)
 
     def density(t):
         u = np.concatenate([t - pit, t + pit, t - 2 + pit])
@@ -281,15 +281,15 @@ def test_kde_tends_to_emp_for_sharp_kernels():
     pit = np.random.default_rng(1).random(50)
     grid = np.linspace(0.005, 0.995, 100)
     grid = grid[np.min(np.abs(grid[:, None] - pit[None, :]), axis=1) > 1e-3]
-    kde = QuantileRecalibrator("kde", tau=1e6).fit(pit).transform(grid)
-    emp = QuantileRecalibrator("emp").fit(pit).transform(grid)
+    kde = QuantileRecalibrator(method="kde", tau=1e6).fit(pit).transform(grid)
+    emp = QuantileRecalibrator(method="emp").fit(pit).transform(grid)
     np.testing.assert_allclose(kde, emp, atol=1e-6)
 
 
 def test_kde_subsample_is_seeded():
     pit = np.random.default_rng(2).random(5000)
-    a = QuantileRecalibrator("kde", max_kde_points=2048, seed=0).fit(pit)
-    b = QuantileRecalibrator("kde", max_kde_points=2048, seed=0).fit(pit)
+    a = QuantileRecalibrator(method="kde", max_kde_points=2048, seed=0).fit(pit)
+    b = QuantileRecalibrator(method="kde", max_kde_points=2048, seed=0).fit(pit)
     assert a.pit_.size == 2048 and a.n_cal_ == 5000
     np.testing.assert_array_equal(a.pit_, b.pit_)
 
@@ -297,7 +297,7 @@ def test_kde_subsample_is_seeded():
 def test_kde_resample_with_replacement_is_the_authors_bootstrap():
     # small set: min(2048, 30) = 30 PITs, drawn with replacement, so some repeat
     pit = np.random.default_rng(3).random(30)
-    rec = QuantileRecalibrator("kde", max_kde_points=2048, replace=True, seed=0).fit(pit)
+    rec = QuantileRecalibrator(method="kde", max_kde_points=2048, replace=True, seed=0).fit(pit)
     assert rec.pit_.size == 30 and rec.n_cal_ == 30
     assert np.unique(rec.pit_).size < 30 and np.isin(rec.pit_, pit).all()
     # same draw as numpy's own bootstrap with that seed
@@ -305,7 +305,7 @@ def test_kde_resample_with_replacement_is_the_authors_bootstrap():
     np.testing.assert_array_equal(rec.pit_, expected)
     # large set: 2048 of 5000; without replace the 2048 are distinct
     big = np.random.default_rng(4).random(5000)
-    assert QuantileRecalibrator("kde", max_kde_points=2048, replace=True, seed=1).fit(big).pit_.size == 2048
+    assert QuantileRecalibrator(method="kde", max_kde_points=2048, replace=True, seed=1).fit(big).pit_.size == 2048
     # the map stays a CDF on [0, 1]
     values = rec.transform(np.linspace(0, 1, 11))
     assert values[0] == 0 and abs(values[-1] - 1) < 1e-12 and (np.diff(values) >= 0).all()
@@ -313,9 +313,9 @@ def test_kde_resample_with_replacement_is_the_authors_bootstrap():
 
 def test_kde_resample_needs_a_size_and_a_bool():
     with pytest.raises(ValueError, match="max_kde_points"):
-        QuantileRecalibrator("kde", replace=True).fit([0.5])
+        QuantileRecalibrator(method="kde", replace=True).fit([0.5])
     with pytest.raises(TypeError, match="replace"):
-        QuantileRecalibrator("kde", max_kde_points=10, replace=1).fit([0.5])
+        QuantileRecalibrator(method="kde", max_kde_points=10, replace=1).fit([0.5])
 
 
 @pytest.mark.parametrize("method", METHODS)
@@ -323,7 +323,7 @@ def test_kde_resample_needs_a_size_and_a_bool():
 # PITs on a 1/1000 grid: ties, 0 and 1 occur; no noise at the 1e-16 scale
 @given(pit=st.lists(st.integers(0, 1000).map(lambda i: i / 1000), min_size=1, max_size=40))
 def test_maps_are_monotone_with_generalized_inverse(method, pit):
-    rec = QuantileRecalibrator(method).fit(pit)
+    rec = QuantileRecalibrator(method=method).fit(pit)
     grid = np.linspace(0, 1, 201)
     values = rec.transform(grid)
     assert np.all(np.diff(values) >= -1e-12)
@@ -346,7 +346,7 @@ def test_recalibration_makes_pits_uniform(method, scale):
     the PITs lie below 0.01 and kernels of width 0.01 smear them (its known bias)."""
     rng = np.random.default_rng(11)
     y_cal, y_test = scale * rng.normal(size=2000), scale * rng.normal(size=2000)
-    rec = QuantileRecalibrator(method).fit(stats.norm.cdf(y_cal))
+    rec = QuantileRecalibrator(method=method).fit(stats.norm.cdf(y_cal))
     assert stats.kstest(stats.norm.cdf(y_test), "uniform").pvalue < 1e-6
     assert stats.kstest(rec.transform(stats.norm.cdf(y_test)), "uniform").pvalue > 1e-3
     levels = np.array([0.05, 0.25, 0.5, 0.75, 0.95])
@@ -362,7 +362,7 @@ def test_recalibrated_mixture_quantiles_invert_the_composed_cdf(method):
     rng = np.random.default_rng(12)
     w = rng.dirichlet(np.ones(3), size=6)
     mu, sd = rng.normal(size=(6, 3)), rng.uniform(0.3, 1.5, size=(6, 3))
-    rec = QuantileRecalibrator(method).fit(rng.beta(0.7, 0.7, size=300))
+    rec = QuantileRecalibrator(method=method).fit(rng.beta(0.7, 0.7, size=300))
     levels = np.array([0.05, 0.5, 0.95])
     q = rec.predict_quantiles(levels, mixture_quantile_function(w, mu, sd))
     for j in range(levels.size):
@@ -387,7 +387,7 @@ def test_quantile_functions():
 
 def test_quantile_recalibrator_bad_arguments():
     with pytest.raises(ValueError, match="method"):
-        QuantileRecalibrator("iso").fit([0.5])
+        QuantileRecalibrator(method="iso").fit([0.5])
     with pytest.raises(ValueError, match="cal_pit"):
         QuantileRecalibrator().fit([0.5, 1.5])
     with pytest.raises(RuntimeError, match="not fitted"):
@@ -395,7 +395,7 @@ def test_quantile_recalibrator_bad_arguments():
     with pytest.raises(ValueError, match="levels"):
         QuantileRecalibrator().fit([0.5]).inverse_transform([0.5, 0.2])
     with pytest.raises(ValueError, match="tau"):
-        QuantileRecalibrator("kde", tau=0).fit([0.5])
+        QuantileRecalibrator(method="kde", tau=0).fit([0.5])
     with pytest.raises(ValueError, match="quantile_function"):
         QuantileRecalibrator().fit([0.5]).predict_quantiles([0.5], lambda u: u)
     with pytest.raises(ValueError, match="weights"):
@@ -410,7 +410,7 @@ def test_quantile_recalibrator_equals_its_wrapper(method):
     for n in (3, 40, 300):
         cal_pit = rng.integers(0, 21, n) / 20  # tied PITs, 0 and 1 included
         options = {"tau": 50.0, "max_kde_points": 100, "seed": 1} if method == "kde" else {}
-        model = QuantileRecalibrator(method, **options).fit(cal_pit)
+        model = QuantileRecalibrator(method=method, **options).fit(cal_pit)
         got = recalibrated_quantiles(cal_pit, quantile_function, levels, method=method, **options)
         assert np.array_equal(got, model.predict_quantiles(levels, quantile_function))
 
@@ -448,7 +448,7 @@ def test_cqr_matches_mapie(symmetric, seed, n, alpha):
 
     x_cal, x_test = predictions(n), predictions(30)
     y_cal = x_cal[:, 2] + rng.standard_t(4, size=n)
-    ours = ConformalizedQuantileRegression(alpha=alpha, symmetric=symmetric).fit(x_cal[:, :2], y_cal)
+    ours = ConformalizedQuantileRegressor(alpha=alpha, symmetric=symmetric).fit(x_cal[:, :2], y_cal)
     lo, hi = ours.predict_interval(x_test[:, :2])
     ref = mapie_regression.ConformalizedQuantileRegressor(
         [_Column(0), _Column(1), _Column(2)], confidence_level=1 - alpha, prefit=True
@@ -466,8 +466,8 @@ def test_one_sided_cqr_matches_reference_formula():
     n, levels = 37, np.array([0.01, 0.1, 0.5, 0.9, 0.975, 0.99])
     quantiles = rng.normal(size=(n, 1)) + np.linspace(-1, 1, levels.size)
     y = rng.normal(size=n)
-    clipped = OneSidedCQR(levels, clip_rank=True).fit(quantiles, y)
-    exact = OneSidedCQR(levels).fit(quantiles, y)
+    clipped = OneSidedConformalRegressor(levels=levels, clip_rank=True).fit(quantiles, y)
+    exact = OneSidedConformalRegressor(levels=levels).fit(quantiles, y)
     for j, a in enumerate(levels):
         residuals = np.sort(y - quantiles[:, j])
         idx = math.ceil((n + 1) * a) - 1
@@ -478,15 +478,15 @@ def test_one_sided_cqr_matches_reference_formula():
 
 def test_cqr_bad_arguments():
     with pytest.raises(ValueError, match="same length"):
-        ConformalizedQuantileRegression().fit([[0.0, 1.0], [0.0, 1.0]], [0.5])
+        ConformalizedQuantileRegressor().fit([[0.0, 1.0], [0.0, 1.0]], [0.5])
     with pytest.raises(TypeError, match="symmetric"):
-        ConformalizedQuantileRegression(symmetric="yes").fit([[0.0, 1.0]], [0.5])
+        ConformalizedQuantileRegressor(symmetric="yes").fit([[0.0, 1.0]], [0.5])
     with pytest.raises(ValueError, match="columns"):
-        OneSidedCQR([0.1, 0.9]).fit(np.zeros((3, 3)), np.zeros(3))
+        OneSidedConformalRegressor(levels=[0.1, 0.9]).fit(np.zeros((3, 3)), np.zeros(3))
     with pytest.raises(ValueError, match="levels"):
-        OneSidedCQR([0.9, 0.1]).fit(np.zeros((3, 2)), np.zeros(3))
+        OneSidedConformalRegressor(levels=[0.9, 0.1]).fit(np.zeros((3, 2)), np.zeros(3))
     with pytest.raises(RuntimeError, match="not fitted"):
-        OneSidedCQR([0.5]).predict_quantiles(np.zeros((1, 1)))
+        OneSidedConformalRegressor(levels=[0.5]).predict_quantiles([0.5], np.zeros((1, 1)))
 
 
 def test_cqr_conditional_coverage_follows_beta_law():
@@ -495,9 +495,9 @@ def test_cqr_conditional_coverage_follows_beta_law():
     cov_two, cov_left = [], []
     for _ in range(300):
         y = rng.normal(size=n)
-        c = ConformalizedQuantileRegression(alpha=alpha).fit(np.tile([-0.5, 0.5], (n, 1)), y).upper_correction_
+        c = ConformalizedQuantileRegressor(alpha=alpha).fit(np.tile([-0.5, 0.5], (n, 1)), y).upper_correction_
         cov_two.append(2 * stats.norm.cdf(0.5 + c) - 1)
-        corr = OneSidedCQR([0.7]).fit(np.full((n, 1), 0.1), y).corrections_[0]
+        corr = OneSidedConformalRegressor(levels=[0.7]).fit(np.full((n, 1), 0.1), y).corrections_[0]
         cov_left.append(stats.norm.cdf(0.1 + corr))
     assert stats.kstest(cov_two, coverage_distribution(n, alpha).cdf).pvalue > 1e-3
     assert stats.kstest(cov_left, coverage_distribution(n, 0.3).cdf).pvalue > 1e-3
@@ -509,7 +509,7 @@ def test_cqr_conditional_coverage_follows_beta_law():
 def test_dcp_abs_interval_is_the_score_set():
     rng = np.random.default_rng(5)
     pit = rng.beta(2, 2, size=300)
-    dcp = DistributionalConformal(alpha=0.1).fit(pit)
+    dcp = DistributionalConformalRegressor(alpha=0.1).fit(pit)
     q = np.sort(np.abs(pit - 0.5))[conformal_rank(300, 0.9) - 1]
     mean, std = rng.normal(size=200), rng.uniform(0.5, 2, size=200)
     lo, hi = dcp.predict_interval(gaussian_quantile_function(mean, std))
@@ -520,10 +520,10 @@ def test_dcp_abs_interval_is_the_score_set():
 
 def test_dcp_equal_tailed_hand_case():
     pit = np.arange(1, 20) / 20  # 0.05, ..., 0.95, n = 19
-    dcp = DistributionalConformal(alpha=0.2, score="equal_tailed").fit(pit)
+    dcp = DistributionalConformalRegressor(alpha=0.2, score="equal_tailed").fit(pit)
     # lower rank floor(20 * 0.1) = 2, upper rank ceil(20 * 0.9) = 18
     assert (dcp.lower_level_, dcp.upper_level_) == (pit[1], pit[17])
-    tiny = DistributionalConformal(alpha=0.2, score="equal_tailed").fit([0.3, 0.6])
+    tiny = DistributionalConformalRegressor(alpha=0.2, score="equal_tailed").fit([0.3, 0.6])
     assert (tiny.lower_level_, tiny.upper_level_) == (0.0, 1.0)
 
 
@@ -534,7 +534,7 @@ def test_dcp_interval_coverage(score):
     cover = []
     for _ in range(300):
         pit = stats.norm.cdf(rng.normal(size=n) / 0.5)
-        dcp = DistributionalConformal(alpha=alpha, score=score).fit(pit)
+        dcp = DistributionalConformalRegressor(alpha=alpha, score=score).fit(pit)
         lo, hi = dcp.predict_interval(gaussian_quantile_function([0.0], [0.5]))
         cover.append(stats.norm.cdf(hi[0]) - stats.norm.cdf(lo[0]))
     cover = np.array(cover)
@@ -552,8 +552,8 @@ def test_theorem1_dcp_equals_recalibration_with_phi_dcp():
     levels = np.linspace(0.01, 0.99, 99)
     mean, std = rng.normal(size=40), rng.uniform(0.5, 2, size=40)
     qf = gaussian_quantile_function(mean, std)
-    rec = QuantileRecalibrator("dcp").fit(pit)
-    dcp = DistributionalConformal().fit(pit)
+    rec = QuantileRecalibrator(method="dcp").fit(pit)
+    dcp = DistributionalConformalRegressor().fit(pit)
     q_rec = rec.predict_quantiles(levels, qf)
     np.testing.assert_array_equal(q_rec, dcp.predict_quantiles(levels, qf))
     assert np.isinf(q_rec[:, -1]).all()  # ceil(74 * 0.99) = 74 = n + 1
@@ -564,7 +564,7 @@ def test_theorem1_dcp_equals_recalibration_with_phi_dcp():
     np.testing.assert_array_equal(recal_cdf[:, None] >= levels[None, :], y[:, None] >= q_rec)
     table = recalibration_conformal_table(pit, levels)
     np.testing.assert_array_equal(table["threshold_dcp"], rec.inverse_transform(levels))
-    emp = QuantileRecalibrator("emp").fit(pit)
+    emp = QuantileRecalibrator(method="emp").fit(pit)
     np.testing.assert_array_equal(table["threshold_emp"], emp.inverse_transform(levels))
     assert np.all((table["rank_dcp"] - table["rank_emp"]).isin([0, 1]))
 

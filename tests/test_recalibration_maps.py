@@ -52,7 +52,7 @@ def test_platt_binary_matches_sklearn_sigmoid_calibration(seed):
     y = (rng.random(n) < special.expit(rng.uniform(-3, 3) * s + rng.normal())).astype(int)
     w = rng.uniform(0.1, 2, size=n) if seed % 2 else None
     a, b = _sigmoid_calibration(s, y, sample_weight=w)
-    model = PlattScaling().fit(s, y, sample_weight=w)
+    model = PlattScaling().fit(s, y, cal_weight=w)
     np.testing.assert_allclose(model.predict_proba(s)[:, 1], special.expit(-(a * s + b)), atol=1e-6, rtol=0)
     np.testing.assert_allclose([model.coef_[0], model.intercept_[0]], [-a, -b], atol=1e-5 * (1 + abs(a)))
 
@@ -163,7 +163,7 @@ def test_histogram_binning_hand_cases():
     out = histogram_binned_probs(probs, [0, 0, 1, 0], [[0.7, 0.3], [0.1, 0.9]], n_bins=2, mode="top-label")
     np.testing.assert_allclose(out, [[0.75, 0.25], [0.25, 0.75]])
     # an empty bin maps to its midpoint; weights make a weighted frequency
-    model = HistogramBinning(n_bins=4).fit([[0.1, 0.9], [0.2, 0.8]], [1, 0], sample_weight=[3.0, 1.0])
+    model = HistogramBinning(n_bins=4).fit([[0.1, 0.9], [0.2, 0.8]], [1, 0], cal_weight=[3.0, 1.0])
     np.testing.assert_allclose(model.values_[1], [0.125, 0.375, 0.625, 0.75])
 
 

@@ -285,7 +285,7 @@ def test_temperature_calibrates_an_overconfident_discriminator():
 
     X, s, w = _stack(Xv_s, Xv_t)
     z = d.pipeline_.decision_function(X)
-    d.temperature_ = TemperatureScaling(loss="brier").fit(np.column_stack([0 * z, z]), s, sample_weight=w).temperature_
+    d.temperature_ = TemperatureScaling(loss="brier").fit(np.column_stack([0 * z, z]), s, cal_weight=w).temperature_
     assert d.temperature_ == pytest.approx(5.0, rel=0.25)
     assert np.abs(d.decision_function(np.linspace(-2, 2, 9)[:, None]) - true_logit).max() < 0.3
 
@@ -363,7 +363,7 @@ def test_weighted_nll_temperature_matches_scikit_learn():
     rng = np.random.default_rng(6)
     logits, labels = _logits_and_labels(rng)
     w = rng.gamma(2.0, size=len(labels))
-    ours = TemperatureScaling(loss="nll").fit(logits, labels, sample_weight=w).temperature_
+    ours = TemperatureScaling(loss="nll").fit(logits, labels, cal_weight=w).temperature_
     ref = calibration._TemperatureScaling().fit(logits, labels, sample_weight=w)
     assert ours == pytest.approx(1 / ref.beta_, rel=1e-6)
 
@@ -381,9 +381,9 @@ def test_importance_weighted_temperature_targets_the_target_optimum():
     zs, ys = logits_labels(xs)
     zt, yt = logits_labels(xt)
     target = TemperatureScaling(loss="brier").fit(zt, yt).temperature_
-    iw = TemperatureScaling(loss="brier").fit(zs, ys, sample_weight=shift.density_ratio(xs)).temperature_
+    iw = TemperatureScaling(loss="brier").fit(zs, ys, cal_weight=shift.density_ratio(xs)).temperature_
     plain = TemperatureScaling(loss="brier").fit(zs, ys).temperature_
-    bound = TemperatureScaling(loss="brier").fit(zs, ys, sample_weight=shift.density_ratio(xs) + 0.5).temperature_
+    bound = TemperatureScaling(loss="brier").fit(zs, ys, cal_weight=shift.density_ratio(xs) + 0.5).temperature_
     assert abs(iw - target) < abs(plain - target)
     assert min(plain, target) < bound < max(plain, target)
 
@@ -393,16 +393,16 @@ def test_sgd_temperature_matches_brent(loss):
     rng = np.random.default_rng(8)
     logits, labels = _logits_and_labels(rng, n=1000)
     w = rng.exponential(size=1000) + 0.5
-    ts = SGDTemperatureScaling(loss=loss, epochs=60, lr=0.5, seed=0).fit(logits, labels, sample_weight=w)
+    ts = SGDTemperatureScaling(loss=loss, epochs=60, lr=0.5, seed=0).fit(logits, labels, cal_weight=w)
     assert ts.temperature_ == pytest.approx(ts.exact_temperature_, rel=1e-3)
-    again = SGDTemperatureScaling(loss=loss, epochs=60, lr=0.5, seed=0).fit(logits, labels, sample_weight=w)
+    again = SGDTemperatureScaling(loss=loss, epochs=60, lr=0.5, seed=0).fit(logits, labels, cal_weight=w)
     assert again.temperature_ == ts.temperature_
 
 
 def test_sgd_temperature_rejects_bad_input():
     logits, labels = _logits_and_labels(np.random.default_rng(0), n=50)
-    with pytest.raises(ValueError, match="sample_weight"):
-        SGDTemperatureScaling().fit(logits, labels, sample_weight=-np.ones(50))
+    with pytest.raises(ValueError, match="cal_weight"):
+        SGDTemperatureScaling().fit(logits, labels, cal_weight=-np.ones(50))
     with pytest.raises(ValueError, match="lr"):
         SGDTemperatureScaling(lr=-1.0).fit(logits, labels)
 

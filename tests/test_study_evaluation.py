@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from calibtut.conformal import OneSidedCQR
+from calibtut.conformal import OneSidedConformalRegressor
 from calibtut.data import Standardizer
 from calibtut.metrics import weighted_interval_score
 from calibtut.models import MixtureMLP, SQRNet
@@ -32,7 +32,7 @@ def test_crossing_cqr_quantiles_are_scored_as_the_authors_score_them():
     width = rng.uniform(0.5, 1.5, size=(30, 1))
     q = 2 * x[:, None] + np.linspace(-1, 1, 19)[None, :] * width
     y = np.round(2 * x + rng.normal(size=30))
-    crossed = OneSidedCQR(EVAL_LEVELS).fit(q, y).predict_quantiles(q)
+    crossed = OneSidedConformalRegressor(levels=EVAL_LEVELS).fit(q, y).predict_quantiles(EVAL_LEVELS, q)
     assert (np.diff(crossed, axis=1) < 0).any()
     metrics, freq = quantile_metrics(y, crossed)
     np.testing.assert_allclose(freq, (y[:, None] <= crossed).mean(axis=0))
@@ -77,7 +77,7 @@ def test_recalibration_repairs_a_too_wide_mixture(seed):
     cal, test = rng.normal(size=2000), rng.normal(size=2000)
     wide = _gaussian(2000, std=2.0)
     raw, _ = mixture_metrics(test, *wide)
-    rec = QuantileRecalibrator("lin").fit(stats.norm.cdf(cal, scale=2.0))
+    rec = QuantileRecalibrator(method="lin").fit(stats.norm.cdf(cal, scale=2.0))
     mapped, _ = mixture_metrics(test, *wide, recalibrator=rec)
     assert raw["pce"] > 0.08  # about 0.1 in expectation
     assert mapped["pce"] < 0.03  # the noise of 2000 uniform PITs: about 0.01

@@ -139,17 +139,17 @@ def test_check_categories():
 
 
 def test_check_weights():
-    np.testing.assert_array_equal(check_weights([0.0, 2.5], "sample_weight"), [0.0, 2.5])
-    with pytest.raises(ValueError, match="sample_weight must be non-negative, got -1e-09"):
-        check_weights([1.0, -1e-9], "sample_weight")
-    with pytest.raises(ValueError, match="sample_weight must not be all zero"):
-        check_weights([0.0, 0.0], "sample_weight")
-    with pytest.raises(ValueError, match="sample_weight contains NaN or infinite"):
-        check_weights([1.0, math.inf], "sample_weight")
-    with pytest.raises(ValueError, match=r"sample_weight must have one entry per point \(3\)"):
-        check_weights([1.0, 1.0], "sample_weight", n=3)
-    with pytest.raises(ValueError, match="sample_weight must have 1 dimension"):
-        check_weights([[1.0]], "sample_weight")
+    np.testing.assert_array_equal(check_weights([0.0, 2.5], "cal_weight"), [0.0, 2.5])
+    with pytest.raises(ValueError, match="cal_weight must be non-negative, got -1e-09"):
+        check_weights([1.0, -1e-9], "cal_weight")
+    with pytest.raises(ValueError, match="cal_weight must not be all zero"):
+        check_weights([0.0, 0.0], "cal_weight")
+    with pytest.raises(ValueError, match="cal_weight contains NaN or infinite"):
+        check_weights([1.0, math.inf], "cal_weight")
+    with pytest.raises(ValueError, match=r"cal_weight must have one entry per point \(3\)"):
+        check_weights([1.0, 1.0], "cal_weight", n=3)
+    with pytest.raises(ValueError, match="cal_weight must have 1 dimension"):
+        check_weights([[1.0]], "cal_weight")
 
 
 def test_check_distances():

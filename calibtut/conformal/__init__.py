@@ -32,14 +32,14 @@ from calibtut.conformal.coverage import (
     coverage_distribution,
 )
 from calibtut.conformal.cqr import (
-    ConformalizedQuantileRegression,
-    OneSidedCQR,
+    ConformalizedQuantileRegressor,
+    OneSidedConformalRegressor,
     cqr_interval,
     one_sided_cqr_quantiles,
 )
 from calibtut.conformal.cross import CrossConformalRegressor, cross_conformal_interval
 from calibtut.conformal.dcp import (
-    DistributionalConformal,
+    DistributionalConformalRegressor,
     dcp_interval,
     recalibration_conformal_table,
 )
@@ -92,11 +92,11 @@ __all__ = [
     "weighted_conformal_interval",
     "CrossConformalRegressor",
     "cross_conformal_interval",
-    "ConformalizedQuantileRegression",
+    "ConformalizedQuantileRegressor",
     "cqr_interval",
-    "OneSidedCQR",
+    "OneSidedConformalRegressor",
     "one_sided_cqr_quantiles",
-    "DistributionalConformal",
+    "DistributionalConformalRegressor",
     "dcp_interval",
     "recalibration_conformal_table",
     "conformal_rank",

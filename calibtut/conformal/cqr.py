@@ -1,12 +1,12 @@
 """Conformalized quantile regression (CQR): two-sided intervals and per-level bounds.
 
-:class:`ConformalizedQuantileRegression` is the interval method of Romano,
+:class:`ConformalizedQuantileRegressor` is the interval method of Romano,
 Patterson & Candes (2019): with lower and upper quantile predictions
 ``(lo, hi)`` at levels ``alpha/2`` and ``1 - alpha/2``, the conformity score is
 ``E = max(lo - y, y - hi)`` and the interval ``[lo - q, hi + q]`` uses the
 split conformal threshold ``q`` of the scores.
 
-:class:`OneSidedCQR` is the variant of paper 002 (section 5.2, Algorithm 2 with
+:class:`OneSidedConformalRegressor` is the variant of paper 002 (section 5.2, Algorithm 2 with
 the score ``y - Q(a | x)``): every quantile level ``a`` is corrected on its own,
 ``Q'(a | x) = Q(a | x) + S_(ceil((N+1) a))``, where ``S_(k)`` is the ``k``-th
 smallest calibration residual ``y - Q(a | x)`` among ``{S_1, ..., S_N, +inf}``.
@@ -27,7 +27,7 @@ from calibtut._numeric import conformal_rank
 from calibtut._validation import as_float_array, check_alpha, check_bool, check_fitted, check_levels, check_same_length
 from calibtut.conformal.quantiles import conformal_quantile
 
-__all__ = ["ConformalizedQuantileRegression", "OneSidedCQR", "cqr_interval", "one_sided_cqr_quantiles"]
+__all__ = ["ConformalizedQuantileRegressor", "OneSidedConformalRegressor", "cqr_interval", "one_sided_cqr_quantiles"]
 
 
 def _check_quantiles(quantiles, name, n_levels):
@@ -37,7 +37,7 @@ def _check_quantiles(quantiles, name, n_levels):
     return quantiles
 
 
-class ConformalizedQuantileRegression(Estimator):
+class ConformalizedQuantileRegressor(Estimator):
     """Two-sided CQR intervals (Romano et al. 2019) over quantile predictions.
 
     Numpy in, numpy out: pass the model's lower and upper quantile
@@ -64,9 +64,21 @@ class ConformalizedQuantileRegression(Estimator):
         calibration set is too small for ``alpha``).
     n_cal_ : int
 
+    See Also
+    --------
+    OneSidedConformalRegressor : one correction per quantile level.
+    calibtut.conformal.DistributionalConformalRegressor : intervals from the PIT of a
+        distributional model.
+    cqr_interval : the one-call function.
+
+    References
+    ----------
+    - Romano, Patterson & Candès (2019), "Conformalized quantile regression", Advances in Neural
+      Information Processing Systems 32.
+
     Examples
     --------
-    >>> cqr = ConformalizedQuantileRegression(alpha=0.5)
+    >>> cqr = ConformalizedQuantileRegressor(alpha=0.5)
     >>> cqr = cqr.fit([[0.0, 1.0], [0.0, 1.0], [0.0, 1.0]], [0.5, 1.5, 3.0])
     >>> cqr.lower_correction_, cqr.upper_correction_
     (0.5, 0.5)
@@ -93,7 +105,7 @@ class ConformalizedQuantileRegression(Estimator):
 
         Returns
         -------
-        ConformalizedQuantileRegression
+        ConformalizedQuantileRegressor
             ``self``.
         """
         p = self._validate_params()
@@ -127,7 +139,7 @@ class ConformalizedQuantileRegression(Estimator):
         return quantiles[:, 0] - self.lower_correction_, quantiles[:, 1] + self.upper_correction_
 
 
-class OneSidedCQR(Estimator):
+class OneSidedConformalRegressor(Estimator):
     """Per-level conformal correction of quantile predictions (paper 002).
 
     Parameters
@@ -146,25 +158,42 @@ class OneSidedCQR(Estimator):
         Amount added to the quantile at each level.
     n_cal_ : int
 
+    See Also
+    --------
+    ConformalizedQuantileRegressor : the two-sided interval.
+    calibtut.conformal.DistributionalConformalRegressor : the same left intervals on the PIT
+        scale.
+    one_sided_cqr_quantiles : the one-call function.
+
     Notes
     -----
     Levels are corrected independently, so corrected quantiles can cross
     when the residual quantiles differ much between neighbouring levels; sort
     each row if a monotone quantile function is needed.
 
+    References
+    ----------
+    - Dheur & Ben Taieb (2023), "A large-scale study of probabilistic calibration in neural network
+      regression", Proceedings of the 40th International Conference on Machine Learning (ICML)
+      (Algorithm 2).
+    - Romano, Patterson & Candès (2019), "Conformalized quantile regression", Advances in Neural
+      Information Processing Systems 32.
+
     Examples
     --------
     >>> q_cal = [[0.0, 1.0]] * 4
-    >>> cqr = OneSidedCQR([0.2, 0.6]).fit(q_cal, [0.0, 1.0, 2.0, 3.0])
+    >>> cqr = OneSidedConformalRegressor(levels=[0.2, 0.6]).fit(q_cal, [0.0, 1.0, 2.0, 3.0])
     >>> cqr.corrections_
     array([0., 1.])
-    >>> cqr.predict_quantiles([[10.0, 11.0]])
+    >>> cqr.predict_quantiles([0.2, 0.6], [[10.0, 11.0]])
     array([[10., 12.]])
+    >>> cqr.predict_quantiles([0.6], [[10.0, 11.0]])  # a subset of the fitted levels
+    array([[12.]])
     """
 
     _parameter_constraints = {"levels": check_levels, "clip_rank": check_bool}
 
-    def __init__(self, levels, *, clip_rank=False):
+    def __init__(self, *, levels, clip_rank=False):
         self.levels = levels
         self.clip_rank = clip_rank
 
@@ -179,7 +208,7 @@ class OneSidedCQR(Estimator):
 
         Returns
         -------
-        OneSidedCQR
+        OneSidedConformalRegressor
             ``self``.
         """
         p = self._validate_params()
@@ -196,24 +225,35 @@ class OneSidedCQR(Estimator):
         self.n_cal_ = n
         return self
 
-    def predict_quantiles(self, test_quantiles):
-        """Corrected quantiles ``test_quantiles + corrections_``.
+    def predict_quantiles(self, levels, test_quantiles):
+        """Corrected quantiles ``test_quantiles + corrections_`` at ``levels``.
 
         Parameters
         ----------
+        levels : array_like of shape (k,)
+            Levels to return, strictly increasing, each one of the fitted
+            ``levels`` (all of them, or a subset).
         test_quantiles : array_like of shape (n, m)
-            The model's quantiles at ``levels`` for the test inputs.
+            The model's quantiles at the fitted ``levels`` for the test inputs.
 
         Returns
         -------
-        numpy.ndarray of shape (n, m)
+        numpy.ndarray of shape (n, k)
         """
         check_fitted(self, "corrections_")
-        return _check_quantiles(test_quantiles, "test_quantiles", self.corrections_.size) + self.corrections_
+        fitted = self.params_.levels
+        levels = check_levels(levels)
+        column = np.minimum(np.searchsorted(fitted, levels), fitted.size - 1)
+        unknown = ~np.isclose(fitted[column], levels, rtol=0, atol=1e-12)
+        if np.any(unknown):
+            raise ValueError(f"levels must be among the fitted levels {fitted.tolist()}, got "
+                             f"{levels[unknown].tolist()}")
+        quantiles = _check_quantiles(test_quantiles, "test_quantiles", fitted.size)
+        return quantiles[:, column] + self.corrections_[column]
 
 
 def cqr_interval(cal_quantiles, cal_y, test_quantiles, alpha, *, symmetric=True):
-    """Conformalized quantile regression intervals in one call (:class:`ConformalizedQuantileRegression`).
+    """Conformalized quantile regression intervals in one call (:class:`ConformalizedQuantileRegressor`).
 
     Parameters
     ----------
@@ -241,12 +281,12 @@ def cqr_interval(cal_quantiles, cal_y, test_quantiles, alpha, *, symmetric=True)
     >>> cqr_interval([[0.0, 1.0]] * 3, [0.5, 1.5, 3.0], [[0.0, 2.0]], 0.5)
     (array([-0.5]), array([2.5]))
     """
-    model = ConformalizedQuantileRegression(alpha=alpha, symmetric=symmetric).fit(cal_quantiles, cal_y)
+    model = ConformalizedQuantileRegressor(alpha=alpha, symmetric=symmetric).fit(cal_quantiles, cal_y)
     return model.predict_interval(test_quantiles)
 
 
 def one_sided_cqr_quantiles(cal_quantiles, cal_y, test_quantiles, levels, *, clip_rank=False):
-    """Quantiles corrected level by level (paper 002) in one call (:class:`OneSidedCQR`).
+    """Quantiles corrected level by level (paper 002) in one call (:class:`OneSidedConformalRegressor`).
 
     Parameters
     ----------
@@ -272,5 +312,5 @@ def one_sided_cqr_quantiles(cal_quantiles, cal_y, test_quantiles, levels, *, cli
     >>> one_sided_cqr_quantiles([[0.0, 1.0]] * 4, [0.0, 1.0, 2.0, 3.0], [[10.0, 11.0]], [0.2, 0.6])
     array([[10., 12.]])
     """
-    model = OneSidedCQR(levels, clip_rank=clip_rank).fit(cal_quantiles, cal_y)
-    return model.predict_quantiles(test_quantiles)
+    model = OneSidedConformalRegressor(levels=levels, clip_rank=clip_rank).fit(cal_quantiles, cal_y)
+    return model.predict_quantiles(model.params_.levels, test_quantiles)

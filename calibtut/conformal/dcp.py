@@ -8,7 +8,7 @@ DCP (Izbicki et al. 2020; Chernozhukov, Wuthrich & Zhu 2021) uses the PIT
 * ``score="equal_tailed"`` (Izbicki et al.'s Dist-split): the PIT levels of the
   two ends are one-sided conformal bounds at ``alpha / 2`` each,
   ``Z_(floor((N+1) alpha/2))`` and ``Z_(ceil((N+1)(1 - alpha/2)))``.
-* :meth:`DistributionalConformal.predict_quantiles`: left intervals at every
+* :meth:`DistributionalConformalRegressor.predict_quantiles`: left intervals at every
   level (paper 002, Algorithm 2 with score ``s = F``):
   ``Q'(a | x) = Q(Z_(ceil((N+1) a)) | x)``.
 
@@ -16,8 +16,8 @@ Link with quantile recalibration (paper 002, Theorem 1): quantile recalibration
 with the map ``phi_DCP(u) = #{Z_i <= u} / (N + 1)`` gives exactly the
 quantiles of DCP left intervals at every level, because the generalized
 inverse of ``phi_DCP`` is ``a -> Z_(ceil((N+1) a))``. This module implements
-that statement: ``QuantileRecalibrator("dcp").predict_quantiles`` and
-``DistributionalConformal().predict_quantiles`` return the same array, and
+that statement: ``QuantileRecalibrator(method="dcp").predict_quantiles`` and
+``DistributionalConformalRegressor().predict_quantiles`` return the same array, and
 ``phi_DCP(F(y | x)) >= a`` holds exactly when ``y >= Q'(a | x)`` (continuous
 ``F``). The usual EMP map ``#{Z_i <= u} / N`` picks ``Z_(ceil(N a))`` instead:
 the rank differs by at most one, and its exact left-interval coverage is
@@ -44,12 +44,12 @@ from calibtut._validation import (
 )
 from calibtut.conformal.quantiles import conformal_quantile
 
-__all__ = ["DistributionalConformal", "dcp_interval", "recalibration_conformal_table"]
+__all__ = ["DistributionalConformalRegressor", "dcp_interval", "recalibration_conformal_table"]
 
 _SCORES = ("abs", "equal_tailed")
 
 
-class DistributionalConformal(Estimator):
+class DistributionalConformalRegressor(Estimator):
     """Distributional conformal prediction from calibration PIT values.
 
     Parameters
@@ -69,11 +69,29 @@ class DistributionalConformal(Estimator):
         ends.
     n_cal_ : int
 
+    See Also
+    --------
+    calibtut.recalibration.QuantileRecalibrator : ``method="dcp"`` gives the same quantiles.
+    calibtut.conformal.ConformalizedQuantileRegressor : intervals around two predicted
+        quantiles.
+    dcp_interval : the one-call function.
+
+    References
+    ----------
+    - Chernozhukov, Wüthrich & Zhu (2021), "Distributional conformal prediction", Proceedings of the
+      National Academy of Sciences 118, e2107794118.
+    - Izbicki, Shimizu & Stern (2020), "Flexible distribution-free conditional predictive bands
+      using density estimators", Proceedings of the 23rd International Conference on Artificial
+      Intelligence and Statistics (AISTATS), 3068-3077.
+    - Dheur & Ben Taieb (2023), "A large-scale study of probabilistic calibration in neural network
+      regression", Proceedings of the 40th International Conference on Machine Learning (ICML)
+      (Theorem 1).
+
     Examples
     --------
     >>> import numpy as np
     >>> pit = np.linspace(0.05, 0.95, 19)
-    >>> dcp = DistributionalConformal(alpha=0.2).fit(pit)
+    >>> dcp = DistributionalConformalRegressor(alpha=0.2).fit(pit)
     >>> round(dcp.lower_level_, 2), round(dcp.upper_level_, 2)
     (0.1, 0.9)
     >>> dcp.predict_quantiles([0.5], lambda u: u[None, :])  # identity model
@@ -97,7 +115,7 @@ class DistributionalConformal(Estimator):
 
         Returns
         -------
-        DistributionalConformal
+        DistributionalConformalRegressor
             ``self``.
         """
         p = self._validate_params()
@@ -173,7 +191,7 @@ class DistributionalConformal(Estimator):
 
 
 def dcp_interval(cal_pit, quantile_function, alpha, *, score="abs"):
-    """Two-sided distributional conformal intervals in one call (:class:`DistributionalConformal`).
+    """Two-sided distributional conformal intervals in one call (:class:`DistributionalConformalRegressor`).
 
     Parameters
     ----------
@@ -200,7 +218,7 @@ def dcp_interval(cal_pit, quantile_function, alpha, *, score="abs"):
     >>> lower.round(2), upper.round(2)  # identity model: the PIT levels themselves
     (array([0.1]), array([0.9]))
     """
-    return DistributionalConformal(alpha=alpha, score=score).fit(cal_pit).predict_interval(quantile_function)
+    return DistributionalConformalRegressor(alpha=alpha, score=score).fit(cal_pit).predict_interval(quantile_function)
 
 
 def recalibration_conformal_table(pit, levels):

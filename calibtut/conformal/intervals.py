@@ -47,7 +47,7 @@ class SplitConformalRegressor(Estimator):
     ``y_hat -/+ q`` (times ``scale``) with ``q`` the conformal threshold of
     the calibration scores.
 
-    With ``sample_weight`` (likelihood ratios ``q/p`` of the calibration
+    With ``cal_weight`` (likelihood ratios ``q/p`` of the calibration
     points under covariate shift) each test point gets its own threshold
     ``q(x)`` from :func:`calibtut.conformal.weighted_conformal_quantile`, with
     its own weight (Tibshirani et al. 2019); infinite bounds mean the
@@ -67,12 +67,26 @@ class SplitConformalRegressor(Estimator):
         Conformal threshold of the scores (``inf`` when
         ``alpha < 1 / (n_cal + 1)``); None for a weighted fit, whose
         threshold depends on each test point's weight.
-    sample_weight_ : numpy.ndarray of shape (n_cal,) or None
+    cal_weight_ : numpy.ndarray of shape (n_cal,) or None
         Calibration weights of a weighted fit.
     n_cal_ : int
         Number of calibration points.
     normalized_ : bool
         Whether scales were used.
+
+    See Also
+    --------
+    calibtut.conformal.CrossConformalRegressor : jackknife+ and CV+, which refit the model.
+    calibtut.conformal.ConformalizedQuantileRegressor : intervals around predicted quantiles.
+    split_conformal_interval, weighted_conformal_interval : the one-call functions.
+
+    References
+    ----------
+    - Vovk, Gammerman & Shafer (2005), *Algorithmic Learning in a Random World*, Springer.
+    - Tibshirani, Barber, Candès & Ramdas (2019), "Conformal prediction under covariate shift",
+      Advances in Neural Information Processing Systems 32 (the weighted intervals).
+    - Angelopoulos & Bates (2021), "A gentle introduction to conformal prediction and
+      distribution-free uncertainty quantification", arXiv:2107.07511.
 
     Examples
     --------
@@ -86,8 +100,8 @@ class SplitConformalRegressor(Estimator):
     >>> np.round(hi - lo, 2)
     array([3.11, 3.11])
     >>> weighted = SplitConformalRegressor(alpha=0.4).fit([0.0] * 4, [1.0, -2.0, 3.0, 0.5],
-    ...                                                   sample_weight=[1, 1, 1, 3])
-    >>> weighted.predict_interval([10.0, 10.0], sample_weight=[0.5, 8.0])
+    ...                                                   cal_weight=[1, 1, 1, 3])
+    >>> weighted.predict_interval([10.0, 10.0], test_weight=[0.5, 8.0])
     (array([  9., -inf]), array([11., inf]))
     """
 
@@ -96,7 +110,7 @@ class SplitConformalRegressor(Estimator):
     def __init__(self, *, alpha=0.1):
         self.alpha = alpha
 
-    def fit(self, cal_pred, cal_y, *, scale=None, sample_weight=None):
+    def fit(self, cal_pred, cal_y, *, scale=None, cal_weight=None):
         """Compute the calibration scores and, unweighted, their conformal threshold.
 
         Parameters
@@ -107,7 +121,7 @@ class SplitConformalRegressor(Estimator):
             Positive difficulty estimates (e.g. predicted standard deviations)
             dividing the residuals; :meth:`predict_interval` then needs the
             test points' scales.
-        sample_weight : array_like of shape (n_cal,), optional
+        cal_weight : array_like of shape (n_cal,), optional
             Non-negative likelihood ratios of the calibration points, not all
             zero; :meth:`predict_interval` then needs the test points' weights.
 
@@ -121,19 +135,19 @@ class SplitConformalRegressor(Estimator):
         cal_y = as_float_array(cal_y, "cal_y", ndim=1)
         n = check_same_length(cal_pred=cal_pred, cal_y=cal_y)
         scale = _check_scale(scale, "scale", n)
-        if sample_weight is not None:
-            sample_weight = check_weights(sample_weight, "sample_weight", n=n)
+        if cal_weight is not None:
+            cal_weight = check_weights(cal_weight, "cal_weight", n=n)
         scores = np.abs(cal_y - cal_pred)
         if scale is not None:
             scores = scores / scale
         self.scores_ = scores
-        self.quantile_ = None if sample_weight is not None else conformal_quantile(scores, p.alpha)
-        self.sample_weight_ = sample_weight
+        self.quantile_ = None if cal_weight is not None else conformal_quantile(scores, p.alpha)
+        self.cal_weight_ = cal_weight
         self.n_cal_ = n
         self.normalized_ = scale is not None
         return self
 
-    def predict_interval(self, test_pred, *, scale=None, sample_weight=None):
+    def predict_interval(self, test_pred, *, scale=None, test_weight=None):
         """Intervals ``test_pred -/+ q`` (times ``scale``).
 
         Parameters
@@ -142,8 +156,8 @@ class SplitConformalRegressor(Estimator):
             Point predictions at the test inputs.
         scale : array_like of shape (n_test,), optional
             Required exactly when :meth:`fit` received ``scale``.
-        sample_weight : float or array_like of shape (n_test,), optional
-            Required exactly when :meth:`fit` received ``sample_weight``: the
+        test_weight : float or array_like of shape (n_test,), optional
+            Required exactly when :meth:`fit` received ``cal_weight``: the
             non-negative weights of the test points, on the same scale.
 
         Returns
@@ -157,15 +171,15 @@ class SplitConformalRegressor(Estimator):
             raise ValueError("scale is required: the model was fitted with scales")
         if not self.normalized_ and scale is not None:
             raise ValueError("scale was given but the model was fitted without scales")
-        if self.sample_weight_ is None:
-            if sample_weight is not None:
-                raise ValueError("sample_weight was given but the model was fitted without calibration weights")
+        if self.cal_weight_ is None:
+            if test_weight is not None:
+                raise ValueError("test_weight was given but the model was fitted without calibration weights")
             width = self.quantile_  # a scalar, broadcast below
         else:
-            if sample_weight is None:
-                raise ValueError("sample_weight is required: the model was fitted with calibration weights")
-            weights = _test_weights(sample_weight, "sample_weight", test_pred.size)
-            width = weighted_conformal_quantile(self.scores_, self.sample_weight_, weights, self.params_.alpha)
+            if test_weight is None:
+                raise ValueError("test_weight is required: the model was fitted with calibration weights")
+            weights = _test_weights(test_weight, "test_weight", test_pred.size)
+            width = weighted_conformal_quantile(self.scores_, self.cal_weight_, weights, self.params_.alpha)
         if scale is not None:
             width = width * scale
         return test_pred - width, test_pred + width
@@ -203,7 +217,7 @@ def split_conformal_interval(cal_pred, cal_y, test_pred, alpha, *, cal_scale=Non
 
 
 def weighted_conformal_interval(
-    cal_pred, cal_y, cal_weights, test_pred, test_weights, alpha, *, cal_scale=None, test_scale=None
+    cal_pred, cal_y, cal_weight, test_pred, test_weight, alpha, *, cal_scale=None, test_scale=None
 ):
     """Weighted split conformal intervals under covariate shift (:class:`SplitConformalRegressor`).
 
@@ -211,11 +225,11 @@ def weighted_conformal_interval(
     ----------
     cal_pred, cal_y : array_like of shape (n,)
         Point predictions and labels of the calibration set.
-    cal_weights : array_like of shape (n,)
+    cal_weight : array_like of shape (n,)
         Non-negative likelihood ratios of the calibration points, not all zero.
     test_pred : array_like of shape (m,)
         Point predictions at the test inputs.
-    test_weights : array_like of shape (m,)
+    test_weight : array_like of shape (m,)
         Non-negative weights of the test points, on the same scale.
     alpha : float
         Miscoverage level in (0, 1).
@@ -234,6 +248,6 @@ def weighted_conformal_interval(
     (8.0, 12.0)
     """
     model = SplitConformalRegressor(alpha=alpha).fit(cal_pred, cal_y, scale=_wrapper_scale(cal_scale, "cal_scale"),
-                                                     sample_weight=check_weights(cal_weights, "cal_weights"))
+                                                     cal_weight=check_weights(cal_weight, "cal_weight"))
     return model.predict_interval(test_pred, scale=_wrapper_scale(test_scale, "test_scale"),
-                                  sample_weight=_test_weights(test_weights, "test_weights"))
+                                  test_weight=_test_weights(test_weight, "test_weight"))

@@ -70,7 +70,7 @@ def conformal_quantile(scores, alpha):
 _WEIGHT_RTOL = 1e-12
 
 
-def _test_weights(test_weights, name, n=None):
+def _test_weights(test_weight, name, n=None):
     """Per-test-point weights: non-negative and finite, a number or one per point.
 
     Unlike calibration weights (:func:`calibtut._validation.check_weights`),
@@ -78,15 +78,15 @@ def _test_weights(test_weights, name, n=None):
     ``+inf``, and zero drops it (the classic bug that :func:`weighted_conformal_quantile`
     documents).
     """
-    if not isinstance(test_weights, (str, bytes)) and np.ndim(test_weights) == 0:
-        test_weights = [check_real(test_weights, name, low=0)]
-    weights = check_positive(test_weights, name, strict=False, ndim=1)
+    if not isinstance(test_weight, (str, bytes)) and np.ndim(test_weight) == 0:
+        test_weight = [check_real(test_weight, name, low=0)]
+    weights = check_positive(test_weight, name, strict=False, ndim=1)
     if n is not None and weights.size != n:
         raise ValueError(f"{name} must have one entry per test point ({n}), got {weights.size}")
     return weights
 
 
-def weighted_conformal_quantile(cal_scores, cal_weights, test_weights, alpha):
+def weighted_conformal_quantile(cal_scores, cal_weight, test_weight, alpha):
     """Weighted conformal thresholds, one per test point, with the test point's mass at ``+inf``.
 
     For a test point of weight ``w`` the threshold is the smallest calibration
@@ -101,10 +101,10 @@ def weighted_conformal_quantile(cal_scores, cal_weights, test_weights, alpha):
     ----------
     cal_scores : array_like of shape (n,)
         Calibration conformity scores (larger = less conforming).
-    cal_weights : array_like of shape (n,)
+    cal_weight : array_like of shape (n,)
         Non-negative weights ``w(x_i)`` of the calibration points, not all
         zero (only ratios matter: ``w`` and ``c w`` give the same thresholds).
-    test_weights : float or array_like of shape (m,)
+    test_weight : float or array_like of shape (m,)
         Non-negative, finite weights ``w(x)`` of the test points, on the same scale.
     alpha : float
         Miscoverage level in (0, 1).
@@ -122,8 +122,8 @@ def weighted_conformal_quantile(cal_scores, cal_weights, test_weights, alpha):
     array([0.4, inf])
     """
     scores = as_float_array(cal_scores, "cal_scores", ndim=1)
-    weights = check_weights(cal_weights, "cal_weights", n=scores.size)
-    test = _test_weights(test_weights, "test_weights")
+    weights = check_weights(cal_weight, "cal_weight", n=scores.size)
+    test = _test_weights(test_weight, "test_weight")
     alpha = check_alpha(alpha)
     order = np.argsort(scores, kind="stable")
     sorted_scores = scores[order]

@@ -115,7 +115,7 @@ class SplitConformalClassifier(Estimator):
     its probabilities at test inputs. One class covers the three split
     methods, chosen by the keywords of :meth:`fit`:
 
-    - neither ``categories`` nor ``sample_weight``: split conformal sets, one
+    - neither ``categories`` nor ``cal_weight``: split conformal sets, one
       threshold, the ``ceil((n + 1)(1 - alpha))``-th smallest calibration
       score of the true labels; marginal coverage ``>= 1 - alpha``.
     - ``categories``: Mondrian sets, one such threshold per category of the
@@ -125,14 +125,14 @@ class SplitConformalClassifier(Estimator):
       exchangeability within categories the coverage is ``>= 1 - alpha`` in
       every category (Vovk et al. 2005). ``categories="label"`` is
       label-conditional conformal prediction (Sadinle et al. 2019).
-    - ``sample_weight``: weighted conformal sets under covariate shift
+    - ``cal_weight``: weighted conformal sets under covariate shift
       (Tibshirani et al. 2019, Corollary 1). The calibration weights and
       each test point's weight (the density ratio ``q/p`` of target to
       source) give that point its own threshold,
       :func:`calibtut.conformal.weighted_conformal_quantile`, with the test
       point's mass at ``+inf``; equal weights give split conformal sets.
       Weighted Mondrian sets are not implemented: ``categories`` and
-      ``sample_weight`` are exclusive.
+      ``cal_weight`` are exclusive.
 
     Parameters
     ----------
@@ -171,9 +171,25 @@ class SplitConformalClassifier(Estimator):
         sets, the labels for ``categories="label"``); ``inf`` for a category
         too small under ``too_small="include"``. None for a weighted fit,
         whose threshold depends on each test point's weight.
-    sample_weight_ : numpy.ndarray of shape (n,) or None
+    cal_weight_ : numpy.ndarray of shape (n,) or None
         Calibration weights of a weighted fit.
     n_classes_ : int
+
+    See Also
+    --------
+    RAPSClassifier : RAPS sets whose penalty is tuned on part of the calibration set.
+    LocalizedConformalClassifier : one kernel-weighted threshold per test point.
+    split_conformal_sets : the one-call function.
+
+    References
+    ----------
+    - Vovk, Gammerman & Shafer (2005), *Algorithmic Learning in a Random World*, Springer.
+    - Sadinle, Lei & Wasserman (2019), "Least ambiguous set-valued classifiers with bounded error
+      levels", Journal of the American Statistical Association 114, 223-234 (the LAC score).
+    - Romano, Sesia & Candès (2020), "Classification with valid and adaptive coverage", Advances in
+      Neural Information Processing Systems 33, 3581-3591 (the APS score).
+    - Tibshirani, Barber, Candès & Ramdas (2019), "Conformal prediction under covariate shift",
+      Advances in Neural Information Processing Systems 32 (the weighted sets).
 
     Examples
     --------
@@ -187,8 +203,8 @@ class SplitConformalClassifier(Estimator):
     >>> by_label = SplitConformalClassifier(alpha=0.4).fit(cal, [0, 0, 1, 1], categories="label")
     >>> by_label.predict_set([[0.5, 0.5]])
     array([[False,  True]])
-    >>> weighted = SplitConformalClassifier(alpha=0.4).fit(cal, [0, 0, 1, 1], sample_weight=[1, 1, 1, 3])
-    >>> weighted.predict_set([[0.5, 0.5]], sample_weight=[0.5])
+    >>> weighted = SplitConformalClassifier(alpha=0.4).fit(cal, [0, 0, 1, 1], cal_weight=[1, 1, 1, 3])
+    >>> weighted.predict_set([[0.5, 0.5]], test_weight=[0.5])
     array([[ True,  True]])
     """
 
@@ -217,7 +233,7 @@ class SplitConformalClassifier(Estimator):
     def _check_params(self, p):
         _score_options(p.score, p.randomized, p.lam, p.k_reg)
 
-    def fit(self, cal_probs, cal_y, *, categories=None, sample_weight=None):
+    def fit(self, cal_probs, cal_y, *, categories=None, cal_weight=None):
         """Compute the calibration scores and the threshold(s).
 
         Parameters
@@ -233,7 +249,7 @@ class SplitConformalClassifier(Estimator):
             and by :meth:`predict_set` with each candidate label. An array of
             shape ``(n,)``: the calibration points' category codes, and then
             :meth:`predict_set` needs the test points' categories.
-        sample_weight : array_like of shape (n,), optional
+        cal_weight : array_like of shape (n,), optional
             Non-negative likelihood ratios ``w(x_i)`` of the calibration points
             (weighted conformal sets); :meth:`predict_set` then needs the test
             points' weights.
@@ -247,20 +263,20 @@ class SplitConformalClassifier(Estimator):
         cal_probs = check_class_probs(cal_probs, "cal_probs")
         n, n_classes = cal_probs.shape
         cal_y = check_labels(cal_y, "cal_y", n_classes=n_classes, n=n)
-        if sample_weight is not None:
+        if cal_weight is not None:
             if categories is not None:
-                raise ValueError("categories (Mondrian sets) and sample_weight (weighted sets) cannot be combined")
-            sample_weight = check_weights(sample_weight, "sample_weight", n=n)
+                raise ValueError("categories (Mondrian sets) and cal_weight (weighted sets) cannot be combined")
+            cal_weight = check_weights(cal_weight, "cal_weight", n=n)
         cal_categories = self._cal_categories(categories, cal_probs, cal_y)
         self._rng = p.seed
         u = self._rng.uniform(size=n) if p.randomized else None
         self.scores_ = _scores(cal_probs, p.score, u, p.lam, p.k_reg)[np.arange(n), cal_y]
-        if sample_weight is None:
+        if cal_weight is None:
             self._codes, self._values = _category_thresholds(self.scores_, cal_categories, p.alpha, p.too_small)
             self.thresholds_ = dict(zip(self._codes.tolist(), self._values.tolist()))
         else:
             self.thresholds_ = None
-        self.sample_weight_ = sample_weight
+        self.cal_weight_ = cal_weight
         self.n_classes_ = n_classes
         self._categories = categories if categories is None or isinstance(categories, str) or callable(
             categories) else "codes"
@@ -311,7 +327,7 @@ class SplitConformalClassifier(Estimator):
         codes = check_categories(np.ravel(categories), "categories").reshape(shape)
         return codes[:, None] if codes.ndim == 1 else codes
 
-    def predict_set(self, test_probs, *, categories=None, sample_weight=None):
+    def predict_set(self, test_probs, *, categories=None, test_weight=None):
         """Prediction sets of the test points.
 
         Parameters
@@ -323,7 +339,7 @@ class SplitConformalClassifier(Estimator):
             points' categories, shape ``(m,)`` (categories that do not depend
             on the label) or ``(m, n_classes)`` (one per candidate label), or
             a callable ``f(probs, labels)`` called with each candidate label.
-        sample_weight : float or array_like of shape (m,), optional
+        test_weight : float or array_like of shape (m,), optional
             Only after a weighted fit, and then required: the test points'
             non-negative weights, on the calibration weights' scale.
 
@@ -336,17 +352,17 @@ class SplitConformalClassifier(Estimator):
         p = self.params_
         test_probs = _check_test_probs(test_probs, self.n_classes_)
         m = len(test_probs)
-        if self.sample_weight_ is None:
-            if sample_weight is not None:
-                raise ValueError("sample_weight was given but the classifier was fitted without calibration weights")
+        if self.cal_weight_ is None:
+            if test_weight is not None:
+                raise ValueError("test_weight was given but the classifier was fitted without calibration weights")
             threshold = self._mondrian_thresholds(self._test_categories(categories, test_probs))
         else:
-            if sample_weight is None:
-                raise ValueError("sample_weight is required: the classifier was fitted with calibration weights")
+            if test_weight is None:
+                raise ValueError("test_weight is required: the classifier was fitted with calibration weights")
             if categories is not None:
-                raise ValueError("categories (Mondrian sets) and sample_weight (weighted sets) cannot be combined")
-            weights = _test_weights(sample_weight, "sample_weight", m)
-            threshold = weighted_conformal_quantile(self.scores_, self.sample_weight_, weights, p.alpha)[:, None]
+                raise ValueError("categories (Mondrian sets) and test_weight (weighted sets) cannot be combined")
+            weights = _test_weights(test_weight, "test_weight", m)
+            threshold = weighted_conformal_quantile(self.scores_, self.cal_weight_, weights, p.alpha)[:, None]
         u = self._rng.uniform(size=m) if p.randomized else None
         sets = _scores(test_probs, p.score, u, p.lam, p.k_reg) <= threshold
         if not p.allow_empty:
@@ -525,7 +541,7 @@ def label_conditional_sets(cal_probs, cal_y, test_probs, alpha, *, score="lac", 
     return model.fit(cal_probs, cal_y, categories="label").predict_set(test_probs)
 
 
-def weighted_conformal_sets(cal_probs, cal_y, cal_weights, test_probs, test_weights, alpha, *, score="lac"):
+def weighted_conformal_sets(cal_probs, cal_y, cal_weight, test_probs, test_weight, alpha, *, score="lac"):
     """Weighted split conformal prediction sets under covariate shift (:class:`SplitConformalClassifier`).
 
     The calibration scores of the true labels and their weights give, for
@@ -539,10 +555,10 @@ def weighted_conformal_sets(cal_probs, cal_y, cal_weights, test_probs, test_weig
     ----------
     cal_probs : array_like of shape (n, n_classes)
     cal_y : array_like of int, shape (n,)
-    cal_weights : array_like of shape (n,)
+    cal_weight : array_like of shape (n,)
         Non-negative density-ratio weights of the calibration points, not all zero.
     test_probs : array_like of shape (m, n_classes)
-    test_weights : array_like of shape (m,)
+    test_weight : array_like of shape (m,)
         Non-negative weights of the test points, on the same scale.
     alpha : float
         Miscoverage level in (0, 1).
@@ -561,8 +577,8 @@ def weighted_conformal_sets(cal_probs, cal_y, cal_weights, test_probs, test_weig
     array([[ True, False]])
     """
     model = SplitConformalClassifier(alpha=alpha, score=score).fit(cal_probs, cal_y,
-                                                             sample_weight=check_weights(cal_weights, "cal_weights"))
-    return model.predict_set(test_probs, sample_weight=_test_weights(test_weights, "test_weights"))
+                                                             cal_weight=check_weights(cal_weight, "cal_weight"))
+    return model.predict_set(test_probs, test_weight=_test_weights(test_weight, "test_weight"))
 
 
 _LOCALIZED_FORMS = ("naive", "valid")
@@ -669,6 +685,16 @@ class LocalizedConformalClassifier(Estimator):
     scores_ : numpy.ndarray of shape (n,)
         Calibration scores of the true labels.
     n_classes_ : int
+
+    See Also
+    --------
+    SplitConformalClassifier : one threshold shared by every test point.
+    localized_conformal_sets : the one-call function.
+
+    References
+    ----------
+    - Guan (2023), "Localized conformal prediction: a generalized inference framework for conformal
+      prediction", Biometrika 110, 33-50.
 
     Examples
     --------
@@ -861,6 +887,16 @@ class RAPSClassifier(Estimator):
         The chosen number of unpenalised ranks.
     classifier_ : SplitConformalClassifier
         The RAPS sets calibrated on the points not used for tuning.
+
+    See Also
+    --------
+    SplitConformalClassifier : RAPS scores with a fixed penalty (``score="raps"``).
+    raps_sets : the one-call function.
+
+    References
+    ----------
+    - Angelopoulos, Bates, Malik & Jordan (2021), "Uncertainty sets for image classifiers using
+      conformal prediction", International Conference on Learning Representations (ICLR).
 
     Examples
     --------

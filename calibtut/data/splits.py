@@ -67,6 +67,18 @@ class Standardizer(Estimator):
     y_mean_, y_scale_ : float
         Location and scale of ``y`` (set when ``y`` was given to :meth:`fit`).
 
+    See Also
+    --------
+    train_val_cal_test_split : the seeded split whose training part it is fitted on.
+
+    References
+    ----------
+    - Dheur & Ben Taieb (2023), "A large-scale study of probabilistic calibration in neural network
+      regression", Proceedings of the 40th International Conference on Machine Learning (ICML)
+      (its authors' code standardizes x and y on the training split, with ddof 1).
+    - Pedregosa et al. (2011), "Scikit-learn: machine learning in Python", Journal of Machine
+      Learning Research 12, 2825-2830 (``StandardScaler``, the same map of ``X``).
+
     Examples
     --------
     >>> import numpy as np

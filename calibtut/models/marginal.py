@@ -89,6 +89,19 @@ class MarginalKDE(Estimator):
     bandwidths_ : numpy.ndarray, shape (n_groups,)
         Kernel standard deviation of each group.
 
+    See Also
+    --------
+    silverman_bandwidth : the default bandwidth.
+    calibtut.metrics.pit_mixture : the PIT of its mixtures.
+
+    References
+    ----------
+    - Utpala & Rai (2021), "Quantile regularization: towards implicit calibration of regression
+      models", submitted to the Ninth International Conference on Learning Representations (ICLR
+      2021) (Sec. 4.3, claim 5).
+    - Silverman (1986), *Density Estimation for Statistics and Data Analysis*, Chapman & Hall (Eq.
+      3.28).
+
     Examples
     --------
     >>> kde = MarginalKDE().fit([0.0, 2.0])

@@ -71,11 +71,11 @@ class _AffineLogitScaling(Estimator):
         kept = sd > 1e-8 * sd.max()
         return (basis / np.where(kept, sd, 1.0)) @ basis.T
 
-    def _fit(self, cal_logits, cal_y, sample_weight, l2):
+    def _fit(self, cal_logits, cal_y, cal_weight, l2):
         logits = check_logits(cal_logits, "cal_logits")
         n, k = logits.shape
         labels = check_labels(cal_y, "cal_y", n_classes=k, n=n)
-        weights = np.full(n, 1.0 / n) if sample_weight is None else check_weights(sample_weight, "sample_weight", n=n)
+        weights = np.full(n, 1.0 / n) if cal_weight is None else check_weights(cal_weight, "cal_weight", n=n)
         weights = weights / weights.sum()
         onehot = np.eye(k)[labels]
         eye = np.eye(k)
@@ -181,7 +181,7 @@ class VectorScaling(_AffineLogitScaling):
     def __init__(self, *, max_iter=1000):
         self.max_iter = max_iter
 
-    def fit(self, cal_logits, cal_y, *, sample_weight=None):
+    def fit(self, cal_logits, cal_y, *, cal_weight=None):
         """Fit ``w`` and ``b`` by minimising the weighted mean NLL.
 
         Parameters
@@ -190,7 +190,7 @@ class VectorScaling(_AffineLogitScaling):
             Pre-softmax scores of the model on the calibration set.
         cal_y : array_like of int, shape (n,)
             True classes in ``0, ..., n_classes - 1``.
-        sample_weight : array_like of shape (n,), optional
+        cal_weight : array_like of shape (n,), optional
             Non-negative weights, not all zero.
 
         Returns
@@ -199,7 +199,7 @@ class VectorScaling(_AffineLogitScaling):
             ``self``.
         """
         self._validate_params()
-        return self._fit(cal_logits, cal_y, sample_weight, 0.0)
+        return self._fit(cal_logits, cal_y, cal_weight, 0.0)
 
 
 class MatrixScaling(_AffineLogitScaling):
@@ -258,7 +258,7 @@ class MatrixScaling(_AffineLogitScaling):
         self.l2 = l2
         self.max_iter = max_iter
 
-    def fit(self, cal_logits, cal_y, *, sample_weight=None):
+    def fit(self, cal_logits, cal_y, *, cal_weight=None):
         """Fit ``W`` and ``b`` by minimising the weighted mean NLL plus the penalty.
 
         Parameters
@@ -267,7 +267,7 @@ class MatrixScaling(_AffineLogitScaling):
             Pre-softmax scores of the model on the calibration set.
         cal_y : array_like of int, shape (n,)
             True classes in ``0, ..., n_classes - 1``.
-        sample_weight : array_like of shape (n,), optional
+        cal_weight : array_like of shape (n,), optional
             Non-negative weights, not all zero.
 
         Returns
@@ -276,10 +276,10 @@ class MatrixScaling(_AffineLogitScaling):
             ``self``.
         """
         self._validate_params()
-        return self._fit(cal_logits, cal_y, sample_weight, self.params_.l2)
+        return self._fit(cal_logits, cal_y, cal_weight, self.params_.l2)
 
 
-def vector_scaled_probs(cal_logits, cal_y, test_logits, *, sample_weight=None, max_iter=1000):
+def vector_scaled_probs(cal_logits, cal_y, test_logits, *, cal_weight=None, max_iter=1000):
     """Vector-scaled test probabilities in one call (:class:`VectorScaling`).
 
     Parameters
@@ -290,7 +290,7 @@ def vector_scaled_probs(cal_logits, cal_y, test_logits, *, sample_weight=None, m
         Calibration classes.
     test_logits : array_like of shape (m, n_classes)
         Test logits.
-    sample_weight : array_like of shape (n,), optional
+    cal_weight : array_like of shape (n,), optional
         Non-negative calibration weights, not all zero.
     max_iter : int, default 1000
         Most L-BFGS-B iterations.
@@ -313,11 +313,11 @@ def vector_scaled_probs(cal_logits, cal_y, test_logits, *, sample_weight=None, m
     >>> vector_scaled_probs(z, [0, 1, 0, 1], [[1.0, 0.0]]).round(3)  # labels independent of z
     array([[0.5, 0.5]])
     """
-    return VectorScaling(max_iter=max_iter).fit(cal_logits, cal_y, sample_weight=sample_weight).predict_proba(
+    return VectorScaling(max_iter=max_iter).fit(cal_logits, cal_y, cal_weight=cal_weight).predict_proba(
         test_logits)
 
 
-def matrix_scaled_probs(cal_logits, cal_y, test_logits, *, sample_weight=None, l2=0.0, max_iter=1000):
+def matrix_scaled_probs(cal_logits, cal_y, test_logits, *, cal_weight=None, l2=0.0, max_iter=1000):
     """Matrix-scaled test probabilities in one call (:class:`MatrixScaling`).
 
     Parameters
@@ -328,7 +328,7 @@ def matrix_scaled_probs(cal_logits, cal_y, test_logits, *, sample_weight=None, l
         Calibration classes.
     test_logits : array_like of shape (m, n_classes)
         Test logits.
-    sample_weight : array_like of shape (n,), optional
+    cal_weight : array_like of shape (n,), optional
         Non-negative calibration weights, not all zero.
     l2 : float, default 0.0
         Weight of the penalty ``||W - I||_F^2``.
@@ -354,4 +354,4 @@ def matrix_scaled_probs(cal_logits, cal_y, test_logits, *, sample_weight=None, l
     array([[0.5, 0.5]])
     """
     model = MatrixScaling(l2=l2, max_iter=max_iter)
-    return model.fit(cal_logits, cal_y, sample_weight=sample_weight).predict_proba(test_logits)
+    return model.fit(cal_logits, cal_y, cal_weight=cal_weight).predict_proba(test_logits)

@@ -54,7 +54,7 @@ def map_density(recalibrator, pit):
 
     Examples
     --------
-    >>> rec = QuantileRecalibrator("lin").fit([0.25, 0.5])  # knots (0,0) (.25,1/3) (.5,2/3) (1,1)
+    >>> rec = QuantileRecalibrator(method="lin").fit([0.25, 0.5])  # knots (0,0) (.25,1/3) (.5,2/3) (1,1)
     >>> map_density(rec, [0.1, 0.3, 0.9]).round(4)
     array([1.3333, 1.3333, 0.6667])
     """
@@ -98,10 +98,10 @@ def recalibrated_nll(recalibrator, pit, log_density, reduction="mean"):
     >>> from scipy import stats
     >>> import numpy as np
     >>> y = np.array([-1.0, 0.0, 2.0])
-    >>> emp = QuantileRecalibrator("emp").fit([0.2, 0.4, 0.6, 0.8])
+    >>> emp = QuantileRecalibrator(method="emp").fit([0.2, 0.4, 0.6, 0.8])
     >>> recalibrated_nll(emp, stats.norm.cdf(y), stats.norm.logpdf(y))
     inf
-    >>> uniform = QuantileRecalibrator("lin").fit(np.arange(1, 100) / 100)  # the identity map
+    >>> uniform = QuantileRecalibrator(method="lin").fit(np.arange(1, 100) / 100)  # the identity map
     >>> bool(np.isclose(recalibrated_nll(uniform, stats.norm.cdf(y), stats.norm.logpdf(y)),
     ...                 -stats.norm.logpdf(y).mean()))
     True

@@ -112,7 +112,7 @@ class HistogramBinning(Estimator):
         """The binned values: the top-label confidence, or every column."""
         return probs.max(axis=1, keepdims=True) if self.params_.mode == "top-label" else probs
 
-    def fit(self, cal_probs, cal_y, *, sample_weight=None):
+    def fit(self, cal_probs, cal_y, *, cal_weight=None):
         """Bin the calibration probabilities and store each bin's event frequency.
 
         Parameters
@@ -121,7 +121,7 @@ class HistogramBinning(Estimator):
             Class probabilities of the model on the calibration set.
         cal_y : array_like of int, shape (n,)
             True classes in ``0, ..., n_classes - 1``.
-        sample_weight : array_like of shape (n,), optional
+        cal_weight : array_like of shape (n,), optional
             Non-negative weights, not all zero (a bin's value is then the
             weighted frequency).
 
@@ -134,7 +134,7 @@ class HistogramBinning(Estimator):
         probs = check_class_probs(cal_probs, "cal_probs")
         n, n_classes = probs.shape
         labels = check_labels(cal_y, "cal_y", n_classes=n_classes, n=n)
-        weights = np.ones(n) if sample_weight is None else check_weights(sample_weight, "sample_weight", n=n)
+        weights = np.ones(n) if cal_weight is None else check_weights(cal_weight, "cal_weight", n=n)
         if self.params_.mode == "top-label":
             events = (np.argmax(probs, axis=1) == labels)[:, None]
         else:
@@ -190,7 +190,7 @@ class HistogramBinning(Estimator):
         return np.divide(binned, total, out=uniform, where=total > 0)
 
 
-def histogram_binned_probs(cal_probs, cal_y, test_probs, *, sample_weight=None, n_bins=10, strategy="uniform",
+def histogram_binned_probs(cal_probs, cal_y, test_probs, *, cal_weight=None, n_bins=10, strategy="uniform",
                            mode="one-vs-rest", closed="right"):
     """Histogram-binned test probabilities in one call (:class:`HistogramBinning`).
 
@@ -202,7 +202,7 @@ def histogram_binned_probs(cal_probs, cal_y, test_probs, *, sample_weight=None, 
         Calibration classes.
     test_probs : array_like of shape (m, n_classes)
         Test class probabilities.
-    sample_weight : array_like of shape (n,), optional
+    cal_weight : array_like of shape (n,), optional
         Non-negative calibration weights, not all zero.
     n_bins : int, default 10
         Number of bins.
@@ -232,4 +232,4 @@ def histogram_binned_probs(cal_probs, cal_y, test_probs, *, sample_weight=None, 
     array([[0.75, 0.25]])
     """
     model = HistogramBinning(n_bins=n_bins, strategy=strategy, mode=mode, closed=closed)
-    return model.fit(cal_probs, cal_y, sample_weight=sample_weight).predict_proba(test_probs)
+    return model.fit(cal_probs, cal_y, cal_weight=cal_weight).predict_proba(test_probs)

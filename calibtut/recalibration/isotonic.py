@@ -101,6 +101,20 @@ class IsotonicRecalibrator(Estimator):
     truncation_level_ : float
         Smallest PIT at which ``R`` reaches 1 (1.0 if only at 1: no truncation).
 
+    See Also
+    --------
+    calibtut.recalibration.QuantileRecalibrator : the empirical, linear, kernel and DCP maps.
+    isotonic_recalibrated_quantiles : the one-call function.
+
+    References
+    ----------
+    - Kuleshov, Fenner & Ermon (2018), "Accurate uncertainties for deep learning using calibrated
+      regression", Proceedings of the 35th International Conference on Machine Learning (ICML),
+      2796-2804.
+    - Utpala & Rai (2021), "Quantile regularization: towards implicit calibration of regression
+      models", submitted to the Ninth International Conference on Learning Representations (ICLR
+      2021) (the truncation and its fix).
+
     Examples
     --------
     >>> rec = IsotonicRecalibrator().fit([0.1, 0.3, 0.6, 0.8])

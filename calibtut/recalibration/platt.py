@@ -164,7 +164,7 @@ class PlattScaling(Estimator):
         self.targets = targets
         self.max_iter = max_iter
 
-    def fit(self, cal_logits, cal_y, *, sample_weight=None):
+    def fit(self, cal_logits, cal_y, *, cal_weight=None):
         """Fit one logistic map (binary scores) or one per class (class scores).
 
         Parameters
@@ -176,7 +176,7 @@ class PlattScaling(Estimator):
             score of its class (logits or probabilities).
         cal_y : array_like of int, shape (n,)
             True classes in ``0, ..., n_classes - 1`` (0 or 1 for 1-d scores).
-        sample_weight : array_like of shape (n,), optional
+        cal_weight : array_like of shape (n,), optional
             Non-negative weights, not all zero.
 
         Returns
@@ -189,7 +189,7 @@ class PlattScaling(Estimator):
         n = scores.shape[0]
         n_classes = 2 if scores.ndim == 1 else scores.shape[1]
         labels = check_labels(cal_y, "cal_y", n_classes=n_classes, n=n)
-        weights = np.ones(n) if sample_weight is None else check_weights(sample_weight, "sample_weight", n=n)
+        weights = np.ones(n) if cal_weight is None else check_weights(cal_weight, "cal_weight", n=n)
         columns = [(scores, labels == 1)] if scores.ndim == 1 else [(scores[:, k], labels == k)
                                                                     for k in range(n_classes)]
         fitted = []
@@ -229,7 +229,7 @@ class PlattScaling(Estimator):
         return p / p.sum(axis=1, keepdims=True)
 
 
-def platt_scaled_probs(cal_logits, cal_y, test_logits, *, sample_weight=None, targets="platt", max_iter=100):
+def platt_scaled_probs(cal_logits, cal_y, test_logits, *, cal_weight=None, targets="platt", max_iter=100):
     """Platt-scaled test probabilities in one call (:class:`PlattScaling`).
 
     Parameters
@@ -240,7 +240,7 @@ def platt_scaled_probs(cal_logits, cal_y, test_logits, *, sample_weight=None, ta
         Calibration classes.
     test_logits : array_like of shape (m,) or (m, n_classes)
         Test scores of the same form.
-    sample_weight : array_like of shape (n,), optional
+    cal_weight : array_like of shape (n,), optional
         Non-negative calibration weights, not all zero.
     targets : {"platt", "hard"}, default "platt"
         Smoothed (Platt, scikit-learn) or 0/1 targets.
@@ -265,5 +265,5 @@ def platt_scaled_probs(cal_logits, cal_y, test_logits, *, sample_weight=None, ta
     >>> platt_scaled_probs([-1.0, -1.0, 1.0, 1.0], [0, 1, 0, 1], [3.0], targets="hard").round(3)
     array([[0.5, 0.5]])
     """
-    model = PlattScaling(targets=targets, max_iter=max_iter).fit(cal_logits, cal_y, sample_weight=sample_weight)
+    model = PlattScaling(targets=targets, max_iter=max_iter).fit(cal_logits, cal_y, cal_weight=cal_weight)
     return model.predict_proba(test_logits)

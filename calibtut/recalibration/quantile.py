@@ -224,18 +224,34 @@ class QuantileRecalibrator(Estimator):
     n_cal_ : int
         Number of calibration PITs given to :meth:`fit`.
 
+    See Also
+    --------
+    calibtut.recalibration.IsotonicRecalibrator : an isotonic fit of the PIT's CDF.
+    calibtut.conformal.DistributionalConformalRegressor : the conformal left intervals that
+        ``method="dcp"`` reproduces.
+    recalibrated_quantiles : the one-call function.
+
+    References
+    ----------
+    - Kuleshov, Fenner & Ermon (2018), "Accurate uncertainties for deep learning using calibrated
+      regression", Proceedings of the 35th International Conference on Machine Learning (ICML),
+      2796-2804.
+    - Dheur & Ben Taieb (2023), "A large-scale study of probabilistic calibration in neural network
+      regression", Proceedings of the 40th International Conference on Machine Learning (ICML) (the
+      EMP, LIN, KDE and DCP maps).
+
     Examples
     --------
     >>> import numpy as np
-    >>> rec = QuantileRecalibrator("emp").fit([0.1, 0.2, 0.3, 0.9])
+    >>> rec = QuantileRecalibrator(method="emp").fit([0.1, 0.2, 0.3, 0.9])
     >>> rec.transform([0.25, 0.95])
     array([0.5, 1. ])
     >>> rec.inverse_transform([0.5])
     array([0.2])
-    >>> lin = QuantileRecalibrator("lin").fit([0.1, 0.2, 0.3, 0.9])
+    >>> lin = QuantileRecalibrator(method="lin").fit([0.1, 0.2, 0.3, 0.9])
     >>> lin.transform([0.1, 0.95]).round(2)
     array([0.2, 0.9])
-    >>> boot = QuantileRecalibrator("kde", max_kde_points=2048, replace=True, seed=0)
+    >>> boot = QuantileRecalibrator(method="kde", max_kde_points=2048, replace=True, seed=0)
     >>> boot.fit([0.1, 0.2, 0.3, 0.9]).pit_.size  # min(2048, 4) PITs, drawn with replacement
     4
     """
@@ -248,7 +264,7 @@ class QuantileRecalibrator(Estimator):
         "seed": check_seed,
     }
 
-    def __init__(self, method="emp", *, tau=100.0, max_kde_points=None, replace=False, seed=None):
+    def __init__(self, *, method="emp", tau=100.0, max_kde_points=None, replace=False, seed=None):
         self.method = method
         self.tau = tau
         self.max_kde_points = max_kde_points
@@ -389,7 +405,7 @@ class QuantileRecalibrator(Estimator):
         >>> import numpy as np
         >>> from scipy import stats
         >>> pit = stats.norm.cdf(np.random.default_rng(0).normal(scale=2.0, size=4000))
-        >>> rec = QuantileRecalibrator("lin").fit(pit)
+        >>> rec = QuantileRecalibrator(method="lin").fit(pit)
         >>> q = rec.predict_quantiles([0.05, 0.95], gaussian_quantile_function([0.0], [1.0]))
         >>> np.round(q, 1)  # the N(0, 1) model was too sharp: widened to about N(0, 4)
         array([[-3.3,  3.3]])
@@ -433,6 +449,6 @@ def recalibrated_quantiles(cal_pit, quantile_function, levels, *, method="emp", 
     >>> recalibrated_quantiles([0.1, 0.2, 0.3, 0.9], lambda u: u[None, :], [0.5])  # identity model
     array([[0.2]])
     """
-    model = QuantileRecalibrator(method, tau=tau, max_kde_points=max_kde_points, replace=replace,
+    model = QuantileRecalibrator(method=method, tau=tau, max_kde_points=max_kde_points, replace=replace,
                                  seed=seed).fit(cal_pit)
     return model.predict_quantiles(levels, quantile_function)

@@ -153,6 +153,21 @@ class TemperatureScaling(Estimator):
     TemperatureBoundWarning
         When the NLL fit's temperature is at an end of ``bounds``.
 
+    See Also
+    --------
+    calibtut.recalibration.VectorScaling : one weight and one bias per class.
+    calibtut.recalibration.PlattScaling : one sigmoid per class (one-vs-rest).
+    calibtut.shift.SGDTemperatureScaling : the same objective minimised by gradient steps.
+    temperature_scaled_probs : the one-call function.
+
+    References
+    ----------
+    - Guo, Pleiss, Sun & Weinberger (2017), "On calibration of modern neural networks", Proceedings
+      of the 34th International Conference on Machine Learning (ICML), 1321-1330.
+    - Park, Bastani, Weimer & Lee (2020), "Calibrated prediction with covariate shift via
+      unsupervised domain adaptation", Proceedings of the 23rd International Conference on
+      Artificial Intelligence and Statistics (AISTATS) (importance-weighted fit).
+
     Examples
     --------
     >>> import numpy as np
@@ -188,17 +203,17 @@ class TemperatureScaling(Estimator):
         return float(np.dot(weights, per_point))
 
     @staticmethod
-    def _fit_arguments(cal_logits, cal_y, sample_weight):
+    def _fit_arguments(cal_logits, cal_y, cal_weight):
         """Checked logits, labels and weights normalised to sum to one."""
         logits = check_logits(cal_logits, "cal_logits")
         n = len(logits)
         labels = check_labels(cal_y, "cal_y", n_classes=logits.shape[1], n=n)
-        if sample_weight is None:
+        if cal_weight is None:
             return logits, labels, np.full(n, 1.0 / n)
-        weights = check_weights(sample_weight, "sample_weight", n=n)
+        weights = check_weights(cal_weight, "cal_weight", n=n)
         return logits, labels, weights / weights.sum()
 
-    def fit(self, cal_logits, cal_y, *, sample_weight=None):
+    def fit(self, cal_logits, cal_y, *, cal_weight=None):
         """Fit the temperature on held-out logits and labels.
 
         Parameters
@@ -207,7 +222,7 @@ class TemperatureScaling(Estimator):
             Pre-softmax scores of the model on the calibration set.
         cal_y : array_like of int, shape (n,)
             True classes in ``0, ..., n_classes - 1``.
-        sample_weight : array_like of shape (n,), optional
+        cal_weight : array_like of shape (n,), optional
             Non-negative weights, not all zero (e.g. importance weights);
             normalised to sum to one, so only their ratios matter.
 
@@ -217,7 +232,7 @@ class TemperatureScaling(Estimator):
             ``self``.
         """
         self._validate_params()
-        logits, labels, weights = self._fit_arguments(cal_logits, cal_y, sample_weight)
+        logits, labels, weights = self._fit_arguments(cal_logits, cal_y, cal_weight)
         _warn_if_probabilities(logits, "cal_logits")
         self.n_classes_ = logits.shape[1]
         if self.params_.loss == "nll":
@@ -280,7 +295,7 @@ class TemperatureScaling(Estimator):
         return _softmax(logits, 1.0 / self.temperature_)
 
 
-def temperature_scaled_probs(cal_logits, cal_y, test_logits, *, sample_weight=None, loss="nll", bounds=(1e-2, 1e2)):
+def temperature_scaled_probs(cal_logits, cal_y, test_logits, *, cal_weight=None, loss="nll", bounds=(1e-2, 1e2)):
     """Temperature-scaled test probabilities in one call (:class:`TemperatureScaling`).
 
     Parameters
@@ -291,7 +306,7 @@ def temperature_scaled_probs(cal_logits, cal_y, test_logits, *, sample_weight=No
         Calibration classes in ``0, ..., n_classes - 1``.
     test_logits : array_like of shape (m, n_classes)
         Pre-softmax scores of the model at the test inputs.
-    sample_weight : array_like of shape (n,), optional
+    cal_weight : array_like of shape (n,), optional
         Non-negative weights of the calibration points, not all zero (e.g.
         importance weights).
     loss : {"nll", "brier"}, default "nll"
@@ -311,5 +326,5 @@ def temperature_scaled_probs(cal_logits, cal_y, test_logits, *, sample_weight=No
     >>> probs.round(3)  # fitted to the calibration frequency 3/4
     array([[0.75, 0.25]])
     """
-    model = TemperatureScaling(loss=loss, bounds=bounds).fit(cal_logits, cal_y, sample_weight=sample_weight)
+    model = TemperatureScaling(loss=loss, bounds=bounds).fit(cal_logits, cal_y, cal_weight=cal_weight)
     return model.predict_proba(test_logits)

@@ -73,6 +73,16 @@ class VennPredictor(Estimator):
     counts_ : numpy.ndarray of shape (n_categories, n_classes)
         Label counts of the calibration points of each category.
 
+    See Also
+    --------
+    VennABERS : the Venn predictor whose taxonomy is an isotonic fit.
+    venn_multiprobabilities, venn_probability_bounds : the one-call functions.
+    calibtut.selective.VennADMIT : Venn categories built from ADMIT's sets.
+
+    References
+    ----------
+    - Vovk, Gammerman & Shafer (2005), *Algorithmic Learning in a Random World*, Springer.
+
     Examples
     --------
     >>> cal = [[0.8, 0.2], [0.7, 0.3], [0.6, 0.4], [0.4, 0.6], [0.3, 0.7]]
@@ -364,6 +374,16 @@ class VennABERS(Estimator):
     p0_, p1_ : numpy.ndarray of shape (k + 1,)
         ``p0`` and ``p1`` of a test score above exactly ``g`` of them
         (``p0_[g]``: above or equal; ``p1_[g]``: strictly above).
+
+    See Also
+    --------
+    VennPredictor : the Venn predictor of a given taxonomy.
+    calibtut.recalibration.PlattScaling : a parametric map of one score.
+
+    References
+    ----------
+    - Vovk & Petej (2014), "Venn-Abers predictors", Proceedings of the Thirtieth Conference on
+      Uncertainty in Artificial Intelligence (UAI), 829-838.
 
     Examples
     --------

@@ -161,6 +161,17 @@ class ADMIT(Estimator):
         of the calibration points of each ``q`` and true class ``c``, sorted
         by distance.
 
+    See Also
+    --------
+    VennADMIT : the Venn predictor of ADMIT's singleton sets.
+    calibtut.conformal.SplitConformalClassifier : Mondrian sets of a given taxonomy.
+    admit_sets : the one-call function.
+
+    References
+    ----------
+    - Schmaltz & Rasooly (2022), "Approximate conditional coverage & calibration via neural model
+      approximations", arXiv preprint.
+
     Examples
     --------
     >>> import numpy as np
@@ -354,12 +365,27 @@ class VennADMIT(Estimator):
     ----------
     admit_ : ADMIT
         ADMIT fitted on the first split.
-    categories_ : dict
+    categories_ : numpy.ndarray of int, shape (k, 2)
+        The Venn categories met on ``vp``, one row ``(q, c*)`` each, sorted
+        (an array of category codes, as :class:`~calibtut.recalibration.VennPredictor`'s).
+    groups_ : dict
         ``{(q, c*): (members, d, correct)}``: the indices of the ``vp``
         points of each ``q`` whose ADMIT set is ``{c*}``, sorted by distance,
         their distances and the prefix counts of those of true class ``c*``.
     n_vp_ : int
         Points of the second split (the width of the localizer's ``psi``).
+
+    See Also
+    --------
+    ADMIT : the conformal sets it is built on.
+    calibtut.recalibration.VennPredictor : the Venn predictor of a given taxonomy.
+    venn_admit : the one-call function.
+
+    References
+    ----------
+    - Schmaltz & Rasooly (2022), "Approximate conditional coverage & calibration via neural model
+      approximations", arXiv preprint.
+    - Vovk, Gammerman & Shafer (2005), *Algorithmic Learning in a Random World*, Springer.
 
     Examples
     --------
@@ -411,10 +437,11 @@ class VennADMIT(Estimator):
         vp = _checked_features(vp, "vp", labelled=True, n_classes=admit.n_classes_)
         vp_class = _singleton_class(admit.predict_set(vp))
         vp_correct = (vp_class == vp.labels).astype(np.int64)
-        self.categories_ = {
+        self.groups_ = {
             key: (members, vp.d[members], np.concatenate([[0], np.cumsum(vp_correct[members])]))
             for key, members in _sorted_groups(vp.q, vp_class, vp.d, admit.n_classes_).items()
         }
+        self.categories_ = np.array(sorted(self.groups_), dtype=np.int64).reshape(-1, 2)
         self.admit_, self.n_vp_ = admit, len(vp)
         return self
 
@@ -517,7 +544,7 @@ class VennADMIT(Estimator):
                 queries = np.flatnonzero((test.q == value) & (test_class == c))
                 if queries.size == 0:
                     continue
-                members, member_d, correct = self.categories_.get((value, c), _EMPTY_CATEGORY)
+                members, member_d, correct = self.groups_.get((value, c), _EMPTY_CATEGORY)
                 lo, hi = _band_ranges(member_d, test.d[queries], self.params_.omega, self.params_.partition)
                 yield queries, members, lo, hi, correct
 

@@ -99,6 +99,16 @@ class KNNFeaturePipeline(Estimator):
     localizer_ : Localizer
         The fitted localizer (after :meth:`fit_localizer`).
 
+    See Also
+    --------
+    calibtut.selective.KNNFeatures : the bundle it returns.
+    calibtut.selective.ADMIT, calibtut.selective.VennADMIT : the methods that consume it.
+
+    References
+    ----------
+    - Schmaltz & Rasooly (2022), "Approximate conditional coverage & calibration via neural model
+      approximations", arXiv preprint.
+
     Examples
     --------
     >>> rng = np.random.default_rng(0)

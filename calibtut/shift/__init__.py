@@ -17,7 +17,7 @@
   SGD, as paper 004's code fits it (:class:`SGDTemperatureScaling`).
 
 Importance-weighted temperature scaling is
-:class:`calibtut.recalibration.TemperatureScaling` with ``sample_weight``;
+:class:`calibtut.recalibration.TemperatureScaling` with ``cal_weight``;
 weighted conformal prediction under covariate shift is in
 :mod:`calibtut.conformal`.
 """

@@ -122,7 +122,7 @@ class _Discriminator(Estimator):
         self._fit_raw(X_source, X_target, Xs_val, Xt_val, rng)
         X_val, s_val, w_val = _stack(Xs_val, Xt_val)
         z = self._logit(X_val)
-        ts = TemperatureScaling(loss="brier").fit(np.column_stack([np.zeros_like(z), z]), s_val, sample_weight=w_val)
+        ts = TemperatureScaling(loss="brier").fit(np.column_stack([np.zeros_like(z), z]), s_val, cal_weight=w_val)
         self.temperature_ = ts.temperature_
         return self
 
@@ -169,6 +169,19 @@ class LogisticDiscriminator(_Discriminator):
     temperature_ : float
         Temperature dividing the logit, fitted on the held-out pair.
     n_features_in_ : int
+
+    See Also
+    --------
+    MLPDiscriminator : the same weights from a small network.
+    calibtut.shift.SGDTemperatureScaling : temperature scaling fitted with these weights.
+
+    References
+    ----------
+    - Bickel, Brückner & Scheffer (2009), "Discriminative learning under covariate shift", Journal
+      of Machine Learning Research 10, 2137-2155.
+    - Park, Bastani, Weimer & Lee (2020), "Calibrated prediction with covariate shift via
+      unsupervised domain adaptation", Proceedings of the 23rd International Conference on
+      Artificial Intelligence and Statistics (AISTATS).
 
     Examples
     --------
@@ -305,6 +318,19 @@ class MLPDiscriminator(_Discriminator):
     history_ : calibtut.models.FitHistory
     temperature_ : float
     n_features_in_ : int
+
+    See Also
+    --------
+    LogisticDiscriminator : the same weights from a logistic regression.
+    calibtut.shift.SGDTemperatureScaling : temperature scaling fitted with these weights.
+
+    References
+    ----------
+    - Park, Bastani, Weimer & Lee (2020), "Calibrated prediction with covariate shift via
+      unsupervised domain adaptation", Proceedings of the 23rd International Conference on
+      Artificial Intelligence and Statistics (AISTATS).
+    - Bickel, Brückner & Scheffer (2009), "Discriminative learning under covariate shift", Journal
+      of Machine Learning Research 10, 2137-2155.
 
     Examples
     --------

@@ -72,6 +72,18 @@ class SGDTemperatureScaling(TemperatureScaling):
     loss_ : float
         The objective at ``temperature_``.
 
+    See Also
+    --------
+    calibtut.recalibration.TemperatureScaling : the exact minimiser of the same objective.
+
+    References
+    ----------
+    - Park, Bastani, Weimer & Lee (2020), "Calibrated prediction with covariate shift via
+      unsupervised domain adaptation", Proceedings of the 23rd International Conference on
+      Artificial Intelligence and Statistics (AISTATS).
+    - Guo, Pleiss, Sun & Weinberger (2017), "On calibration of modern neural networks", Proceedings
+      of the 34th International Conference on Machine Learning (ICML), 1321-1330.
+
     Examples
     --------
     >>> import numpy as np
@@ -109,7 +121,7 @@ class SGDTemperatureScaling(TemperatureScaling):
         self.patience = patience
         self.seed = seed
 
-    def fit(self, cal_logits, cal_y, *, sample_weight=None):
+    def fit(self, cal_logits, cal_y, *, cal_weight=None):
         """Fit the temperature by minibatch SGD (after the exact fit, kept as ``exact_temperature_``).
 
         Parameters
@@ -118,7 +130,7 @@ class SGDTemperatureScaling(TemperatureScaling):
             Pre-softmax scores of the model on the calibration set.
         cal_y : array_like of int, shape (n,)
             True classes in ``0, ..., n_classes - 1``.
-        sample_weight : array_like of shape (n,), optional
+        cal_weight : array_like of shape (n,), optional
             Non-negative weights, not all zero (e.g. importance weights).
 
         Returns
@@ -126,10 +138,10 @@ class SGDTemperatureScaling(TemperatureScaling):
         SGDTemperatureScaling
             ``self``.
         """
-        super().fit(cal_logits, cal_y, sample_weight=sample_weight)
+        super().fit(cal_logits, cal_y, cal_weight=cal_weight)
         p = self.params_
-        logits, labels, weights = self._fit_arguments(cal_logits, cal_y, sample_weight)
-        if sample_weight is None:
+        logits, labels, weights = self._fit_arguments(cal_logits, cal_y, cal_weight)
+        if cal_weight is None:
             # the uniform weights 1/n renormalised, as the stored runs of chapter 5 were fitted (the
             # sum of n copies of 1/n can miss 1 in the last bit, and SGD carries that through)
             weights = weights / weights.sum()

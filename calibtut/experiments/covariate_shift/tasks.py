@@ -247,7 +247,7 @@ def _temperature(method, logits, labels, weights, temperature, seed):
         ts = SGDTemperatureScaling(loss=loss, lr=_SGD_LR[method], seed=seed)
     else:
         ts = TemperatureScaling(loss=loss)
-    return ts.fit(logits, labels, sample_weight=weights)
+    return ts.fit(logits, labels, cal_weight=weights)
 
 
 def _discriminator(kind, X_source, X_target, val, seed, device, schedule="book"):

@@ -62,7 +62,7 @@ import pandas as pd
 import torch
 
 from calibtut._validation import check_frame, check_int, check_real
-from calibtut.conformal import OneSidedCQR
+from calibtut.conformal import OneSidedConformalRegressor
 from calibtut.data import Standardizer, train_val_cal_test_split
 from calibtut.data.regression_study import STUDY_DATASETS, load_study_dataset, study_subsample
 from calibtut.experiments.regression_study._common import (
@@ -642,15 +642,15 @@ def _posthoc_rows(fitted, base, family, data, fit_on, run, info, reg, lam, split
         if kde_resampled:
             maps["kde-resampled"] = ("kde", True)
         for name, (method, replace) in maps.items():
-            rec = QuantileRecalibrator(method, max_kde_points=2048, replace=replace, seed=run).fit(fit_pit)
+            rec = QuantileRecalibrator(method=method, max_kde_points=2048, replace=replace, seed=run).fit(fit_pit)
             parts = [mixture_metrics(y_all[idx], *fitted.mixture(X_all[idx]), recalibrator=rec)
                      for idx in (val, test)]
             rows.append(_row(parts[0][0], parts[1][0], parts[1][1], method=method_label(base, reg, name, split),
                              posthoc=name, **labels, **info))
         return rows
     for name, clip in (("cqr", True), ("cqr-paper", False)):
-        cqr = OneSidedCQR(EVAL_LEVELS, clip_rank=clip).fit(fitted.quantiles(X_all[fit_on]), y_all[fit_on])
-        parts = [quantile_metrics(y_all[idx], cqr.predict_quantiles(fitted.quantiles(X_all[idx])))
+        cqr = OneSidedConformalRegressor(levels=EVAL_LEVELS, clip_rank=clip).fit(fitted.quantiles(X_all[fit_on]), y_all[fit_on])
+        parts = [quantile_metrics(y_all[idx], cqr.predict_quantiles(EVAL_LEVELS, fitted.quantiles(X_all[idx])))
                  for idx in (val, test)]
         rows.append(_row(parts[0][0], parts[1][0], parts[1][1], method=method_label(base, reg, name, split),
                          posthoc=name, **labels, **info))
