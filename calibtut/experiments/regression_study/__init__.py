@@ -47,8 +47,6 @@ from calibtut.experiments.regression_study.ablations import (
 )
 from calibtut.experiments.regression_study.claims import (
     CLAIM_SHORT,
-    VERDICT_COLOURS,
-    VERDICTS,
     claim_verdicts,
     claims_from_parts,
     claims_overview,
@@ -203,8 +201,6 @@ __all__ = [
     "plot_ablation_figures",
     # claims
     "CLAIM_SHORT",
-    "VERDICTS",
-    "VERDICT_COLOURS",
     "claim_verdicts",
     "claims_from_parts",
     "claims_overview",
