@@ -42,6 +42,7 @@ refusal for another reason cannot pass for the check).
 from __future__ import annotations
 
 import dataclasses
+import enum
 import functools
 import importlib
 import inspect
@@ -807,7 +808,7 @@ def _public_targets():
             if not (inspect.isfunction(obj) or inspect.isclass(obj)) or id(obj) in seen:
                 continue
             if inspect.isclass(obj) and (name in RESULT_RECORDS or inspect.isabstract(obj)
-                                         or issubclass(obj, BaseException)
+                                         or issubclass(obj, (BaseException, enum.Enum))
                                          or (issubclass(obj, tuple) and _is_generated_record(obj))):
                 continue
             seen[id(obj)] = [Target(f"{module.__name__}.{name}", obj)]

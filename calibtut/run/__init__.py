@@ -10,8 +10,9 @@ Inside a notebook:
 - :func:`load_result` shows a published full-scale table, and
   :func:`stored_tasks` and :func:`stored_rows` how far an unpublished
   full run has got and what it holds so far;
-- :func:`read_published` finds a chapter's full run: published, interim
-  (its store so far) or absent, with one note the book shows alike;
+- :func:`read_published` (and :func:`read_published_with`, for a run in a
+  layout of its own) finds a chapter's full run: published, interim (its
+  store so far) or absent, with one note the book shows alike;
 - :func:`paper_vs_ours` builds the comparison table, and
   :class:`Verdict` and :func:`verdict_table` give every claims table its
   words and its shape;
@@ -83,7 +84,7 @@ from calibtut.run.compare import paper_vs_ours
 from calibtut.run.execute import NotebookFailed, parse_value, run_notebook
 from calibtut.run.glue import glue
 from calibtut.run.profiles import PROFILES, Settings, settings
-from calibtut.run.published import PUBLICATION_STATUSES, Publication, read_published
+from calibtut.run.published import PUBLICATION_STATUSES, Publication, read_published, read_published_with
 from calibtut.run.store import SweepStore
 from calibtut.run.sweep import SweepFailed, sweep
 
@@ -107,6 +108,7 @@ __all__ = [
     "publish",
     "read_provenance",
     "read_published",
+    "read_published_with",
     "run_notebook",
     "save_table",
     "settings",

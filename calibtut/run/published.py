@@ -1,7 +1,9 @@
 """A chapter's full run as the book shows it: published, interim (its store so far), or absent.
 
 :func:`read_published` is the one place that decides which of the three a
-chapter reads; the :class:`Publication` it returns carries the rows and a
+chapter reads (:func:`read_published_with` for a run published in a layout
+of its own, read by a reader that raises ``FileNotFoundError`` when it is
+absent); the :class:`Publication` it returns carries the rows and a
 one-line note that renders the same way in every chapter, with no path.
 """
 
@@ -9,7 +11,7 @@ from __future__ import annotations
 
 from calibtut.run.artifacts import load_result, stored_rows
 
-__all__ = ["PUBLICATION_STATUSES", "Publication", "read_published"]
+__all__ = ["PUBLICATION_STATUSES", "Publication", "read_published", "read_published_with"]
 
 #: What a chapter found of a full run, in the order it is looked for.
 PUBLICATION_STATUSES = ("published", "interim", "absent")
@@ -114,3 +116,43 @@ def read_published(part, notebook, table, *, store=None, what="the full run", ro
         if not rows.empty:
             return Publication("interim", rows, None, what)
     return Publication("absent", None, None, what)
+
+
+def read_published_with(reader, *, what="the full run"):
+    """The :class:`Publication` of a run that ``reader`` reads: published, or absent where it finds nothing.
+
+    For a run published in a layout of its own (not a table of
+    :func:`calibtut.run.save_table`), read by a function of the part's
+    experiments.
+
+    Parameters
+    ----------
+    reader : callable
+        Called with no argument; returns the run's rows (a table, or a dict of
+        tables) and raises ``FileNotFoundError`` when the run is not there.
+    what : str, default "the full run"
+        What the run is, as the note names it.
+
+    Returns
+    -------
+    Publication
+        Published with the reader's rows and no provenance, or absent.
+
+    Examples
+    --------
+    >>> def missing():
+    ...     raise FileNotFoundError("results/p0/gpu/runs.csv")
+    >>> read_published_with(missing, what="the GPU run").note
+    'The GPU run is not yet published: the chapter shows its live run.'
+    >>> read_published_with(lambda: {"frozen": 1}, what="the GPU run").rows
+    {'frozen': 1}
+    """
+    if not callable(reader):
+        raise TypeError(f"reader must be callable, got {type(reader).__name__}")
+    if not isinstance(what, str) or not what.strip():
+        raise TypeError(f"what must be a non-empty string, got {what!r}")
+    try:
+        rows = reader()
+    except FileNotFoundError:
+        return Publication("absent", None, None, what)
+    return Publication("published", rows, None, what)
