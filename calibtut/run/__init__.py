@@ -1,4 +1,4 @@
-"""Run notebooks at a profile and keep their results with provenance.
+"""Run notebooks at a profile, keep their results with provenance, and show them: sweeps, full runs, claims.
 
 Inside a notebook:
 
