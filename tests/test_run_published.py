@@ -37,7 +37,8 @@ def test_a_published_table_is_read_with_its_provenance(tmp_path):
     full = read_published("p0", "01_demo", "runs", store="grid", root=tmp_path)
     assert full.status == "published" and full.found
     assert full.rows["ece"].tolist() == [0.1, 0.2] and full.provenance["finished"].startswith("2026-12-01")
-    assert full.note == "The full run: published, finished 2026-12-01T10:00:00."
+    assert full.note == "The full run is published (finished 2026-12-01T10:00:00)."
+    assert full._repr_markdown_() == "> The full run is **published** (finished 2026-12-01T10:00:00)."
     assert _says_no_path(full, tmp_path)
 
 
@@ -46,7 +47,8 @@ def test_without_a_table_the_store_so_far_is_an_interim_result(tmp_path):
     full = read_published("p0", "01_demo", "runs", store="grid", root=tmp_path)
     assert full.status == "interim" and full.provenance is None
     assert full.rows["seed"].tolist() == [0, 1, 2]
-    assert "3 rows so far" in full.note and full._repr_markdown_().startswith("> **Interim result.**")
+    assert "3 rows so far" in full.note and "interim" in full.note
+    assert full._repr_markdown_().startswith("> The full run is **not yet published**: shown is the interim")
     assert _says_no_path(full, tmp_path)
     # without the store's name there is no interim
     assert read_published("p0", "01_demo", "runs", root=tmp_path).status == "absent"
@@ -64,7 +66,7 @@ def test_absent_says_so_in_one_message_with_no_path(tmp_path, setup):
     full = read_published("p0", "01_demo", "runs", store="grid", root=tmp_path)
     assert full.status == "absent" and full.rows is None and not full.found
     assert full.note == "The full run is not yet published: the chapter shows its live run."
-    assert full._repr_markdown_() == f"> **Not yet published.** {full.note}"
+    assert full._repr_markdown_() == "> The full run is **not yet published**: the chapter shows its live run."
     assert _says_no_path(full, tmp_path)
 
 
@@ -93,7 +95,7 @@ def test_a_run_in_its_own_layout_is_published_or_absent_by_its_reader():
     assert absent.status == "absent" and "/" not in absent.note
     found = read_published_with(lambda: {"frozen": pd.DataFrame({"a": [1]})}, what="the GPU run")
     assert found.status == "published" and found.rows["frozen"]["a"].tolist() == [1]
-    assert found.note == "The GPU run: published."
+    assert found.note == "The GPU run is published."
 
     def broken():
         raise ValueError("a malformed file is an error, not an absence")

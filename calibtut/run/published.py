@@ -52,21 +52,25 @@ class Publication:
     @property
     def note(self):
         """One line that says what was found, with no path."""
+        return self._line("")
+
+    def _line(self, strong):
         what = self.what[:1].upper() + self.what[1:]
         if self.status == "published":
             finished = (self.provenance or {}).get("finished")
-            return f"{what}: published" + (f", finished {finished}." if finished else ".")
+            return f"{what} is {strong}published{strong}" + (f" (finished {finished})." if finished else ".")
+        said = f"{what} is {strong}not yet published{strong}"
         if self.status == "interim":
-            return (f"{what}: not yet published; shown is the interim result of its store, "
-                    f"{len(self.rows)} rows so far (the tasks still missing are not a random sample).")
-        return f"{what} is not yet published: the chapter shows its live run."
+            return (f"{said}: shown is the interim result of its store, {len(self.rows)} rows so far "
+                    "(the tasks still missing are not a random sample).")
+        return f"{said}: the chapter shows its live run."
 
     def __repr__(self):
         return self.note
 
     def _repr_markdown_(self):
-        title = {"published": "Published", "interim": "Interim result", "absent": "Not yet published"}
-        return f"> **{title[self.status]}.** {self.note}"
+        """The note as a quoted line, its status in bold."""
+        return f"> {self._line('**')}"
 
 
 def read_published(part, notebook, table, *, store=None, what="the full run", root=None):
@@ -101,7 +105,7 @@ def read_published(part, notebook, table, *, store=None, what="the full run", ro
     >>> _ = (dest / "provenance.json").write_text(json.dumps({"finished": "2026-01-02"}))
     >>> full = read_published("p0", "01_demo", "t", root=root)
     >>> full.status, full.rows["a"].tolist(), full.note
-    ('published', [1], 'The full run: published, finished 2026-01-02.')
+    ('published', [1], 'The full run is published (finished 2026-01-02).')
     """
     if not isinstance(what, str) or not what.strip():
         raise TypeError(f"what must be a non-empty string, got {what!r}")
