@@ -42,6 +42,7 @@ refusal for another reason cannot pass for the check).
 from __future__ import annotations
 
 import dataclasses
+import enum
 import functools
 import importlib
 import inspect
@@ -408,7 +409,7 @@ VALID_FOR = {
         "rows": lambda: _study_rows().assign(seconds=60.0), "n_runs": 5, "workers": 2},
     "calibtut.experiments.regression_study.tables.trainings_per_task": {
         "rows": lambda: _study_rows().assign(seconds=60.0)},
-    "calibtut.experiments.regression_study.synthetic": {
+    "calibtut.experiments.regression_study.chapters": {
         "curve": lambda: calibtut.experiments.regression_study.qr_scale_curve(64, (8,), [0.9, 1.0], 1, "hard"),
         "spacings": (8,), "scales": [0.9, 1.0], "seeds": 1, "sort": "hard", "level": 0.9, "batch": 16,
         "batches": (16,), "levels": (0.05, 0.95), "steps": 3, "burn_in": 1,
@@ -812,7 +813,7 @@ def _public_targets():
             if not (inspect.isfunction(obj) or inspect.isclass(obj)) or id(obj) in seen:
                 continue
             if inspect.isclass(obj) and (name in RESULT_RECORDS or inspect.isabstract(obj)
-                                         or issubclass(obj, BaseException)
+                                         or issubclass(obj, (BaseException, enum.Enum))
                                          or (issubclass(obj, tuple) and _is_generated_record(obj))):
                 continue
             seen[id(obj)] = [Target(f"{module.__name__}.{name}", obj)]

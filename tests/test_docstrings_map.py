@@ -11,6 +11,9 @@
   experiments layer in the sentence that lists them, and each file of an
   experiments part (``tasks.py``, ``claims.py``, ...) in the table of the
   experiments layer's files.
+* Both maps name nothing that is not there: a docstring's "Modules" /
+  "Packages" list names only modules of its package, and CONTRIBUTING's
+  tables name only parts and files that exist.
 
 Only files are read; nothing is imported.
 """
@@ -56,6 +59,27 @@ def test_package_docstring_names_each_public_submodule(package):
     assert doc, f"{_dotted(package)} has no docstring"
     missing = [name for name in public_children(package) if not mentions(doc, name)]
     assert not missing, f"the docstring of {_dotted(package)} does not name {missing}"
+
+
+def listed_children(doc):
+    """The entries of a docstring's numpydoc "Modules" / "Packages" sections (a name alone at the margin)."""
+    names = []
+    for section in re.finditer(r"^(?:Modules|Packages)\n-+\n(.*?)(?=^\w[\w ]*\n-+\n|\Z)", doc, re.S | re.M):
+        names += re.findall(r"^(\w+)[ \t]*$", section.group(1), re.M)
+    return names
+
+
+def test_the_section_reader_reads_entries_only():
+    doc = "Title.\n\nModules\n-------\nalpha\n    What alpha holds.\nbeta\n    Beta, and\n    more.\n"
+    assert listed_children(doc) == ["alpha", "beta"]
+    assert listed_children(doc + "\nNotes\n-----\ngamma\n") == ["alpha", "beta"]
+
+
+@pytest.mark.parametrize("package", packages(), ids=_dotted)
+def test_package_docstring_lists_no_module_that_is_not_there(package):
+    doc = ast.get_docstring(ast.parse((package / "__init__.py").read_text(encoding="utf8"))) or ""
+    stale = sorted(set(listed_children(doc)) - set(public_children(package)))
+    assert not stale, f"the docstring of {_dotted(package)} lists {stale}, which it does not hold"
 
 
 def _contributing():
@@ -110,6 +134,19 @@ def test_contributing_layer_table_names_every_top_level_part():
     assert not missing, f"CONTRIBUTING.md's layer table does not name calibtut.{missing}"
 
 
+def test_contributing_names_nothing_that_is_not_there():
+    text = _contributing()
+    parts = {p.stem for p in PACKAGE.glob("*.py")} | {p.name for p in PACKAGE.iterdir() if p.is_dir()}
+    stale = sorted(layer_table_parts(text) - parts)
+    assert not stale, f"CONTRIBUTING.md's layer table names calibtut.{stale}, which do not exist"
+    experiments = PACKAGE / "experiments"
+    stale_parts = sorted(experiments_parts_listed(text) - {p.name for p in experiments.iterdir() if p.is_dir()})
+    assert not stale_parts, f"CONTRIBUTING.md's experiments section lists the parts {stale_parts}, which do not exist"
+    files = {p.name for p in experiments.glob("*/*.py")}
+    stale_files = sorted(experiments_files_listed(text) - files)
+    assert not stale_files, f"CONTRIBUTING.md's table of the experiments files names {stale_files}, which no part has"
+
+
 def test_contributing_names_every_experiments_part_and_file():
     text = _contributing()
     experiments = PACKAGE / "experiments"
@@ -122,8 +159,7 @@ def test_contributing_names_every_experiments_part_and_file():
 
 
 #: The role files of an experiments part (CONTRIBUTING, "The experiments layer").
-ROLE_FILES = {"__init__.py", "tasks.py", "tables.py", "figures.py", "chapters.py", "synthetic.py", "claims.py",
-              "_common.py"}
+ROLE_FILES = {"__init__.py", "tasks.py", "tables.py", "figures.py", "chapters.py", "claims.py", "_common.py"}
 
 
 def _public_functions(path):

@@ -386,9 +386,9 @@ def test_the_authors_network_table_judges_each_cell_by_its_standard_error():
     # no spread in the paper (the error, None): within exact_tolerance points, or not
     assert table.loc[("U->M", "None", "cls_error"), "verdict"] == "reproduced"
     off = cs.authors_network_vs_paper(runs([8.0], error=48.0), runs([8.0]), exact_tolerance=0.5)
-    assert off.query("metric == 'cls_error'")["verdict"].tolist() == ["differs", "–"]
+    assert off.query("metric == 'cls_error'")["verdict"].tolist() == ["differs", "not run"]
     # every U->M and M->U cell of the paper's error and ECE is there; the cells not run say so
-    assert len(table) == 2 * (1 + 5) and (table.loc["M->U", "verdict"] == "–").all()
+    assert len(table) == 2 * (1 + 5) and (table.loc["M->U", "verdict"] == "not run").all()
     with pytest.raises(ValueError, match="exact_tolerance"):
         cs.authors_network_vs_paper(runs([8.0]), runs([8.0]), exact_tolerance=0.0)
 

@@ -11,6 +11,7 @@ from scipy import stats
 
 from calibtut.experiments import regression_study as rs
 from calibtut.models.sqr import EVAL_LEVELS
+from calibtut.run import Verdict
 from calibtut.stats import cohens_d
 
 needs_mirror = pytest.mark.skipif(not os.environ.get("CALIBTUT_DATA_MIRROR"), reason="needs the data mirror")
@@ -428,7 +429,7 @@ def test_claim_verdicts_follow_the_rows():
     posthoc_best["MIX-NLL + Rec-EMP"] = -0.08
     out = rs.claim_verdicts(_claim_rows(posthoc_best), n_sim=200, n_boot=10).set_index("claim")
     assert list(out.index) == [f"C{i}" for i in range(1, 18)]
-    assert set(out["verdict"]) <= set(rs.VERDICTS)
+    assert set(out["verdict"]) <= set(Verdict)
     # post-hoc lower than regularization on 15 of 15 datasets: Wilcoxon p = 2/2^15, and at most
     # 120 times that after Holm over the 120 pairs of Figure 3's diagram
     assert out.loc["C3", "verdict"] == "holds" and out.loc["C15", "verdict"] == "holds"
@@ -619,13 +620,13 @@ def test_claim_is_the_weakest_of_its_judged_parts():
 def test_claims_table_puts_verdicts_side_by_side():
     ci = rs.claim_verdicts(_claim_rows({}, n_datasets=3), n_sim=100)
     table = rs.claims_table(ci)
-    assert list(table.columns) == ["claim", "paper", "ours (ci)", "evidence"] and len(table) == 17
+    assert list(table.columns) == ["ours (ci)", "claim", "paper", "evidence"] and len(table) == 17
     full = ci.assign(verdict="holds")
     both = rs.claims_table(ci, full)
     assert both["difference"].tolist() == (ci["verdict"] != "holds").tolist()
     assert "ours (full)" in both.columns
     interim = rs.claims_table(ci, full, label="full, 2 of 5 runs")
-    assert interim.columns.tolist()[2:4] == ["ours (ci)", "ours (full, 2 of 5 runs)"]
+    assert interim.columns.tolist()[:2] == ["ours (ci)", "ours (full, 2 of 5 runs)"]
     with pytest.raises(ValueError, match="verdict"):
         rs.claims_table(ci.drop(columns="verdict"))
     with pytest.raises(TypeError, match="label must be"):

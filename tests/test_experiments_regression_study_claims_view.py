@@ -8,13 +8,12 @@ import pytest
 
 from calibtut.experiments.regression_study import (
     CLAIM_SHORT,
-    VERDICT_COLOURS,
-    VERDICTS,
     claims_overview,
     claims_table,
     plot_claim_verdicts,
 )
 from calibtut.papers import paper_table
+from calibtut.run import VERDICT_COLOURS, Verdict
 
 
 def _verdicts(verdicts):
@@ -25,16 +24,16 @@ def _verdicts(verdicts):
 def test_every_claim_has_a_short_form_and_every_verdict_a_colour():
     assert list(CLAIM_SHORT) == list(paper_table("regression_study", "claims")["claim"])
     assert all(len(text) <= 60 for text in CLAIM_SHORT.values())
-    assert set(VERDICT_COLOURS) == set(VERDICTS)
+    assert set(VERDICT_COLOURS) == set(Verdict)
     assert len({mcolors.to_hex(c) for c in VERDICT_COLOURS.values()}) == len(VERDICT_COLOURS)
 
 
 def test_claims_overview_keeps_the_verdicts_and_drops_the_evidence():
     table = claims_table(_verdicts(["holds", "not run"]), _verdicts(["does not hold", "holds"]), label="full")
     overview = claims_overview(table)
-    assert overview.columns.tolist() == ["claim", "in short", "ours (ci)", "ours (full)"]
-    assert overview.values.tolist() == [["C1", CLAIM_SHORT["C1"], "holds", "does not hold"],
-                                        ["C2", CLAIM_SHORT["C2"], "not run", "holds"]]
+    assert overview.columns.tolist() == ["ours (ci)", "ours (full)", "claim", "in short"]
+    assert overview.values.tolist() == [["holds", "does not hold", "C1", CLAIM_SHORT["C1"]],
+                                        ["not run", "holds", "C2", CLAIM_SHORT["C2"]]]
     with pytest.raises(ValueError, match="C99"):
         claims_overview(table.assign(claim=["C1", "C99"]))
     with pytest.raises(TypeError, match="table"):

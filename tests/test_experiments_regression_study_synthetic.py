@@ -1,4 +1,4 @@
-"""Tests of calibtut.experiments.regression_study.synthetic: where the QR and Trunc penalties alone lead a forecast."""
+"""Tests of calibtut.experiments.regression_study.chapters: where the QR and Trunc penalties alone lead a forecast."""
 
 import numpy as np
 import pandas as pd

@@ -1,4 +1,4 @@
-"""The theory chapters' synthetic set-ups and simulation loops (calibtut.experiments.venn_admit.synthetic)."""
+"""The theory chapters' synthetic set-ups and simulation loops (calibtut.experiments.venn_admit.chapters)."""
 
 import numpy as np
 import pandas as pd

@@ -12,9 +12,10 @@ roles, each file created when the part needs it:
   the table they build, which turn the raw rows into what a chapter shows and
   put them beside the paper's numbers from :mod:`calibtut.papers`;
 * ``figures.py``: the part's figures;
-* ``chapters.py``, or ``synthetic.py`` where they are synthetic
-  data-generating processes: the set-ups of the teaching chapters;
-* ``claims.py``: the paper-vs-ours verdicts;
+* ``chapters.py``: the set-ups of the teaching chapters (a model, a data
+  set, or a synthetic data-generating process and its simulation loop);
+* ``claims.py``: the paper-vs-ours verdicts, in the words and shape of
+  :mod:`calibtut.run.claims`;
 * ``_common.py``: helpers private to the part.
 
 A sub-study (an experiment beside the main grid, with its own task list,
@@ -34,8 +35,8 @@ only (``from calibtut.experiments.drift import table1_summary``).
 Packages
 --------
 foundations
-    The Foundations chapters' shared set-up: the MNIST classifier of
-    Foundations 4 and 5 (``chapters.py``).
+    The Foundations chapters' shared set-ups: the MNIST classifier of
+    Foundations 4 and 5 and Foundations 7's simulation (``chapters.py``).
 drift
     Paper 000 (online calibration under drift): the drifted regression
     benchmark, the decision task and the hyper-parameter search of Section 5.
@@ -51,8 +52,8 @@ covariate_shift
     their stand-ins for SVHN and Office-31, the rotation sweep, and the
     set-ups of the teaching chapters.
 venn_admit
-    Paper 001 (Venn-ADMIT): the experiments of its tables, and the synthetic
-    set-ups of its theory chapters.
+    Paper 001 (Venn-ADMIT): the experiments of its tables, and the set-ups
+    of its theory chapters.
 """
 
 __all__: list[str] = []

@@ -1,4 +1,4 @@
-"""Run notebooks at a profile and keep their results with provenance.
+"""Run notebooks at a profile, keep their results with provenance, and show them: sweeps, full runs, claims.
 
 Inside a notebook:
 
@@ -10,7 +10,12 @@ Inside a notebook:
 - :func:`load_result` shows a published full-scale table, and
   :func:`stored_tasks` and :func:`stored_rows` how far an unpublished
   full run has got and what it holds so far;
-- :func:`paper_vs_ours` builds the comparison table;
+- :func:`read_published` (and :func:`read_published_with`, for a run in a
+  layout of its own) finds a chapter's full run: published, interim (its
+  store so far) or absent, with one note the book shows alike;
+- :func:`paper_vs_ours` builds the comparison table, and
+  :class:`Verdict` and :func:`verdict_table` give every claims table its
+  words and its shape;
 - :func:`glue` pastes values into the text of the book, and the book's
   table display (``display`` below) is switched on by :func:`settings`.
 
@@ -24,6 +29,9 @@ Modules
 artifacts
     Result tables, their provenance, publishing to ``results/`` and loading
     back.
+claims
+    The verdicts of every paper-versus-ours claims table, their colours, and
+    the table's shape.
 compare
     The side-by-side table of every "paper versus ours" section.
 display
@@ -47,6 +55,9 @@ progress
     runner's log.
 provenance
     What a run records about where and how it ran.
+published
+    A chapter's full run as the book shows it: published, interim or
+    absent.
 recheck
     Recompute a sample of a stored sweep and compare it with what the store
     holds.
@@ -68,20 +79,26 @@ from calibtut.run.artifacts import (
     table_path,
     stored_tasks,
 )
+from calibtut.run.claims import VERDICT_COLOURS, Verdict, verdict_table
 from calibtut.run.compare import paper_vs_ours
 from calibtut.run.execute import NotebookFailed, parse_value, run_notebook
 from calibtut.run.glue import glue
 from calibtut.run.profiles import PROFILES, Settings, settings
+from calibtut.run.published import PUBLICATION_STATUSES, Publication, read_published, read_published_with
 from calibtut.run.store import SweepStore
 from calibtut.run.sweep import SweepFailed, sweep
 
 __all__ = [
     "PROFILES",
+    "PUBLICATION_STATUSES",
     "RUN_DIR_ENV",
+    "VERDICT_COLOURS",
     "NotebookFailed",
+    "Publication",
     "Settings",
     "SweepFailed",
     "SweepStore",
+    "Verdict",
     "current_run_dir",
     "find_root",
     "glue",
@@ -90,6 +107,8 @@ __all__ = [
     "parse_value",
     "publish",
     "read_provenance",
+    "read_published",
+    "read_published_with",
     "run_notebook",
     "save_table",
     "settings",
@@ -98,4 +117,5 @@ __all__ = [
     "stored_tasks",
     "sweep",
     "table_path",
+    "verdict_table",
 ]

@@ -27,7 +27,6 @@ from calibtut.experiments.covariate_shift.chapters import (
 )
 from calibtut.experiments.covariate_shift.tables import (
     STAND_INS,
-    TABLE1_VERDICTS,
     authors_network_tables,
     authors_network_vs_paper,
     ece_vs_rotation,
@@ -65,7 +64,6 @@ __all__ = [
     "METHODS",
     "SOURCE_NETWORKS",
     "STAND_INS",
-    "TABLE1_VERDICTS",
     "authors_network_tables",
     "authors_network_vs_paper",
     "clip_median_summary",

@@ -28,9 +28,9 @@ import pandas as pd
 from calibtut._validation import check_frame, check_real
 from calibtut.experiments.covariate_shift.tasks import METHODS, parse_shift
 from calibtut.papers import paper_table
-from calibtut.run import paper_vs_ours
+from calibtut.run import Verdict, paper_vs_ours, verdict_table
 
-__all__ = ["STAND_INS", "TABLE1_VERDICTS", "authors_network_tables", "authors_network_vs_paper", "ece_vs_rotation", "iw_gain_by_shift", "repeats_by_method",
+__all__ = ["STAND_INS", "authors_network_tables", "authors_network_vs_paper", "ece_vs_rotation", "iw_gain_by_shift", "repeats_by_method",
            "source_recipe_vs_paper", "table1_claims", "table1_summary", "table1_vs_paper", "weight_variants_summary"]
 
 #: The paper's shifts that we cannot run offline -> the stand-in shift we run for them (None: no stand-in).
@@ -202,10 +202,11 @@ def authors_network_vs_paper(authors, ours, *, exact_tolerance=0.5):
     Returns
     -------
     pandas.DataFrame
-        Columns ``shift``, ``method``, ``metric``, ``paper``, ``paper sd``,
-        ``authors' network``, ``authors' sd``, ``ours``, ``ours sd``,
-        ``runs`` (of the authors' network), ``authors - paper`` and
-        ``verdict`` (``"–"`` for a cell not run), rounded to 2 decimals; every
+        Columns ``verdict`` (a :class:`~calibtut.run.Verdict`: reproduced,
+        differs, or not run), ``shift``, ``method``, ``metric``, ``paper``,
+        ``paper sd``, ``authors' network``, ``authors' sd``, ``ours``,
+        ``ours sd``, ``runs`` (of the authors' network) and
+        ``authors - paper``, rounded to 2 decimals; every
         U->M and M->U cell of the paper's ``cls_error`` and ``ece``.
 
     Examples
@@ -230,9 +231,9 @@ def authors_network_vs_paper(authors, ours, *, exact_tolerance=0.5):
     own_sd = table["authors' sd"].where(table["runs"] > 1, table["paper sd"])
     se = np.sqrt(table["paper sd"] ** 2 / 10 + own_sd ** 2 / table["runs"]).fillna(0)
     close = diff.abs() <= np.maximum(2 * se, exact_tolerance)
-    verdict = np.where(diff.isna(), "–", np.where(close, "reproduced", "differs"))
+    verdict = np.where(diff.isna(), Verdict.NOT_RUN, np.where(close, Verdict.REPRODUCED, Verdict.DIFFERS))
     table = table.assign(**{"authors - paper": diff, "verdict": verdict})
-    return table[table["method"].isin(_PAPER_METHODS)].round(2).reset_index(drop=True)
+    return verdict_table(table[table["method"].isin(_PAPER_METHODS)].round(2))
 
 
 def ece_vs_rotation(runs, metric="ece"):
@@ -311,9 +312,6 @@ def repeats_by_method(runs, shift, metric="ece"):
     return table
 
 
-#: Verdicts of :func:`table1_claims`.
-TABLE1_VERDICTS = ("holds", "does not hold", "not testable at this size", "not run")
-
 #: The methods of the paper's Table 1, in its column order.
 _PAPER_METHODS = ("None", "Temp", "IW+Temp", "FL+Temp", "FL+IW+Temp")
 
@@ -367,12 +365,12 @@ def _count(holds, what="shifts"):
     """``("k of n <what> (not a, b)", verdict)``: a plain direction holds on a majority."""
     holds = holds.dropna().astype(bool)
     if holds.empty:
-        return "", "not run"
+        return "", Verdict.NOT_RUN
     text = f"{int(holds.sum())} of {len(holds)} {what}"
     misses = [_arrow(k) if isinstance(k, str) else f"{k[0]} on {_arrow(k[1])}" for k in holds.index[~holds]]
     if 0 < len(misses) <= 3:
         text += f" (not {', '.join(misses)})"
-    return text, "holds" if holds.sum() > len(holds) / 2 else "does not hold"
+    return text, Verdict.HOLDS if holds.sum() > len(holds) / 2 else Verdict.DOES_NOT_HOLD
 
 
 def _below(table, a, b):
@@ -399,10 +397,10 @@ def _oce(r):
 
 def _no_shift(r):
     if "M->M" not in r.ece.index:
-        return "", "not run"
+        return "", Verdict.NOT_RUN
     row = r.ece.loc["M->M"]
     return (f"{row['FL+IW+Temp']:.2f} (None {row['None']:.2f})",
-            "holds" if row["FL+IW+Temp"] < row["None"] else "does not hold")
+            Verdict.HOLDS if row["FL+IW+Temp"] < row["None"] else Verdict.DOES_NOT_HOLD)
 
 
 def _feature_learning(r):
@@ -411,10 +409,10 @@ def _feature_learning(r):
 
 def _weights_alone_on_um(r):
     if "U->M" not in r.ece.index:
-        return "", "not run"
+        return "", Verdict.NOT_RUN
     row = r.ece.loc["U->M"]
     return (f"{row['IW+Temp']:.2f} vs {row['FL+IW+Temp']:.2f}",
-            "holds" if row["IW+Temp"] < row["FL+IW+Temp"] else "does not hold")
+            Verdict.HOLDS if row["IW+Temp"] < row["FL+IW+Temp"] else Verdict.DOES_NOT_HOLD)
 
 
 def _weighting(r):
@@ -424,56 +422,56 @@ def _weighting(r):
 def _largest_gain(r):
     gain = (r.ece["Temp"] - r.ece["IW+Temp"]).dropna()
     if "U->M" not in gain.index or len(gain) < 2:
-        return "", "not run"
+        return "", Verdict.NOT_RUN
     top = gain.idxmax()
     text = f"largest on {_arrow(top)} ({gain[top]:.1f})"
     if top != "U->M":
         text += f", U→M {gain['U->M']:.1f}"
-    return text, "holds" if top == "U->M" else "does not hold"
+    return text, Verdict.HOLDS if top == "U->M" else Verdict.DOES_NOT_HOLD
 
 
 def _temp_worse(r):
     worse = _below(r.ece, "None", "Temp").dropna().astype(bool)
     if worse.empty:
-        return "", "not run"
+        return "", Verdict.NOT_RUN
     names = ", ".join(_arrow(s) for s in worse.index[worse])
     return (f"{int(worse.sum())} of {len(worse)} shifts" + (f" ({names})" if names else ""),
-            "holds" if worse.any() else "does not hold")
+            Verdict.HOLDS if worse.any() else Verdict.DOES_NOT_HOLD)
 
 
 def _variance(r):
     spread = r.ece_std.dropna(how="all")
     if spread.empty:
-        return "one run per shift", "not testable at this size"
+        return "one run per shift", Verdict.NOT_TESTABLE
     iw = spread[["IW+Temp", "FL+IW+Temp"]].max(axis=1)
     temp = spread["Temp"].max()
     text = f"IW ± {iw.max():.2f} ({_arrow(iw.idxmax())}), Temp. ± {temp:.2f}"
-    return text, "holds" if iw.max() >= max(1.0, 10 * temp) else "does not hold"
+    return text, Verdict.HOLDS if iw.max() >= max(1.0, 10 * temp) else Verdict.DOES_NOT_HOLD
 
 
 def _um_repeats(r):
     if "U->M" not in r.ece.index:
-        return "", "not run"
+        return "", Verdict.NOT_RUN
     if r.runs is None:
         row = r.ece.loc["U->M"]
         lower = [row[m] < row["Temp"] for m in ("IW+Temp", "FL+IW+Temp")]
         return (f"{row['Temp']:.2f} → {row['IW+Temp']:.2f}, {row['FL+IW+Temp']:.2f} (means)",
-                "holds" if all(lower) else "does not hold")
+                Verdict.HOLDS if all(lower) else Verdict.DOES_NOT_HOLD)
     per = r.runs[r.runs["shift"] == "U->M"].pivot_table(index="repeat", columns="method", values="ece")
     below = {m: int((per[m] < per["Temp"]).sum()) for m in ("IW+Temp", "FL+IW+Temp")}
     return (f"{below['IW+Temp']} and {below['FL+IW+Temp']} of {len(per)} repeats",
-            "holds" if min(below.values()) == len(per) else "does not hold")
+            Verdict.HOLDS if min(below.values()) == len(per) else Verdict.DOES_NOT_HOLD)
 
 
 def _rotation(r):
     if r.runs is None:
-        return "no such experiment", "not run"
+        return "no such experiment", Verdict.NOT_RUN
     if r.rotation is None:
-        return "", "not run"
+        return "", Verdict.NOT_RUN
     widest = r.rotation.iloc[-1]
     share = max(widest["IW+Temp"], widest["FL+IW+Temp"]) / widest["Temp"]
     return (f"{r.rotation.index[-1]:.0f}°: {share:.2f} of Temp.",
-            "holds" if share < 2 / 3 else "does not hold")
+            Verdict.HOLDS if share < 2 / 3 else Verdict.DOES_NOT_HOLD)
 
 
 #: (claim as the paper words it, what is checked, reader): the claims of Section 6 on Table 1, and the
@@ -521,7 +519,7 @@ def table1_claims(ours, *, full=None):
     pandas.DataFrame
         Columns ``claim``, ``test`` (what is compared), ``paper`` (the
         paper's own numbers), ``ours (ci)``, ``ours (full)`` (with
-        ``full``) and ``verdict`` (one of :data:`TABLE1_VERDICTS`, from the
+        ``full``) and ``verdict`` (a :class:`~calibtut.run.Verdict`, first, from the
         full run when given, else from ``ours``).
 
     Examples
@@ -541,7 +539,7 @@ def table1_claims(ours, *, full=None):
         found = {name: read(reading) for name, reading in readings.items()}
         rows.append({"claim": claim, "test": test, **{name: text or "not run" for name, (text, _) in found.items()},
                      "verdict": found[list(readings)[-1]][1]})
-    return pd.DataFrame(rows)
+    return verdict_table(rows)
 
 
 def iw_gain_by_shift(runs):

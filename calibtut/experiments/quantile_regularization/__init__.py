@@ -24,7 +24,6 @@ from calibtut import _torch  # noqa: F401
 from calibtut.experiments.quantile_regularization.tables import (
     PAPER_TABLES,
     SHORT_METRIC_LABELS,
-    UCI_VERDICTS,
     ablation_tables,
     fold_order_summary,
     mean_pm_std,
@@ -55,7 +54,6 @@ __all__ = [
     "PAPER_LAMBDA",
     "PAPER_TABLES",
     "SHORT_METRIC_LABELS",
-    "UCI_VERDICTS",
     "ablation_tables",
     "fold_order_summary",
     "fold_order_tasks",

@@ -20,12 +20,11 @@ import pandas as pd
 from calibtut._validation import check_frame, check_int, check_real
 from calibtut.experiments.quantile_regularization.tasks import PAPER_LAMBDA
 from calibtut.papers import paper_table
-from calibtut.run import paper_vs_ours
+from calibtut.run import Verdict, paper_vs_ours, verdict_table
 
 __all__ = [
     "PAPER_TABLES",
     "SHORT_METRIC_LABELS",
-    "UCI_VERDICTS",
     "ablation_tables",
     "fold_order_summary",
     "mean_pm_std",
@@ -501,9 +500,6 @@ def spacing_share_below(by_lam, by_mult):
     return below.groupby(level=0).mean().rename("share_below_base")
 
 
-#: Verdicts of :func:`uci_claims`: a claim on datasets we did not run is "not run".
-UCI_VERDICTS = ("holds", "does not hold", "not run")
-
 #: The metrics the claims read: Tables 1-2 (before recalibration) and 4-5 (after isotonic recalibration).
 _CLAIM_METRICS = ("calib_error", "rmse", "calib_error_iso", "max_lik_iso")
 
@@ -529,9 +525,9 @@ def _tally(holds, rule="majority"):
     """``("k of n pairs", verdict)``: ``rule`` "majority" needs more than half, "some" one pair."""
     holds = holds.dropna().astype(bool)
     if holds.empty:
-        return "not run", "not run"
+        return "not run", Verdict.NOT_RUN
     enough = holds.sum() > len(holds) / 2 if rule == "majority" else holds.any()
-    return f"{int(holds.sum())} of {len(holds)} pairs", "holds" if enough else "does not hold"
+    return f"{int(holds.sum())} of {len(holds)} pairs", Verdict.HOLDS if enough else Verdict.DOES_NOT_HOLD
 
 
 def _lower(cells, metric, a, b):
@@ -547,9 +543,9 @@ def _qr_lowers_ce(c):
 def _small_rmse_cost(c, limit):
     ratio = (c[("rmse", "QR")] / c[("rmse", "base")]).dropna().groupby("model").median()
     if ratio.empty:
-        return "not run", "not run"
+        return "not run", Verdict.NOT_RUN
     return (", ".join(f"{model} {r:.2f}" for model, r in ratio.items()),
-            "holds" if (ratio <= limit).all() else "does not hold")
+            Verdict.HOLDS if (ratio <= limit).all() else Verdict.DOES_NOT_HOLD)
 
 
 def _qr_lowers_iso(c):
@@ -566,9 +562,9 @@ def _one_dataset(c, dataset, before, after):
     rows = c.xs(dataset, level="dataset") if dataset in c.index.get_level_values("dataset") else c.iloc[:0]
     rows = rows[rows[before].notna() & rows[after].notna()]
     if rows.empty:
-        return "not run", "not run"
+        return "not run", Verdict.NOT_RUN
     text = ", ".join(f"{model} {b:.2f} → {a:.2f}" for model, b, a in zip(rows.index, rows[before], rows[after]))
-    return text, "holds" if (rows[after] < rows[before]).all() else "does not hold"
+    return text, Verdict.HOLDS if (rows[after] < rows[before]).all() else Verdict.DOES_NOT_HOLD
 
 
 def _iso_on_protein(c):
@@ -582,8 +578,9 @@ def _qr_on_year(c):
 def _spiky_likelihood(c):
     lik = c["max_lik_iso"].stack().dropna()
     if lik.empty:
-        return "not run", "not run"
-    return f"{int((lik >= 100).sum())} of {len(lik)} cells", "holds" if (lik >= 100).any() else "does not hold"
+        return "not run", Verdict.NOT_RUN
+    verdict = Verdict.HOLDS if (lik >= 100).any() else Verdict.DOES_NOT_HOLD
+    return f"{int((lik >= 100).sum())} of {len(lik)} cells", verdict
 
 
 #: (claim as the paper words it, what is checked, reader): the claims of Section 5.4 and Section 3 on the
@@ -635,7 +632,7 @@ def uci_claims(paper, ours, *, full=None, rmse_ratio=1.05):
     pandas.DataFrame
         Columns ``claim``, ``test`` (what is compared), ``paper`` (the
         paper's own numbers), ``ours (ci)``, ``ours (full)`` (with ``full``)
-        and ``verdict`` (one of :data:`UCI_VERDICTS`, from the full run
+        and ``verdict`` (a :class:`~calibtut.run.Verdict`, first, from the full run
         when given, else from ``ours``).
 
     Examples
@@ -661,4 +658,4 @@ def uci_claims(paper, ours, *, full=None, rmse_ratio=1.05):
         found = {name: read(c) for name, c in cells.items()}
         rows.append({"claim": claim, "test": test, **{name: text for name, (text, _) in found.items()},
                      "verdict": found[list(cells)[-1]][1]})
-    return pd.DataFrame(rows)
+    return verdict_table(rows)

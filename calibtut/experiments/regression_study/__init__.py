@@ -24,8 +24,9 @@ and tests import from here. Its files, by role:
 * :mod:`~calibtut.experiments.regression_study.map_rerun`: the mixtures'
   post-hoc maps refitted on retrained bases (the authors' Rec-KDE resample,
   the merged-tie Rec-LIN);
-* :mod:`~calibtut.experiments.regression_study.synthetic`: chapter 3's
-  set-ups, where the QR and Trunc penalties alone lead a forecast.
+* :mod:`~calibtut.experiments.regression_study.chapters`: chapter 3's
+  set-ups, synthetic, where the QR and Trunc penalties alone lead a
+  forecast.
 
 The sweep stores under ``results/regression_study/`` record the runner as
 ``calibtut.experiments.regression_study:run_study_task``, which the
@@ -47,8 +48,6 @@ from calibtut.experiments.regression_study.ablations import (
 )
 from calibtut.experiments.regression_study.claims import (
     CLAIM_SHORT,
-    VERDICT_COLOURS,
-    VERDICTS,
     claim_verdicts,
     claims_from_parts,
     claims_overview,
@@ -96,7 +95,7 @@ from calibtut.experiments.regression_study.sqr_forms import (
     sqr_form_table,
     sqr_form_tasks,
 )
-from calibtut.experiments.regression_study.synthetic import (
+from calibtut.experiments.regression_study.chapters import (
     plot_qr_scale_curve,
     qr_scale_curve,
     qr_scale_optimum,
@@ -203,8 +202,6 @@ __all__ = [
     "plot_ablation_figures",
     # claims
     "CLAIM_SHORT",
-    "VERDICTS",
-    "VERDICT_COLOURS",
     "claim_verdicts",
     "claims_from_parts",
     "claims_overview",
@@ -236,7 +233,7 @@ __all__ = [
     # tables: the full run's cost
     "study_cost",
     "trainings_per_task",
-    # synthetic
+    # chapters
     "gaussian_scale_pce",
     "plot_qr_scale_curve",
     "qr_scale_curve",

@@ -12,7 +12,7 @@ import pandas as pd
 
 from calibtut._validation import check_int
 from calibtut.models.study_training import BASE_MODEL_NAMES
-from calibtut.run import load_result, stored_rows
+from calibtut.run import read_published, stored_rows
 
 #: Runs per dataset and base model, in the paper and in the full run.
 STUDY_RUNS = 5
@@ -67,14 +67,11 @@ def read_full_run(run, *, min_runs=2, root=None):
     """
     min_runs = check_int(min_runs, "min_runs", minimum=2)
     part = "regression_study"
-    try:
-        rows, provenance = load_result(part, run.notebook, run.table, root=root)
-    except FileNotFoundError:
-        pass
-    else:
-        runs = rows["run"].nunique()
-        return FullStudy(rows, "full", (f"The full {run.what} of {provenance['finished']}: "
-                                        f"{rows['dataset'].nunique()} datasets, {runs} runs."))
+    published = read_published(part, run.notebook, run.table, root=root)
+    if published.found:
+        rows = published.rows
+        return FullStudy(rows, "full", (f"The full {run.what} of {published.provenance['finished']}: "
+                                        f"{rows['dataset'].nunique()} datasets, {rows['run'].nunique()} runs."))
     stored = stored_rows(part, run.notebook, run.store, seconds="seconds", root=root)
     done = 0 if stored.empty else len(stored.reindex(columns=list(run.keys)).drop_duplicates())
     rows = run.complete(stored)
@@ -101,8 +98,7 @@ def check_full_arguments(full, recompute, seed):
 def published_table(table, seed, root):
     """A table chapter 6 published, if its run used ``seed``; else None."""
     seed = check_int(seed, "seed", minimum=0)
-    try:
-        rows, provenance = load_result("regression_study", "06_paper_vs_ours", table, root=root)
-    except FileNotFoundError:
-        return None
-    return rows if provenance.get("parameters", {}).get("seed") == seed else None
+    published = read_published("regression_study", "06_paper_vs_ours", table, root=root)
+    if published.found and published.provenance.get("parameters", {}).get("seed") == seed:
+        return published.rows
+    return None

@@ -4,7 +4,7 @@
 ``paper_table("regression_study", "claims")``) as a set of parts, each a test
 on the study's rows (and, for Appendix C, on the ablation rows) with a rule
 that follows the paper's wording, and gives each part and each claim one
-verdict from :data:`VERDICTS` with its evidence; :func:`claims_table` puts
+verdict (a :class:`calibtut.run.Verdict`) with its evidence; :func:`claims_table` puts
 the verdicts at ``ci`` and on the full run beside the paper's statements;
 :func:`claims_overview` and :func:`plot_claim_verdicts` show them compactly.
 
@@ -59,12 +59,11 @@ from calibtut.experiments.regression_study.tables import (
 from calibtut.experiments.regression_study.tasks import STUDY_RUNS, method_label
 from calibtut.papers import paper_table
 from calibtut.plots import MIN_FONT_PT, column_subplots
+from calibtut.run import VERDICT_COLOURS, Verdict, verdict_table
 from calibtut.stats import friedman_wilcoxon, paired_wilcoxon
 
 __all__ = [
     "CLAIM_SHORT",
-    "VERDICTS",
-    "VERDICT_COLOURS",
     "claim_verdicts",
     "claims_from_parts",
     "claims_overview",
@@ -76,17 +75,11 @@ __all__ = [
 ]
 
 
-#: Verdicts of :func:`claim_verdicts`, strongest first.
-VERDICTS = ("holds", "direction holds, not significant", "does not hold", "not testable at this size", "not run")
-
 #: Datasets of the paper's study: the size at which the power of a test is estimated.
 _PAPER_DATASETS = 57
 
-_DIRECTION_ONLY = "direction holds, not significant"
-# a part reported beside a claim's verdict without deciding it (the authors' STD in C12)
-_NOT_JUDGED = "not judged"
 # a claim takes the first of these among its parts' verdicts
-_WEAKEST_FIRST = ("does not hold", "not run", "not testable at this size", _DIRECTION_ONLY, "holds")
+_WEAKEST_FIRST = (Verdict.DOES_NOT_HOLD, Verdict.NOT_RUN, Verdict.NOT_TESTABLE, Verdict.DIRECTION_ONLY, Verdict.HOLDS)
 
 
 def _large_d(n_runs, threshold=0.8):
@@ -113,7 +106,7 @@ class _Part(NamedTuple):
 
 
 def _missing(methods):
-    return _Part("not run", f"no rows of {', '.join(methods)}", "not run")
+    return _Part(Verdict.NOT_RUN, f"no rows of {', '.join(methods)}", "not run")
 
 
 def _directions(a, b):
@@ -227,18 +220,18 @@ class _Checks:
         numbers = {"agree": lower, "differ": differ, "ties": ties, "pvalue": p}
         rule = "significantly" if significant else "direction"
         if differ + ties == 0:
-            return _Part("not run", text, rule, **numbers)
+            return _Part(Verdict.NOT_RUN, text, rule, **numbers)
         if self.too_few(differ + ties):
-            return _Part("not testable at this size", text, rule, **numbers)
+            return _Part(Verdict.NOT_TESTABLE, text, rule, **numbers)
         if lower <= higher:
-            return _Part("does not hold", text, rule, **numbers)
+            return _Part(Verdict.DOES_NOT_HOLD, text, rule, **numbers)
         if not significant:
-            return _Part("holds", text, rule, **numbers)
+            return _Part(Verdict.HOLDS, text, rule, **numbers)
         sig, detail = self.significant(a, b, metric, figure, p)
         if sig:
-            return _Part("holds", f"{text}, {detail}", rule, **numbers)
+            return _Part(Verdict.HOLDS, f"{text}, {detail}", rule, **numbers)
         power = self.power(a, b, metric, figure)
-        return _Part(_DIRECTION_ONLY, f"{text}, {detail}; power at {_PAPER_DATASETS} datasets {power:.2f} "
+        return _Part(Verdict.DIRECTION_ONLY, f"{text}, {detail}; power at {_PAPER_DATASETS} datasets {power:.2f} "
                                       f"({self.n_boot} bootstrap draws, seed {self.seed})", rule,
                      **numbers, power=power)
 
@@ -258,10 +251,10 @@ class _Checks:
         numbers = {"agree": lower, "differ": differ, "ties": ties}
         n_datasets = (differ + ties) / max(len(pairs), 1)
         if differ + ties == 0:
-            return _Part("not run", text, "tend to", **numbers)
+            return _Part(Verdict.NOT_RUN, text, "tend to", **numbers)
         if self.too_few(n_datasets):
-            return _Part("not testable at this size", text, "tend to", **numbers)
-        return _Part("holds" if lower > higher else "does not hold", text, "tend to", **numbers)
+            return _Part(Verdict.NOT_TESTABLE, text, "tend to", **numbers)
+        return _Part(Verdict.HOLDS if lower > higher else Verdict.DOES_NOT_HOLD, text, "tend to", **numbers)
 
     def not_worse(self, a, b, metric, figure=None):
         lower, higher, ties, p = self.compare(b, a, metric)
@@ -269,19 +262,21 @@ class _Checks:
                 f"they differ ({ties} tied)")
         numbers = {"agree": higher, "differ": lower + higher, "ties": ties, "pvalue": p}
         if self.too_few(lower + higher + ties):
-            return _Part("not testable at this size", text, "not significantly worse", **numbers)
+            return _Part(Verdict.NOT_TESTABLE, text, "not significantly worse", **numbers)
         sig, detail = self.significant(b, a, metric, figure, p)
         worse = lower > higher and sig
-        return _Part("does not hold" if worse else "holds", f"{text}, {detail}", "not significantly worse", **numbers)
+        return _Part(Verdict.DOES_NOT_HOLD if worse else Verdict.HOLDS, f"{text}, {detail}", "not significantly worse",
+                     **numbers)
 
     def same(self, a, b, metric, figure=None):
         lower, higher, ties, p = self.compare(a, b, metric, alternative="two-sided")
         text = f"{a} vs {b} on {metric}: lower on {lower}/{lower + higher} datasets where they differ ({ties} tied)"
         numbers = {"agree": lower, "differ": lower + higher, "ties": ties, "pvalue": p}
         if self.too_few(lower + higher + ties):
-            return _Part("not testable at this size", text, "no significant difference", **numbers)
+            return _Part(Verdict.NOT_TESTABLE, text, "no significant difference", **numbers)
         apart, detail = self.significant(a, b, metric, figure, p, sides="two-sided")
-        return _Part("does not hold" if apart else "holds", f"{text}, {detail}", "no significant difference",
+        return _Part(Verdict.DOES_NOT_HOLD if apart else Verdict.HOLDS, f"{text}, {detail}",
+                     "no significant difference",
                      **numbers)
 
     def small_effect(self, a, b, metric, increase_only=False):
@@ -294,19 +289,19 @@ class _Checks:
         rule = "no large increase" if increase_only else "little effect"
         text = f"median Cohen's d of {a} against {b} on {metric}: {median:.2f} ({kind} {large:.2f} is small)"
         if math.isnan(median):
-            return _Part("not run", text, rule)
+            return _Part(Verdict.NOT_RUN, text, rule)
         if self.too_few(int(d.notna().sum())):
-            return _Part("not testable at this size", text, rule)
+            return _Part(Verdict.NOT_TESTABLE, text, rule)
         small = median < large if increase_only else abs(median) < large
-        return _Part("holds" if small else "does not hold", text, rule)
+        return _Part(Verdict.HOLDS if small else Verdict.DOES_NOT_HOLD, text, rule)
 
 
 def _combine(parts):
     """A claim's verdict and evidence: the weakest of its judged parts' verdicts."""
     verdicts = {p.verdict for p in parts}
-    judged = [p.evidence for p in parts if p.verdict != _NOT_JUDGED]
-    reported = [p.evidence for p in parts if p.verdict == _NOT_JUDGED]
-    return next(v for v in _WEAKEST_FIRST if v in verdicts or v == "holds"), "; ".join(judged + reported)
+    judged = [p.evidence for p in parts if p.verdict != Verdict.NOT_JUDGED]
+    reported = [p.evidence for p in parts if p.verdict == Verdict.NOT_JUDGED]
+    return next(v for v in _WEAKEST_FIRST if v in verdicts or v == Verdict.HOLDS), "; ".join(judged + reported)
 
 
 def claims_from_parts(parts):
@@ -320,15 +315,15 @@ def claims_from_parts(parts):
     Returns
     -------
     pandas.DataFrame
-        As ``claim_verdicts(..., parts=False)``: ``claim``, ``statement``,
-        ``verdict``, ``evidence``, ``datasets``; "does not hold" before "not
+        As ``claim_verdicts(..., parts=False)``: ``verdict``, ``claim``,
+        ``statement``, ``evidence``, ``datasets``; "does not hold" before "not
         run", "not testable at this size", "direction holds, not
         significant" and "holds"; parts "not judged" (reported beside a
         claim) only add their evidence.
 
     Examples
     --------
-    >>> parts = pd.DataFrame({"claim": ["C1", "C2", "C2"], "verdict": ["holds", "holds", VERDICTS[1]],
+    >>> parts = pd.DataFrame({"claim": ["C1", "C2", "C2"], "verdict": ["holds", "holds", Verdict.DIRECTION_ONLY],
     ...                       "evidence": ["a", "b", "c"], "datasets": 23})
     >>> claims_from_parts(parts)[["claim", "verdict"]].values.tolist()
     [['C1', 'holds'], ['C2', 'direction holds, not significant']]
@@ -340,7 +335,7 @@ def claims_from_parts(parts):
         verdict, evidence = _combine([_Part(v, e, "") for v, e in zip(group["verdict"], group["evidence"])])
         out.append({"claim": claim, "statement": statements.get(claim, ""), "verdict": verdict,
                     "evidence": evidence, "datasets": group["datasets"].iloc[0]})
-    return pd.DataFrame(out)
+    return verdict_table(out)
 
 
 def claim_verdicts(rows, *, ablations=None, test_table=None, sqr="sqr-affine", alpha=0.05, min_datasets=6,
@@ -412,10 +407,10 @@ def claim_verdicts(rows, *, ablations=None, test_table=None, sqr="sqr-affine", a
     -------
     pandas.DataFrame
         One row per claim of ``paper_table("regression_study", "claims")``:
-        ``claim``, ``statement``, ``verdict`` (one of :data:`VERDICTS`),
-        ``evidence``, ``datasets``. With ``parts=True``, one row per part:
-        ``claim``, ``part`` (its number within the claim), ``rule``,
-        ``verdict``, ``agree`` and ``differ`` (datasets, or pairs x datasets
+        ``verdict`` (a :class:`~calibtut.run.Verdict`), ``claim``,
+        ``statement``, ``evidence``, ``datasets``. With ``parts=True``, one
+        row per part: ``verdict``, ``claim``, ``part`` (its number within the
+        claim), ``rule``, ``agree`` and ``differ`` (datasets, or pairs x datasets
         for "tend to", in the claimed direction and where the two differ),
         ``ties``, ``pvalue`` (the pair's own Wilcoxon p-value), ``power``,
         ``evidence``, ``datasets``.
@@ -455,7 +450,7 @@ def claim_verdicts(rows, *, ablations=None, test_table=None, sqr="sqr-affine", a
     long["datasets"] = rows["dataset"].nunique()
     long = long[["claim", "part", "rule", "verdict", "agree", "differ", "ties", "pvalue", "power", "evidence",
                  "datasets"]]
-    return long if parts else claims_from_parts(long)
+    return verdict_table(long) if parts else claims_from_parts(long)
 
 
 def _pce_test_part(rows, test_table, n_sim, seed, min_datasets):
@@ -471,11 +466,11 @@ def _pce_test_part(rows, test_table, n_sim, seed, min_datasets):
         table = test_table
     k, n = int(table["reject_paper"].sum()), len(table)
     readings = rejection_counts(table)  # the printed reading first, then "not rejected for 11"
-    verdict = ["holds" if r.ours_share >= r.paper_share else "does not hold" for r in readings.itertuples()]
+    verdict = [Verdict.HOLDS if r.ours_share >= r.paper_share else Verdict.DOES_NOT_HOLD for r in readings.itertuples()]
     text = f"rejected at 0.01 with Holm for {k} of {n} datasets; " + "; ".join(
         f"reading '{r.reading}' of 57: {v}" for r, v in zip(readings.itertuples(), verdict))
     if n < min_datasets:
-        return _Part("not testable at this size", text, "share rejected", agree=k, differ=n)
+        return _Part(Verdict.NOT_TESTABLE, text, "share rejected", agree=k, differ=n)
     return _Part(verdict[0], text, "share rejected", agree=k, differ=n)
 
 
@@ -526,7 +521,7 @@ def _study_parts(checks, sqr):
             continue
         emp_nll = checks.results.loc[checks.results["method"] == emp, "test_nll"]
         infinite = int(np.isposinf(emp_nll).sum())
-        parts.append(_Part("holds" if infinite == len(emp_nll) else "does not hold",
+        parts.append(_Part(Verdict.HOLDS if infinite == len(emp_nll) else Verdict.DOES_NOT_HOLD,
                            f"{emp} NLL infinite in {infinite} of {len(emp_nll)} runs (by construction: the map's "
                            f"CDF is a step function, with no density)", "by construction", agree=infinite,
                            differ=len(emp_nll)))
@@ -587,7 +582,7 @@ def _authors_std_notes(checks):
             a, b = method_label("mix-crps", posthoc=p), method_label("mix-crps", r)
             if not checks.missing(a, b):
                 part = checks.lower(a, b, "std")
-                notes.append(part._replace(verdict=_NOT_JUDGED, evidence="authors' STD: " + part.evidence,
+                notes.append(part._replace(verdict=Verdict.NOT_JUDGED, evidence="authors' STD: " + part.evidence,
                                            rule="reported"))
     return notes
 
@@ -600,7 +595,7 @@ def _harm_notes(checks, sqr):
                             (method_label(sqr, posthoc="cqr"), method_label(sqr))):
         if not checks.missing(method, vanilla):
             part = checks.small_effect(method, vanilla, "std", increase_only=True)
-            notes.append(part._replace(verdict=_NOT_JUDGED, evidence="sharpness, not judged: " + part.evidence,
+            notes.append(part._replace(verdict=Verdict.NOT_JUDGED, evidence="sharpness, not judged: " + part.evidence,
                                        rule="reported"))
     return notes
 
@@ -610,7 +605,8 @@ def _combination_parts(rows, alpha, min_datasets, sqr, n_boot, seed):
     combined = combined_results(rows)
     methods = figure_methods("9", sqr)
     if not set(methods[1::2]) & set(combined["method"]):
-        return [_Part("not run", "no regularization + post-hoc rows (run_study_task(..., combine=True))", "not run")]
+        return [_Part(Verdict.NOT_RUN, "no regularization + post-hoc rows (run_study_task(..., combine=True))",
+                      "not run")]
     checks = _Checks(combined, alpha, min_datasets, sqr, n_boot, seed)
     pairs = [(alone, combo) for alone, combo in zip(methods[::2], methods[1::2]) if not checks.missing(alone, combo)]
     skipped = [combo for alone, combo in zip(methods[::2], methods[1::2]) if checks.missing(alone, combo)]
@@ -623,17 +619,17 @@ def _combination_parts(rows, alpha, min_datasets, sqr, n_boot, seed):
                 f"they differ ({ties} tied), {detail}")
         numbers = {"agree": higher, "differ": lower + higher, "ties": ties, "pvalue": p}
         if checks.too_few(lower + higher + ties):
-            parts.append(_Part("not testable at this size", text, "no significant improvement", **numbers))
+            parts.append(_Part(Verdict.NOT_TESTABLE, text, "no significant improvement", **numbers))
         else:
             improves = lower > higher and sig
-            parts.append(_Part("does not hold" if improves else "holds", text, "no significant improvement",
+            parts.append(_Part(Verdict.DOES_NOT_HOLD if improves else Verdict.HOLDS, text, "no significant improvement",
                                **numbers))
     # "they tend to negatively affect CRPS, NLL, and STD metrics"
     for metric in ("wis", "nll", "std"):
         scored = [(a, c) for a, c in pairs if not (metric == "nll" and c.startswith("SQR"))]
         parts.append(checks.tend(scored, metric, "the post-hoc map alone < with regularization"))
     if skipped:
-        parts.append(_Part(_NOT_JUDGED, f"not trained: {', '.join(skipped)}", "reported"))
+        parts.append(_Part(Verdict.NOT_JUDGED, f"not trained: {', '.join(skipped)}", "reported"))
     return parts
 
 
@@ -642,7 +638,7 @@ def _where_to_fit_parts(checks, sqr):
     lab = method_label
     trained = [lab("mix-nll", posthoc=p, map_split="train") for p in ("lin", "kde")]
     if checks.missing(*trained):
-        return [_Part("not run", "no maps fitted on the training split (run_study_task(..., map_on_train=True))",
+        return [_Part(Verdict.NOT_RUN, "no maps fitted on the training split (run_study_task(..., map_on_train=True))",
                       "not run")]
     pairs = [(lab("mix-nll", posthoc=p), lab("mix-nll", posthoc=p, map_split="train")) for p in ("lin", "kde")]
     cqr = (lab(sqr, posthoc="cqr"), lab(sqr, posthoc="cqr", map_split="train"))
@@ -674,8 +670,8 @@ def _best_calibrated_parts(checks, sqr):
     text = (f"lowest PCE among Figure 14's five models on {won}/{len(table)} datasets; "
             + ", ".join(f"{m}: {c}" for m, c in wins.items()))
     if checks.too_few(len(table)):
-        return [_Part("not testable at this size", text, "most cases", agree=won, differ=len(table))]
-    return [_Part("holds" if won > len(table) / 2 else "does not hold", text, "most cases", agree=won,
+        return [_Part(Verdict.NOT_TESTABLE, text, "most cases", agree=won, differ=len(table))]
+    return [_Part(Verdict.HOLDS if won > len(table) / 2 else Verdict.DOES_NOT_HOLD, text, "most cases", agree=won,
                   differ=len(table))]
 
 
@@ -810,15 +806,16 @@ def claims_table(ci, full=None, label="full"):
     Returns
     -------
     pandas.DataFrame
-        ``claim``, ``paper`` (the statement), ``ours (ci)``, ``ours (<label>)``
-        (when ``full`` is given), ``evidence`` (of the full run when given,
+        The verdicts first (:func:`calibtut.run.verdict_table`): ``ours (ci)``
+        and ``ours (<label>)`` (when ``full`` is given); then ``claim``,
+        ``paper`` (the statement), ``evidence`` (of the full run when given,
         else of ``ci``), ``difference`` (whether the two verdicts differ).
 
     Examples
     --------
     >>> v = pd.DataFrame({"claim": ["C1"], "statement": ["s"], "verdict": ["holds"], "evidence": ["e"]})
     >>> table = claims_table(v, v.assign(verdict="not run"), label="full, 2 of 5 runs")
-    >>> table.columns.tolist()[2:4], table["difference"].tolist()
+    >>> table.columns.tolist()[:2], table["difference"].tolist()
     (['ours (ci)', 'ours (full, 2 of 5 runs)'], [True])
     """
     if not isinstance(label, str) or not label.strip():
@@ -829,12 +826,12 @@ def claims_table(ci, full=None, label="full"):
     out = pd.DataFrame({"claim": ci["claim"], "paper": ci["statement"], "ours (ci)": ci["verdict"]})
     if full is None:
         out["evidence"] = ci["evidence"].to_numpy()
-        return out.reset_index(drop=True)
+        return verdict_table(out, verdicts=("ours (ci)",))
     full = full.set_index("claim").reindex(ci["claim"])
     out[f"ours ({label})"] = full["verdict"].to_numpy()
     out["evidence"] = full["evidence"].to_numpy()
     out["difference"] = out["ours (ci)"] != out[f"ours ({label})"]
-    return out.reset_index(drop=True)
+    return verdict_table(out, verdicts=("ours (ci)", f"ours ({label})"))
 
 
 # the sentence of Appendix C on each factor, as the evidence names it
@@ -870,7 +867,8 @@ def _ablation_verdict(ablations):
     is 2, 3 or 5 layers.
     """
     if ablations is None:
-        return _Part("not run", "the appendix ablations (mixture size, quantiles per step, depth) are not trained",
+        return _Part(Verdict.NOT_RUN,
+                     "the appendix ablations (mixture size, quantiles per step, depth) are not trained",
                      "not run")
     parts = []
     n_runs = ablations["run"].nunique() if "run" in ablations.columns else STUDY_RUNS
@@ -879,7 +877,8 @@ def _ablation_verdict(ablations):
         default = ABLATIONS[factor][0]
         medians = _ablation_medians(ablations, factor)
         if len(medians) < len(metrics):
-            parts.append(_Part("not run", f"no {factor} ablation on {', '.join(m for m in metrics if m not in medians)}",
+            absent = ", ".join(m for m in metrics if m not in medians)
+            parts.append(_Part(Verdict.NOT_RUN, f"no {factor} ablation on {absent}",
                                "not run"))
             continue
         shown = "; ".join(f"{metric} " + ", ".join(f"{v}: {m:.2f}" for v, m in sorted(values.items()))
@@ -887,7 +886,7 @@ def _ablation_verdict(ablations):
         text = f"median d against {factor} = {default} over {n_runs} runs ({shown})"
         if factor == "n_components":
             if any(1 not in values for values in medians.values()):
-                parts.append(_Part("not run", f"{text}; no single-component model", "not run"))
+                parts.append(_Part(Verdict.NOT_RUN, f"{text}; no single-component model", "not run"))
                 continue
             ok = all(values[1] > large and all(abs(m) < values[1] for v, m in values.items() if v > default)
                      for values in medians.values())
@@ -898,7 +897,7 @@ def _ablation_verdict(ablations):
                     for metric, values in medians.items()}
             ok = all(b in (2, 3, 5) for b in best.values())
             text += "; best: " + ", ".join(f"{b} layers on {metric}" for metric, b in best.items())
-        verdict = "holds" if ok else "does not hold"
+        verdict = Verdict.HOLDS if ok else Verdict.DOES_NOT_HOLD
         parts.append(_Part(verdict, f"{_ABLATION_SENTENCES[factor]} ({verdict}): {text}", "median effect size"))
     return _Part(*_combine(parts), "median effect size")
 
@@ -924,10 +923,6 @@ CLAIM_SHORT = {
     "C17": "three good choices improve PCE without harm",
 }
 
-#: The colour of each of :data:`VERDICTS` in :func:`plot_claim_verdicts`.
-VERDICT_COLOURS = {"holds": "#1a9641", "direction holds, not significant": "#a6d96a", "does not hold": "#d7191c",
-                   "not testable at this size": "0.75", "not run": "0.93"}
-
 # the part rules whose agree / differ counts a share in the claimed direction (the others read effect sizes
 # or the absence of a significant difference)
 _DIRECTIONAL_RULES = ("direction", "significantly", "tend to", "most cases", "share rejected", "by construction")
@@ -945,14 +940,14 @@ def claims_overview(table):
     Returns
     -------
     pandas.DataFrame
-        ``claim``, ``in short`` (:data:`CLAIM_SHORT`) and the ``ours (...)``
-        columns, one row per claim of ``table``.
+        The ``ours (...)`` columns, then ``claim`` and ``in short``
+        (:data:`CLAIM_SHORT`), one row per claim of ``table``.
 
     Examples
     --------
     >>> v = pd.DataFrame({"claim": ["C2"], "statement": ["s"], "verdict": ["holds"], "evidence": ["e"]})
     >>> claims_overview(claims_table(v)).values.tolist()
-    [['C2', 'SQR-CRPS less calibrated than MIX-NLL', 'holds']]
+    [['holds', 'C2', 'SQR-CRPS less calibrated than MIX-NLL']]
     """
     check_frame(table, "table", ["claim", "ours (ci)"])
     unknown = sorted(set(table["claim"]) - set(CLAIM_SHORT))
@@ -960,14 +955,14 @@ def claims_overview(table):
         raise ValueError(f"table names claims {unknown} that paper 002 does not make")
     ours = [c for c in table.columns if c.startswith("ours (")]
     out = table[["claim"]].assign(**{"in short": table["claim"].map(CLAIM_SHORT)})
-    return pd.concat([out, table[ours]], axis=1).reset_index(drop=True)
+    return verdict_table(pd.concat([table[ours], out], axis=1), verdicts=tuple(ours))
 
 
 def plot_claim_verdicts(table, parts=None):
     """The claims' verdicts as a grid (claims x our runs) and, with ``parts``, each part's share of agreeing datasets.
 
     Left: one row per claim, one column per ``ours (...)`` column of
-    ``table``, coloured by verdict (:data:`VERDICT_COLOURS`). Right (with
+    ``table``, coloured by verdict (:data:`~calibtut.run.VERDICT_COLOURS`). Right (with
     ``parts``): for every part read as a direction (a plain direction,
     "significantly", "tend to", "most cases", a share of rejections, "by
     construction"), the share of the datasets
@@ -1010,6 +1005,7 @@ def plot_claim_verdicts(table, parts=None):
     fig, axes = column_subplots(1 if parts is None else 2, panel_height=0.3 * len(claims) + 1.6, sharey=True,
                                 gridspec_kw={} if parts is None else {"width_ratios": [1, 2]})
     grid = axes[0]
+    present = set(table[ours].stack())
     for j, column in enumerate(ours):
         grid.barh(y, 1, left=j, height=0.9, color=table[column].map(VERDICT_COLOURS), edgecolor="white")
     grid.set(xticks=np.arange(len(ours)) + 0.5, xlim=(0, len(ours)), yticks=y, ylim=(len(claims) - 0.5, -0.5))
@@ -1022,6 +1018,7 @@ def plot_claim_verdicts(table, parts=None):
         shown = parts[parts["rule"].isin(_DIRECTIONAL_RULES) & (parts["differ"] > 0)]
         rank = {c: i for i, c in enumerate(claims)}
         shown = shown[shown["claim"].isin(rank)]
+        present |= set(shown["verdict"])
         ax.scatter(shown["agree"] / shown["differ"], shown["claim"].map(rank), s=22, zorder=3,
                    c=shown["verdict"].map(VERDICT_COLOURS), edgecolors="k", linewidths=0.4)
         ax.axvline(0.5, color="k", ls=":", lw=1)
@@ -1029,7 +1026,8 @@ def plot_claim_verdicts(table, parts=None):
         ax.set_xlabel("share of datasets in the claimed direction", fontsize=MIN_FONT_PT + 1)
         ax.set_title("parts read as a direction", fontsize=MIN_FONT_PT + 2)
         ax.grid(axis="y", color="0.9", lw=0.6)
-    handles = [plt.Rectangle((0, 0), 1, 1, color=colour) for colour in VERDICT_COLOURS.values()]
-    fig.legend(handles, list(VERDICT_COLOURS), loc="outside lower center", ncol=3, fontsize=MIN_FONT_PT,
+    legend = [v for v in Verdict if v in present]
+    handles = [plt.Rectangle((0, 0), 1, 1, color=VERDICT_COLOURS[v]) for v in legend]
+    fig.legend(handles, [str(v) for v in legend], loc="outside lower center", ncol=3, fontsize=MIN_FONT_PT,
                frameon=False)
     return fig

@@ -43,6 +43,7 @@ from calibtut.experiments.regression_study.tasks import (
     study_split,
     study_tasks,
 )
+from calibtut.run import verdict_table
 
 __all__ = [
     "MAP_RERUN_BASES",
@@ -398,9 +399,9 @@ def rerun_claims_table(parts, rerun_parts):
     Returns
     -------
     pandas.DataFrame
-        One row per claim: ``claim``, ``stored`` and one column per label
-        of :data:`REFIT_LABELS` (verdicts), and ``changed`` (the verdicts
-        differ).
+        One row per claim, the verdicts first: ``stored`` and one column per
+        label of :data:`REFIT_LABELS`; then ``claim`` and ``changed`` (the
+        verdicts differ).
 
     Examples
     --------
@@ -411,7 +412,7 @@ def rerun_claims_table(parts, rerun_parts):
     ...                       {**part, "verdict": "holds", "maps": "kde-resampled"}])
     >>> row = rerun_claims_table(stored, refit).iloc[0]
     >>> row.tolist()[:4], bool(row["changed"])
-    (['C11', 'does not hold', 'does not hold', 'holds'], True)
+    (['does not hold', 'does not hold', 'holds', 'C11'], True)
     """
     columns = ["claim", "part", "verdict", "evidence"]
     check_frame(parts, "parts", columns)
@@ -424,7 +425,7 @@ def rerun_claims_table(parts, rerun_parts):
         verdicts = claims_from_parts(rerun_parts[rerun_parts["maps"] == kde].drop(columns="maps"))
         table[label] = verdicts.set_index("claim")["verdict"]
     table["changed"] = table.nunique(axis=1) > 1
-    return table.reset_index()
+    return verdict_table(table.reset_index(), verdicts=("stored", *REFIT_LABELS.values()))
 
 
 def lin_refit_table(full_rows, rerun_rows, ties):

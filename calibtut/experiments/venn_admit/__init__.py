@@ -19,8 +19,8 @@ import from here. Its files, by role:
   table, each claim of the paper on its tables and on our runs;
 * :mod:`~calibtut.experiments.venn_admit.figures`: accuracy among admitted
   points, the paper's beside ours;
-* :mod:`~calibtut.experiments.venn_admit.synthetic`: the synthetic set-ups
-  and simulation loops of the theory chapters (1, 3 and 4);
+* :mod:`~calibtut.experiments.venn_admit.chapters`: the set-ups of the
+  theory chapters (1, 3 and 4), synthetic, and their simulation loops;
 * :mod:`~calibtut.experiments.venn_admit.protection`: chapter 9's test worlds
   (exchangeable, off-support, toward the boundary, label noise), where the
   guarantee holds and where it fails, and Sentiment placed on that map.
@@ -58,7 +58,7 @@ from calibtut.experiments.venn_admit.protection import (
     separation_signals,
     shifted_sample,
 )
-from calibtut.experiments.venn_admit.synthetic import (
+from calibtut.experiments.venn_admit.chapters import (
     binomial_admission,
     category_coverage_runs,
     conformal_singleton_runs,

@@ -47,8 +47,9 @@ from calibtut.experiments.venn_admit.tables import (
     SEQUENCE_DATASETS,
     pooled_singletons,
 )
-from calibtut.stats import accuracy_gap_sd
 from calibtut.papers import paper_table
+from calibtut.run import Verdict, verdict_table
+from calibtut.stats import accuracy_gap_sd
 
 __all__ = ["CLAIM_TASKS", "CONFORMAL_BASELINES", "claims_vs_paper"]
 
@@ -160,10 +161,10 @@ def _c6(paper, ours, task):
         cell = cells.xs((task, "Venn-ADMIT"), level=("dataset", "method")).drop(index="all", errors="ignore")
         admitted = cell[cell["n"] > 0]
         if admitted.empty:
-            found[source] = (np.nan, "vacuous: nothing admitted")
+            found[source] = (np.nan, Verdict.VACUOUS)
         else:
             holds = (admitted["gap"] >= -3).all()
-            found[source] = (float(admitted["accuracy"].min()), "holds" if holds else "does not hold")
+            found[source] = (float(admitted["accuracy"].min()), Verdict.HOLDS if holds else Verdict.DOES_NOT_HOLD)
     return paper_value, found
 
 
@@ -195,7 +196,7 @@ def _verdict(found, rule):
     for source in ("ours (full)", "ours (ci)"):
         if source in found and not (isinstance(found[source], float) and np.isnan(found[source])):
             return rule(found[source])
-    return "not run"
+    return Verdict.NOT_RUN
 
 
 def claims_vs_paper(ci, full=None, *, alpha=0.1, qk_kept=0.8):
@@ -266,21 +267,21 @@ def claims_vs_paper(ci, full=None, *, alpha=0.1, qk_kept=0.8):
     gaps = {s: g for s, g in gaps.items() if not np.isnan(g)}
     paper_gap = _knn_gap(t2)
     add("C10: the KNN matches the network", "all", "max |KNN - network|", paper_gap, gaps,
-        _verdict(gaps, lambda g: "holds" if g <= paper_gap + 1e-9 else "does not hold"))
+        _verdict(gaps, lambda g: Verdict.HOLDS if g <= paper_gap + 1e-9 else Verdict.DOES_NOT_HOLD))
     # C4: conformal singletons fall below 1 - alpha where the network does (Corollary 1)
     for task in CLAIM_TASKS[1:]:
         paper_value, found = _c4(paper, cells, task)
-        verdicts = {s: "holds" if holds else "does not hold" for s, (_, holds) in found.items()}
+        verdicts = {s: Verdict.HOLDS if holds else Verdict.DOES_NOT_HOLD for s, (_, holds) in found.items()}
         add("C4: conformal singletons below 1 - α", task, "best baseline, weakest class",
             paper_value, {s: v for s, (v, _) in found.items()},
-            verdicts.get("ours (full)", verdicts.get("ours (ci)", "not run")))
+            verdicts.get("ours (full)", verdicts.get("ours (ci)", Verdict.NOT_RUN)))
     # C6: Venn-ADMIT's admitted points reach 1 - alpha (Proposition 1, up to its slack)
     for task in CLAIM_TASKS:
         paper_value, found = _c6(paper, cells, task)
         verdicts = {s: v for s, (_, v) in found.items()}
         add("C6: admitted points reach 1 - α", task, "lowest class accuracy",
             paper_value, {s: v for s, (v, _) in found.items()},
-            verdicts.get("ours (full)", verdicts.get("ours (ci)", "not run")))
+            verdicts.get("ours (full)", verdicts.get("ours (ci)", Verdict.NOT_RUN)))
     # C7/C8 and C12 on the admissions of class "all": the paper per test set, ours per calibration split (C7/C8)
     # and per task (C12)
     paper_blocks = paper.xs(("share", "all"), level=("metric", "class")).unstack("method")
@@ -288,24 +289,25 @@ def claims_vs_paper(ci, full=None, *, alpha=0.1, qk_kept=0.8):
     nested = {s: _nested_share(b) for s, b in blocks.items()}
     nested = {s: v for s, v in nested.items() if not np.isnan(v)}
     add("C7/C8: qK and weights only remove", "all", "share of blocks in order",
-        _nested_share(paper_blocks), nested, _verdict(nested, lambda v: "holds" if v == 1 else "does not hold"))
+        _nested_share(paper_blocks), nested,
+        _verdict(nested, lambda v: Verdict.HOLDS if v == 1 else Verdict.DOES_NOT_HOLD))
     pooled = {s: _our_blocks(rows, ["dataset"]) for s, rows in sources.items()}
     kept = {s: _kept_share(b) for s, b in pooled.items()}
     kept = {s: v for s, v in kept.items() if not np.isnan(v)}
     add("C12: no cost to qK", "all", "least share kept by qK", _kept_share(paper_blocks), kept,
-        _verdict(kept, lambda v: "holds" if v >= qk_kept else "does not hold")
-        if kept else "not testable: nothing admitted")
+        _verdict(kept, lambda v: Verdict.HOLDS if v >= qk_kept else Verdict.DOES_NOT_HOLD)
+        if kept else Verdict.NOT_TESTABLE_EMPTY)
     # C15: RAPS_size collapses to singletons when the network is above 1 - alpha (Sentiment)
     singles = {s: float(c.loc[("Sentiment", "RAPS_size", "all"), "share"]) for s, c in cells.items()
                if ("Sentiment", "RAPS_size", "all") in c.index}
     network = [m.get(("Sentiment", "calibration", "memory layer"), np.nan) for m in models.values()]
     network = [a for a in network if not np.isnan(a)]
     if not singles:
-        verdict = "not run"
+        verdict = Verdict.NOT_RUN
     elif network and network[-1] < 1 - alpha:
-        verdict = "not testable: network < 1 - α"
+        verdict = Verdict.NOT_TESTABLE_NETWORK
     else:
-        verdict = _verdict(singles, lambda v: "holds" if v >= 0.99 else "does not hold")
+        verdict = _verdict(singles, lambda v: Verdict.HOLDS if v >= 0.99 else Verdict.DOES_NOT_HOLD)
     add("C15: RAPS_size only singletons", "Sentiment", "singleton share",
         float(paper.loc[("Sentiment", "RAPS_size", "all", "share")]), singles, verdict)
-    return pd.DataFrame(out)
+    return verdict_table(out)

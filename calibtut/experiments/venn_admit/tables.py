@@ -13,7 +13,7 @@
   correlated points of one sequence and the Venn categories' sizes;
 * the theory chapters (1, 3, 4): :func:`singleton_summary`,
   :func:`category_coverage_table` and :func:`admission_summary` summarise the
-  simulation loops of :mod:`calibtut.experiments.venn_admit.synthetic`;
+  simulation loops of :mod:`calibtut.experiments.venn_admit.chapters`;
 * the spread over the random splits of one pool (chapter 4): the splits of
   :func:`~calibtut.experiments.venn_admit.venn_admit_runs` share their pool,
   so pooling their admitted points under a binomial interval is too narrow;

@@ -1,4 +1,4 @@
-"""Synthetic set-ups and simulation loops of the theory chapters on Venn-ADMIT (paper 001, chapters 1, 3, 4).
+"""The set-ups of the theory chapters on Venn-ADMIT, synthetic, and their simulation loops (paper 001, chapters 1, 3, 4).
 
 The experiments chapters have :mod:`calibtut.experiments.venn_admit.tasks`;
 this module holds what the teaching chapters simulate (their summaries are
