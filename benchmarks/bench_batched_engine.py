@@ -36,8 +36,9 @@ per 512 validation rows) times each base's mean measured time per model-step
 the study on each path; two cores run two tasks at once, so the wall time is
 half. The engine keeps a stopped model in its stack until the next host
 check: ``(check_every - 1) / 2`` epochs are added per model. Writes
-``results/benchmarks/batched_engine/steps.csv``, ``projection.csv`` and
-``provenance.json``.
+``results/benchmarks/batched_engine/steps.csv``, ``projection.csv``,
+``provenance.json`` and ``summary.md`` (the two tables the book's GPU page
+shows; ``--summary`` rewrites it from the CSV files alone).
 """
 
 from __future__ import annotations
@@ -170,6 +171,27 @@ def project(steps, check_every, cores=2):
     return pd.concat([table, pd.DataFrame([total])], ignore_index=True)
 
 
+def summary(folder):
+    """Write ``summary.md``: time per model-step against the limit, and the projection, from the CSV files."""
+    steps = pd.read_csv(folder / "steps.csv")
+    projection = pd.read_csv(folder / "projection.csv")
+    step_table = pd.DataFrame({
+        "dataset": steps["dataset"], "base": steps["base"], "limit": steps["limit_ms"],
+        "alone": steps["alone_ms"], "vmapped": steps["batched_ms"], "engine": steps["engine_ms"],
+        "engine / limit": steps["engine_ratio"]})
+    wall = [c for c in projection.columns if c.endswith("_wall_h_2_cores")]
+    study = projection[["base", *wall]].rename(columns={
+        "alone_wall_h_2_cores": "alone", "batched_wall_h_2_cores": "vmapped", "engine_wall_h_2_cores": "engine"})
+    text = "\n".join([
+        "**Milliseconds per model-step** (one CPU thread): the arithmetic limit, one model at a time, "
+        "the vmapped stack, the engine", "",
+        step_table.to_markdown(index=False, floatfmt=".2f"), "",
+        "**The stored study on two cores**, projected from those times (wall hours)", "",
+        study.to_markdown(index=False, floatfmt=".2f"), ""])
+    atomic_write_text(folder / "summary.md", text)
+    return folder / "summary.md"
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--device", default="cpu")
@@ -181,7 +203,11 @@ def main(argv=None):
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--check-every", type=int, default=5)
     parser.add_argument("--out", type=Path, default=OUT)
+    parser.add_argument("--summary", action="store_true", help="only rewrite summary.md from the CSV files")
     args = parser.parse_args(argv)
+    if args.summary:
+        print(summary(args.out))
+        return None
     torch.set_num_threads(args.threads)
     device = torch.device(args.device)
     load_before = os.getloadavg()
@@ -214,6 +240,8 @@ def main(argv=None):
         "git": git_state(ROOT),
     }
     atomic_write_text(args.out / f"provenance{suffix}.json", json.dumps(provenance, indent=2) + "\n")
+    if not suffix:
+        summary(args.out)
     print(steps.to_string(index=False))
     print(projection.to_string(index=False))
     return steps, projection

@@ -157,7 +157,7 @@ class _Streams:
 class _State:
     """Per-model device state; ``rows`` maps stack positions to the caller's model indices."""
 
-    def __init__(self, params, lam, group, dtype, device):
+    def __init__(self, params, lam, group, device):
         m = len(lam)
         self.params = {k: v.detach().clone().requires_grad_(True) for k, v in params.items()}
         self.optimizer = _adam(self.params.values(), device)
@@ -345,7 +345,7 @@ def fit_study_engine(models, X, y, *, losses, val, seeds, epochs=5000, patience=
     objective = _Objective(losses, arch, streams, dtype)
     params, _ = torch.func.stack_module_state([model.to(dev) for model in models])
     lam = torch.as_tensor([loss.lam for loss in losses], dtype=dtype, device=dev)
-    state = _State(params, lam, streams.group, dtype, dev)
+    state = _State(params, lam, streams.group, dev)
     objective.regroup(state.rows, dev)
     histories = [FitHistory() for _ in models]
     records = []
