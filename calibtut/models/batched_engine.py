@@ -274,7 +274,7 @@ class _Objective:
 
 
 def fit_study_engine(models, X, y, *, losses, val, seeds, epochs=5000, patience=30, batch_size=512, device="cpu",
-                     check_every=10):
+                     check_every=5):
     """Train study models of one architecture together as one batched program (see the module docstring).
 
     Parameters
@@ -294,7 +294,7 @@ def fit_study_engine(models, X, y, *, losses, val, seeds, epochs=5000, patience=
         As in :func:`calibtut.models.fit_study`, each >= 1 (the batch is capped
         at the training size, the last incomplete batch dropped).
     device : {"cpu", "cuda"} or torch.device, default "cpu"
-    check_every : int, default 10
+    check_every : int, default 5
         Epochs between two reads of the device state by the host (recording
         the histories, dropping stopped models), >= 1. Only the time changes:
         a stopped model is frozen in its best weights whatever the value.
