@@ -140,11 +140,11 @@ IMAGE_HAS = frozenset((
     "wadler-lindig", "werkzeug", "wheel", "wrapt", "xarray", "xxhash", "yarl", "zipp",
 ))
 #: The torch-using test files (run on the CPU with the image's torch).
-TORCH_TESTS = ("test_models.py", "test_models_batched.py", "test_batched_engine.py", "test_models_classifier.py",
-               "test_models_regression_study.py", "test_regularizers.py", "test_calibration_penalties.py",
-               "test_sorting.py", "test_entropy.py", "test_metrics_torch.py", "test_shift.py",
-               "test_admit.py", "test_knn_approximation.py", "test_neighbors.py", "test_token_cnn.py",
-               "test_protein_cnn.py")
+TORCH_TESTS = ("test_models.py", "test_models_batched.py", "test_batched_engine.py",
+               "test_models_classifier.py", "test_models_regression_study.py", "test_regularizers.py",
+               "test_calibration_penalties.py", "test_sorting.py", "test_entropy.py", "test_metrics_torch.py",
+               "test_shift.py", "test_admit.py", "test_knn_approximation.py", "test_neighbors.py",
+               "test_token_cnn.py", "test_protein_cnn.py")
 TOLERANCE_SD = 3.0
 METRICS = ("test_nll", "test_crps", "test_pce")
 TASK_KEYS = ("method", "regularizer", "lam", "posthoc", "map_split")

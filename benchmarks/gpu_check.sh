@@ -5,6 +5,7 @@
 #   bash benchmarks/gpu_check.sh               # on a machine with one GPU and no network
 #   bash benchmarks/gpu_check.sh --dry-run     # the same steps on the CPU, small (about 3 minutes)
 #   bash benchmarks/gpu_check.sh --engine      # the whole study on the study engine, 12 minutes at most
+#                                              # (--engine-limit SECONDS after the flags changes it)
 #   bash benchmarks/gpu_check.sh --engine --dry-run   # its steps on the CPU, two small tasks
 #
 # On the GPU machine the image's python3 (with torch 2.11 and CUDA) is used as it
@@ -21,7 +22,8 @@ mkdir -p "$OUT" "$WORK"
 DRY=()
 COMMAND=run
 if [ "${1:-}" = "--engine" ]; then COMMAND=engine; shift; fi
-if [ "${1:-}" = "--dry-run" ]; then DRY=(--dry-run --device cpu); fi
+if [ "${1:-}" = "--dry-run" ]; then DRY=(--dry-run --device cpu); shift; fi
+# anything further goes to gpu_check.py (e.g. --engine-limit 600)
 
 if [ ${#DRY[@]} -eq 0 ]; then
     PY=python3
@@ -43,7 +45,7 @@ fi
 # the dry run reads the mirror it is given (CALIBTUT_DATA_MIRROR), the GPU machine the carried one
 export CALIBTUT_DATA_MIRROR="${CALIBTUT_DATA_MIRROR:-$PWD/.gpu/data}" PYTHONUNBUFFERED=1
 export CALIBTUT_CACHE="${TMPDIR:-/tmp}/calibtut-cache"
-$PY benchmarks/gpu_check.py "$COMMAND" --out "$WORK" "${DRY[@]}"
+$PY benchmarks/gpu_check.py "$COMMAND" --out "$WORK" "${DRY[@]}" "$@"
 status=$?
 tar -czf "$OUT/gpu_check.tgz" -C "$WORK" .
 cp "$WORK"/steps.csv "$WORK"/estimate.csv "$WORK"/engine_estimate.csv "$WORK"/engine_tasks.csv \
