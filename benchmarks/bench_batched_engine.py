@@ -39,6 +39,12 @@ check: ``(check_every - 1) / 2`` epochs are added per model. Writes
 ``results/benchmarks/batched_engine/steps.csv``, ``projection.csv``,
 ``provenance.json`` and ``summary.md`` (the two tables the book's GPU page
 shows; ``--summary`` rewrites it from the CSV files alone).
+
+**Whole tasks.** ``--full-tasks Yacht Concrete`` instead times complete
+full-size tasks (run 0, the full profile's arguments: every model, the
+post-hoc maps, the Appendix B extras, evaluation included) with the vmapped
+stack and with the engine, one after the other, and writes
+``full_tasks.csv``: CPU seconds of each and the model-epochs trained.
 """
 
 from __future__ import annotations
@@ -56,7 +62,7 @@ import pandas as pd
 import torch
 
 from calibtut.data import Standardizer
-from calibtut.experiments.regression_study import study_split
+from calibtut.experiments.regression_study import run_study_task, study_split
 from calibtut.models import fit_study, fit_study_batched, fit_study_engine, make_study_model
 from calibtut.run.artifacts import atomic_write_text
 from calibtut.run.provenance import git_state, machine, package_versions
@@ -171,6 +177,27 @@ def project(steps, check_every, cores=2):
     return pd.concat([table, pd.DataFrame([total])], ignore_index=True)
 
 
+def full_tasks(datasets, bases, out):
+    """CPU seconds of whole full-size tasks (run 0) with the vmapped stack and with the engine."""
+    rows = []
+    for dataset in datasets:
+        for base in bases:
+            row = {"dataset": dataset, "base": base}
+            for path, engine in (("vmapped", False), ("engine", True)):
+                start = time.process_time()
+                result = run_study_task(dataset, 0, base, epochs=5000, combine=True, map_on_train=True,
+                                        engine=engine)
+                row[f"{path}_s"] = round(time.process_time() - start, 1)
+                trained = result.drop_duplicates(["regularizer", "lam", "train_fraction"])
+                row[f"{path}_model_epochs"] = int(trained["epochs_run"].sum())
+            row["speedup"] = round(row["vmapped_s"] / row["engine_s"], 2)
+            rows.append(row)
+            print(row, file=sys.stderr)
+    table = pd.DataFrame(rows)
+    atomic_write_text(out / "full_tasks.csv", table.to_csv(index=False))
+    return table
+
+
 def summary(folder):
     """Write ``summary.md``: time per model-step against the limit, and the projection, from the CSV files."""
     steps = pd.read_csv(folder / "steps.csv")
@@ -204,11 +231,16 @@ def main(argv=None):
     parser.add_argument("--check-every", type=int, default=5)
     parser.add_argument("--out", type=Path, default=OUT)
     parser.add_argument("--summary", action="store_true", help="only rewrite summary.md from the CSV files")
+    parser.add_argument("--full-tasks", nargs="+", metavar="DATASET", help="time whole tasks of these datasets")
     args = parser.parse_args(argv)
     if args.summary:
         print(summary(args.out))
         return None
     torch.set_num_threads(args.threads)
+    if args.full_tasks:
+        args.out.mkdir(parents=True, exist_ok=True)
+        print(full_tasks(args.full_tasks, args.bases, args.out).to_string(index=False))
+        return None
     device = torch.device(args.device)
     load_before = os.getloadavg()
     peak = matmul_gflops(device)

@@ -329,25 +329,24 @@ def estimate(per_task, published, out, *, concurrent):
     return table
 
 
-def engine_tasks(device, *, dry_run=False):
+def engine_tasks(device, *, dry_run=False, datasets=None, runs=None, bases=None):
     """Every task of the study on the engine: run 0 of each dataset (smallest first), then runs 1-4.
 
+    ``datasets``, ``runs`` and ``bases`` keep a part of it (default: all).
     Dry: Yacht and Concrete, run 0, MIX-NLL and affine SQR, 3 epochs.
     """
     if dry_run:
-        tasks = study_tasks(["Yacht", "Concrete"], [0], ["mix-nll", "sqr-affine"], epochs=3, combine=True,
-                            map_on_train=True)
-    else:
-        datasets = sorted(OFFLINE_DATASETS, key=lambda name: STUDY_DATASETS[name].train_rows)
-        tasks = [task for run in range(5) for task in study_tasks(datasets, [run], STUDY_BASES, epochs=5000,
-                                                                   combine=True, map_on_train=True)]
+        datasets, runs, bases = ["Yacht", "Concrete"], [0], ["mix-nll", "sqr-affine"]
+    datasets = sorted(datasets or OFFLINE_DATASETS, key=lambda name: STUDY_DATASETS[name].train_rows)
+    tasks = [task for run in (runs or range(5)) for task in study_tasks(
+        datasets, [run], bases or STUDY_BASES, epochs=3 if dry_run else 5000, combine=True, map_on_train=True)]
     return [dict(task, device=device, engine=True) for task in tasks]
 
 
-def engine_step(device, out, *, dry_run):
+def engine_step(device, out, *, dry_run, datasets=None, runs=None, bases=None):
     """Run :func:`engine_tasks` in this process (one per GPU), each finished task stored in ``out``."""
-    sweep(engine_tasks(device, dry_run=dry_run), run_study_task, store=out / "engine_study.jsonl",
-          desc="engine_study", progress=False)
+    tasks = engine_tasks(device, dry_run=dry_run, datasets=datasets, runs=runs, bases=bases)
+    sweep(tasks, run_study_task, store=out / "engine_study.jsonl", desc="engine_study", progress=False)
 
 
 def matmul_rate(device, size=4096, repeats=5):
@@ -497,6 +496,9 @@ def main(argv=None):
         p.add_argument("--workers", type=int, default=10, help="Dask workers (study step)")
         for step, default in (("test", 180), ("chapter", 180), ("study", 200), ("bench", 60), ("engine", 720)):
             p.add_argument(f"--{step}-limit", type=int, default=default, help="seconds")
+        p.add_argument("--datasets", nargs="+", help="engine: these datasets only (default all)")
+        p.add_argument("--runs", nargs="+", type=int, help="engine: these runs only (default 0-4)")
+        p.add_argument("--bases", nargs="+", help="engine: these base models only (default the study's)")
     args = parser.parse_args(argv)
     if args.command == "report":
         print(report())
@@ -516,13 +518,17 @@ def main(argv=None):
         environment(out, args.device)
         steps = Steps(out)
         common = ["--device", args.device, "--out", str(out), *(["--dry-run"] if args.dry_run else [])]
+        for name in ("datasets", "runs", "bases"):
+            if getattr(args, name):
+                common += [f"--{name}", *map(str, getattr(args, name))]
         steps.run("engine_study", [sys.executable, "benchmarks/gpu_check.py", "engine-step", *common],
                   limit=args.engine_limit)
         steps.run("engine_summary", [sys.executable, "benchmarks/gpu_check.py", "engine-summary", *common],
                   limit=120)
         return 0 if any(row["step"] == "engine_summary" and row["status"] == "ok" for row in steps.rows) else 1
     if args.command == "engine-step":
-        engine_step(args.device, Path(args.out), dry_run=args.dry_run)
+        engine_step(args.device, Path(args.out), dry_run=args.dry_run, datasets=args.datasets, runs=args.runs,
+                    bases=args.bases)
         return 0
     if args.command == "engine-summary":
         per_task, whole = engine_summary(Path(args.out), args.device)
