@@ -231,7 +231,7 @@ class _Objective:
 
     def outputs(self, params, group, x, training):
         """Network outputs and the per-model targets' levels for a batch ``x`` of shape ``(G, b, d)``."""
-        arch, n_seeds, b = self.arch, x.shape[0], x.shape[1]
+        arch, b = self.arch, x.shape[1]
         levels = None
         if arch.kind != "mixture":
             levels = self.streams.levels(self.n_levels, self.dtype)
