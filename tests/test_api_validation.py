@@ -390,6 +390,13 @@ VALID_FOR = {
         "seeds": [0],
         "epochs": 1,
     },
+    "calibtut.models.fit_study_engine": {
+        "models": lambda: [calibtut.models.MixtureMLP(2, hidden=(4,), seed=0)],
+        "losses": lambda: [calibtut.regularizers.calibration_penalties.StudyLoss("mixture")],
+        "val": (VALID["X"][:10], _y[:10]),
+        "seeds": [0],
+        "epochs": 1,
+    },
     "calibtut.stats": {
         "pits": {"a": [_rng.uniform(size=N)]},
         "pvalues": np.array([0.001, 0.02, 0.004]),

@@ -15,6 +15,10 @@ adversarial
 batched
     Train several study models on the same data at once, each exactly as
     :func:`fit_study` would.
+batched_engine
+    The study engine: many study models as one batched program (stacked
+    parameters, one draw per seed, losses over the model axis, device-side
+    early stopping).
 classifier_training
     Seeded training of torch classifiers, and their logits and features as
     numpy arrays.
@@ -65,6 +69,7 @@ training
 from calibtut._torch import resolve_device, to_tensor
 from calibtut.models.adversarial import feature_range_eps, fgsm_perturb
 from calibtut.models.batched import fit_study_batched
+from calibtut.models.batched_engine import fit_study_engine
 from calibtut.models.classifier_training import extract_features, fit_classifier, predict_logits
 from calibtut.models.dropout import MCDropoutGaussian
 from calibtut.models.ensemble import DeepEnsemble, fit_ensemble
@@ -87,6 +92,7 @@ __all__ = [
     "BASE_MODEL_NAMES",
     "fit_study",
     "fit_study_batched",
+    "fit_study_engine",
     "make_study_model",
     "AUTHORS_BATCH",
     "CRPS_LEVELS",

@@ -71,7 +71,9 @@ def _template(model):
     body = twin.body
     for i, layer in enumerate(body):
         if isinstance(layer, nn.Dropout):
-            width = next(m.out_features for m in reversed(list(body)[:i]) if isinstance(m, nn.Linear))
+            # the features the dropout multiplies: the next Linear's inputs (the data's, with no Linear before)
+            width = next(m.in_features for m in list(body)[i:] if isinstance(m, nn.Linear)) \
+                if any(isinstance(m, nn.Linear) for m in list(body)[i:]) else twin.head.in_features
             body[i] = _GivenNoise(width)
             key = f"body.{i}.noise"
             break

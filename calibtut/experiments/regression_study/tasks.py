@@ -18,6 +18,13 @@ and returns one row per (method, lambda, post-hoc map):
   loss: 4 of the 16 mixture models and 7 of the 11 affine-SQR
   models stopped at the same epoch batched and alone), so long trainings
   agree in distribution, not bit for bit; short ones agree to 1e-4 (tested).
+  ``engine=True`` trains them with the study engine instead
+  (:func:`calibtut.models.fit_study_engine`: one batched program with no
+  host read inside an epoch; its vanilla model equals the one trained
+  alone bit for bit, its regularized ones agree in distribution). It is not
+  the default: the published stores were computed by the vmapped stack, and
+  ``python -m calibtut.run.recheck`` recomputes their tasks with the
+  defaults and compares every value bit for bit.
   Grouping by (dataset, run,
   base) is the finest grouping that keeps every batch homogeneous (one class
   of network, one training set), and the coarsest that keeps one task short
@@ -78,6 +85,7 @@ from calibtut.models import (
     StudyPredictor,
     fit_study,
     fit_study_batched,
+    fit_study_engine,
     make_study_model,
     mixture_metrics,
     quantile_metrics,
@@ -423,15 +431,20 @@ def _row(val, test, test_freq, **labels):
     return row
 
 
-def _train(base, configs, X, y, X_val, y_val, seed, epochs, patience, batch_size, device, batched, arch):
-    """Train one network per ``(regularizer, lam)`` on ``(X, y)``; all share ``seed`` and ``arch``."""
+def _train(base, configs, X, y, X_val, y_val, seed, epochs, patience, batch_size, device, trainer, arch):
+    """Train one network per ``(regularizer, lam)`` on ``(X, y)``; all share ``seed`` and ``arch``.
+
+    ``trainer``: ``"engine"``, ``"batched"`` (the vmapped stack) or ``"alone"``.
+    """
     scaler = Standardizer().fit(X, y)
     Xs, ys = scaler.transform(X), scaler.transform_y(y)
     val = (scaler.transform(X_val), scaler.transform_y(y_val))
     pairs = [make_study_model(base, X.shape[1], regularizer=r, lam=lam, seed=seed, **arch) for r, lam in configs]
     models, losses = [m for m, _ in pairs], [loss for _, loss in pairs]
     common = {"val": val, "epochs": epochs, "patience": patience, "batch_size": batch_size, "device": device}
-    if batched and len(models) > 1:
+    if trainer == "engine":
+        histories = fit_study_engine(models, Xs, ys, losses=losses, seeds=[seed] * len(models), **common)
+    elif trainer == "batched" and len(models) > 1:
         histories = fit_study_batched(models, Xs, ys, losses=losses, seeds=[seed] * len(models), **common)
     else:
         histories = [fit_study(m, Xs, ys, loss=loss, seed=seed, **common) for m, loss in zip(models, losses)]
@@ -461,6 +474,7 @@ def run_study_task(
     n_components=3,
     n_hidden=3,
     n_levels=64,
+    engine=False,
 ):
     """Train and evaluate every model of one (dataset, run, base model) of paper 002.
 
@@ -523,6 +537,11 @@ def run_study_task(
         repeat them: a sweep of
         :func:`~calibtut.experiments.regression_study.ablation_tasks`
         adds them as task columns.
+    engine : bool, default False
+        Train each group of models with the study engine
+        (:func:`calibtut.models.fit_study_engine`) rather than the vmapped
+        stack; needs ``batched``. Not the default (see the module docstring:
+        the published stores recheck bit for bit with the vmapped stack).
 
     Returns
     -------
@@ -550,10 +569,12 @@ def run_study_task(
     lams = _parse_lambdas(lambdas)
     regs = _parse_regularizers(regularizers, base)
     flags = (("fit_posthoc", fit_posthoc), ("batched", batched), ("combine", combine), ("map_on_train", map_on_train),
-             ("fit_full", fit_full), ("kde_resampled", kde_resampled))
+             ("fit_full", fit_full), ("kde_resampled", kde_resampled), ("engine", engine))
     for name, flag in flags:
         if not isinstance(flag, bool):
             raise TypeError(f"{name} must be a bool, got {flag!r}")
+    if engine and not batched:
+        raise ValueError("engine=True trains the models together: it needs batched=True")
     if combine and not fit_posthoc:
         raise ValueError("combine=True needs fit_posthoc=True (the maps are fitted on the calibration split)")
     if not fit_full and (not fit_posthoc or map_on_train):
@@ -573,7 +594,8 @@ def run_study_task(
         raise ValueError(f"n_levels applies to SQR models, not to base {base!r}")
     if kde_resampled and base_family(base) != "mixture":
         raise ValueError(f"kde_resampled applies to mixture models, not to base {base!r}")
-    args = (dataset, run, base, lams, regs, fit_posthoc, epochs, patience, batch_size, crime, batched, device,
+    trainer = "engine" if engine else ("batched" if batched else "alone")
+    args = (dataset, run, base, lams, regs, fit_posthoc, epochs, patience, batch_size, crime, trainer, device,
             combine, map_on_train, arch, fit_full, kde_resampled)
     if num_threads is None:
         return _run(*args)
@@ -586,11 +608,11 @@ def run_study_task(
         torch.set_num_threads(previous)
 
 
-def _run(dataset, run, base, lams, regs, fit_posthoc, epochs, patience, batch_size, crime, batched, device,
+def _run(dataset, run, base, lams, regs, fit_posthoc, epochs, patience, batch_size, crime, trainer, device,
          combine, map_on_train, arch, fit_full, kde_resampled):
     X_all, y_all, train, val, cal, test = study_split(dataset, run, crime=crime)
     seed = _MODEL_SEED + run
-    schedule = (seed, epochs, patience, batch_size, device, batched, arch)
+    schedule = (seed, epochs, patience, batch_size, device, trainer, arch)
     family = base_family(base)
     sizes = {"n_val": len(val), "n_test": len(test)}
     data = (X_all, y_all, val, test)
