@@ -195,7 +195,8 @@ def classification_cases(size):
             return model.predict_set(1 - test, bins=codes_test, confidence=0.9, smoothing=False)
 
         cases.append(Case("Mondrian sets, 5 category codes", "crepes", f"n={n}, m={m}, K={k}",
-                          lambda: mondrian_conformal_sets(cal, y, test, 0.1, categories=(codes_cal, codes_test)),
+                          lambda: mondrian_conformal_sets(cal, y, test, 0.1, cal_categories=codes_cal,
+                                                          test_categories=codes_test),
                           crepes_mondrian, _same_share, _CREPES_RANK))
     cases.append(Case("class_scores, LAC", "numpy 1 - p (baseline)", f"m={m}, K={k}",
                       lambda: class_scores(test), lambda: 1.0 - test, _max_diff,

@@ -402,6 +402,23 @@ def check_bool(value, name):
     return bool(value)
 
 
+def check_callable(value, name, *, signature):
+    """``value`` when it is callable; else a ``TypeError`` naming the argument and the call it must take.
+
+    Examples
+    --------
+    >>> check_callable(len, "kernel", signature="kernel(a, b)") is len
+    True
+    >>> check_callable(2.0, "kernel", signature="kernel(a, b)")
+    Traceback (most recent call last):
+    ...
+    TypeError: kernel must be a function kernel(a, b), got float
+    """
+    if not callable(value):
+        raise TypeError(f"{name} must be a function {signature}, got {type(value).__name__}")
+    return value
+
+
 def check_int(value, name, *, minimum=None, maximum=None):
     """Check an integer argument (bools rejected) and optional bounds.
 

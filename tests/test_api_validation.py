@@ -122,6 +122,11 @@ def _model():
     return GaussianMLP(2, hidden=(4,), seed=0)
 
 
+def _uniform_kernel(a, b):
+    """A localizer's kernel that weighs every pair 1 (localized sets are then split sets)."""
+    return np.ones((len(a), len(b)))
+
+
 def _knn_features(labelled=True):
     from calibtut.selective import KNNFeatures
 
@@ -165,7 +170,9 @@ VALID = {
     "test_weight": np.ones(N),
     "cal_categories": np.arange(N) % 2,
     "test_categories": np.arange(N) % 2,
-    "kernel": np.ones((N, N)),
+    "kernel": lambda: _uniform_kernel,
+    "cal_x": _rng.normal(size=(N, 2)),
+    "test_x": _rng.normal(size=(N, 2)),
     "q": np.arange(N) % 2,
     "d": _rng.uniform(size=N),
     "cal": lambda: _knn_features(),

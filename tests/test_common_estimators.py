@@ -66,6 +66,10 @@ def _quantile_function():
 _d = _rng.uniform(size=M)
 
 
+def _gaussian_kernel(a, b):
+    return np.exp(-np.sum((a[:, None] - b[None]) ** 2, axis=2))
+
+
 def _knn(labelled=True):
     return KNNFeatures(_probs, _labels if labelled else None, np.arange(M) % 2, _d)
 
@@ -94,8 +98,8 @@ _PROBS_ROLE = {"predict_proba": (_args(_logits), "proba")}
 CASES = {
     "SplitConformalClassifier": Case({"score": "aps", "randomized": True, "seed": 0}, _args(_probs, _labels),
                                      {"predict_set": (_args(_probs), "set")}),
-    "LocalizedConformalClassifier": Case({}, _args(_probs, _labels),
-                                         {"predict_set": (_args(_probs, np.ones((M, M))), "set")}),
+    "LocalizedConformalClassifier": Case({"kernel": _gaussian_kernel}, _args(_probs, _labels, _X),
+                                         {"predict_set": (_args(_probs, _X), "set")}),
     "RAPSClassifier": Case({"seed": 0}, _args(_probs, _labels), {"predict_set": (_args(_probs), "set")}),
     "SplitConformalRegressor": Case({}, _args(_y, _y + 0.1), {"predict_interval": (_args(_y), "interval")}),
     "CrossConformalRegressor": Case({"estimator": LinearRegression(), "n_folds": 5, "seed": 0}, _args(_X, _y),

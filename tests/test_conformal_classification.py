@@ -24,6 +24,27 @@ def _sample_from(rng, probs):
     return (rng.uniform(size=(len(probs), 1)) > np.cumsum(probs, axis=1)).sum(axis=1)
 
 
+def _lcp(cal_probs, cal_y, test_probs, test_kernel, alpha, *, cal_kernel=None, **options):
+    """Localized sets from kernel matrices: the points are their indices (calibration ``0..n-1``,
+    test ``n..n+m-1``) and the kernel reads ``test_kernel`` and ``cal_kernel`` (ones by default)."""
+    test_kernel = np.asarray(test_kernel, dtype=float)
+    m, n = test_kernel.shape
+    full = np.ones((n + m, n + m))
+    full[:n, :n] = 1.0 if cal_kernel is None else cal_kernel
+    full[n:, :n], full[:n, n:] = test_kernel, test_kernel.T
+
+    def kernel(a, b):
+        return full[np.ix_(a[:, 0].astype(int), b[:, 0].astype(int))]
+
+    return localized_conformal_sets(cal_probs, cal_y, np.arange(n), test_probs, np.arange(n, n + m), alpha,
+                                    kernel=kernel, **options)
+
+
+def _same_group(across):
+    """The kernel 1 within a group and ``across`` between groups (a point's coordinate is its group)."""
+    return lambda a, b: np.where(a == b.T, 1.0, across)
+
+
 class _Identity:
     """A prefit 'classifier' whose probabilities are its input (for MAPIE)."""
 
@@ -104,7 +125,8 @@ def test_categories_as_function_and_as_arrays_agree():
 
     by_function = mondrian_conformal_sets(cal, y_cal, test, 0.1, categories=confident)
     test_cat = np.stack([confident(test, np.full(100, c)) for c in range(3)], axis=1)
-    by_arrays = mondrian_conformal_sets(cal, y_cal, test, 0.1, categories=(confident(cal, y_cal), test_cat))
+    by_arrays = mondrian_conformal_sets(cal, y_cal, test, 0.1, cal_categories=confident(cal, y_cal),
+                                        test_categories=test_cat)
     assert np.array_equal(by_function, by_arrays)
     by_label = mondrian_conformal_sets(cal, y_cal, test, 0.1, categories=lambda p, y: y)
     assert np.array_equal(by_label, label_conditional_sets(cal, y_cal, test, 0.1))
@@ -118,8 +140,7 @@ def test_localized_sets_with_equal_weights_are_split_conformal():
         for alpha in (0.1, 0.2, 0.5):
             for score in ("lac", "aps"):
                 expected = split_conformal_sets(cal, y, test, alpha, score=score)
-                assert np.array_equal(localized_conformal_sets(cal, y, test, np.ones((50, n)), alpha, score=score),
-                                      expected)
+                assert np.array_equal(_lcp(cal, y, test, np.ones((50, n)), alpha, score=score), expected)
 
 
 def test_localized_sets_against_a_weighted_quantile_per_point():
@@ -128,7 +149,7 @@ def test_localized_sets_against_a_weighted_quantile_per_point():
     cal, test = _probs(rng, 80), _probs(rng, 30)
     y = _sample_from(rng, cal)
     kernel = np.exp(-rng.exponential(size=(30, 80)) * 3)
-    got = localized_conformal_sets(cal, y, test, kernel, 0.1)
+    got = _lcp(cal, y, test, kernel, 0.1)
     scores = 1 - cal[np.arange(80), y]
     for t in range(30):
         support = np.append(scores, np.inf)
@@ -211,7 +232,8 @@ def test_fixed_partition_mondrian_matches_crepes():
     crepes = ConformalClassifier().fit(class_scores(cal, y_cal, score="aps"), bins=cat_cal)
     expected = crepes.predict_set(class_scores(test, score="aps"), bins=cat_test, confidence=0.9 - 1e-9,
                                   smoothing=False).astype(bool)
-    got = mondrian_conformal_sets(cal, y_cal, test, 0.1, categories=(cat_cal, cat_test), score="aps")
+    got = mondrian_conformal_sets(cal, y_cal, test, 0.1, cal_categories=cat_cal, test_categories=cat_test,
+                                  score="aps")
     assert np.array_equal(got, expected)
 
 
@@ -286,11 +308,22 @@ def test_clear_errors():
     with pytest.raises(ValueError, match=r"categories must have one entry per point \(1\), got 2"):
         mondrian_conformal_sets(cal, y, [[0.5, 0.5]], 0.4,
                                 categories=lambda p, labels: labels if len(labels) == 4 else [0, 1])
+    codes = {"cal_categories": np.zeros(4, int), "test_categories": np.array([7])}
     with pytest.raises(ValueError, match="test category 7 has no calibration point"):
-        mondrian_conformal_sets(cal, y, [[0.5, 0.5]], 0.4, categories=(np.zeros(4, int), np.array([7])))
-    sets = mondrian_conformal_sets(cal, y, [[0.5, 0.5]], 0.4, categories=(np.zeros(4, int), np.array([7])),
-                                   too_small="include")
+        mondrian_conformal_sets(cal, y, [[0.5, 0.5]], 0.4, **codes)
+    sets = mondrian_conformal_sets(cal, y, [[0.5, 0.5]], 0.4, **codes, too_small="include")
     assert sets.tolist() == [[True, True]]
+    with pytest.raises(TypeError, match=r"pass category codes as cal_categories=\.\.\. and test_categories="):
+        mondrian_conformal_sets(cal, y, [[0.5, 0.5]], 0.4, categories=(np.zeros(4, int), np.array([0])))
+    with pytest.raises(ValueError, match="cal_categories needs test_categories"):
+        mondrian_conformal_sets(cal, y, [[0.5, 0.5]], 0.4, cal_categories=np.zeros(4, int))
+    with pytest.raises(ValueError, match="test_categories needs cal_categories"):
+        mondrian_conformal_sets(cal, y, [[0.5, 0.5]], 0.4, test_categories=np.zeros(1, int))
+    with pytest.raises(ValueError, match="pass the rule or the codes, not both"):
+        mondrian_conformal_sets(cal, y, [[0.5, 0.5]], 0.4, categories="label", **codes)
+    for bad, name in ((codes["cal_categories"] + 0.5, "cal_categories"), ([0.5], "test_categories")):
+        with pytest.raises(ValueError, match=name):
+            mondrian_conformal_sets(cal, y, [[0.5, 0.5]], 0.4, **{**codes, name: bad})
     with pytest.raises(ValueError, match="randomized=True applies to score='aps' or 'raps'"):
         class_scores(cal, randomized=True)
     with pytest.raises(ValueError, match="lam and k_reg apply to score='raps' only"):
@@ -307,12 +340,12 @@ def test_valid_localized_sets_on_a_hand_computed_case():
     cal = [[0.8, 0.2], [0.6, 0.4], [0.4, 0.6]]
     near = [[1.0, 0.5, 0.0], [0.5, 1.0, 0.5], [0.0, 0.5, 1.0]]
     args = (cal, [0, 0, 0], [[0.7, 0.3]], [[0.0, 1.0, 0.0]], 0.4)
-    assert localized_conformal_sets(*args, form="valid", cal_kernel=near).tolist() == [[True, False]]
-    assert localized_conformal_sets(*args).tolist() == [[True, True]]
+    assert _lcp(*args, form="valid", cal_kernel=near).tolist() == [[True, False]]
+    assert _lcp(*args).tolist() == [[True, True]]
     # alpha = 0.6 (k = 2): the naive threshold is 0.4 (weight 1 >= 0.4 * 2) and both forms give {0}
     args = (*args[:4], 0.6)
-    assert localized_conformal_sets(*args, form="valid", cal_kernel=near).tolist() == [[True, False]]
-    assert localized_conformal_sets(*args).tolist() == [[True, False]]
+    assert _lcp(*args, form="valid", cal_kernel=near).tolist() == [[True, False]]
+    assert _lcp(*args).tolist() == [[True, False]]
 
 
 def test_valid_localized_sets_with_equal_weights_are_split_conformal():
@@ -323,8 +356,8 @@ def test_valid_localized_sets_with_equal_weights_are_split_conformal():
         for alpha in (0.1, 0.2, 0.5):
             for score in ("lac", "aps"):
                 expected = split_conformal_sets(cal, y, test, alpha, score=score)
-                got = localized_conformal_sets(cal, y, test, np.ones((50, n)), alpha, score=score, form="valid",
-                                               cal_kernel=np.ones((n, n)))
+                got = _lcp(cal, y, test, np.ones((50, n)), alpha, score=score, form="valid",
+                           cal_kernel=np.ones((n, n)))
                 assert np.array_equal(got, expected)
 
 
@@ -362,7 +395,7 @@ def test_valid_localized_sets_against_guans_definition_by_brute_force():
         dist = np.linalg.norm(points[:, None] - points[None], axis=2)
         full = np.exp(-dist / rng.uniform(0.3, 2.0))
         alpha = float(rng.choice([0.1, 0.2, 0.3]))
-        got = localized_conformal_sets(cal, y, test, full[n:, :n], alpha, form="valid", cal_kernel=full[:n, :n])
+        got = _lcp(cal, y, test, full[n:, :n], alpha, form="valid", cal_kernel=full[:n, :n])
         cal_scores = 1 - cal[np.arange(n), y]
         for t in range(4):
             expected = _guan_valid_set(cal_scores, full[:n, :n], full[n + t, :n], 1 - test[t], alpha)
@@ -390,11 +423,9 @@ def test_valid_localized_sets_cover_where_the_naive_form_under_covers():
         rng = np.random.default_rng(seed)
         cal, y_cal, g_cal = _rare_hard_group(rng, 200)
         test, y_test, g_test = _rare_hard_group(rng, 400)
-        kernel = np.where(g_test[:, None] == g_cal[None, :], 1.0, 0.47)
-        cal_kernel = np.where(g_cal[:, None] == g_cal[None, :], 1.0, 0.47)
         for form in coverage:
-            sets = localized_conformal_sets(cal, y_cal, test, kernel, 0.1, form=form,
-                                            cal_kernel=cal_kernel if form == "valid" else None)
+            sets = localized_conformal_sets(cal, y_cal, g_cal, test, g_test, 0.1, kernel=_same_group(0.47),
+                                            form=form)
             coverage[form].append(sets[np.arange(400), y_test].mean())
     # Without ties among the localized ranks the valid form's mean coverage is exactly k / (n + 1) with
     # k = ceil((n + 1)(1 - alpha)) (the test point's rank is uniform), here 181 / 201: two-sided check.
@@ -417,29 +448,40 @@ def test_valid_localized_sets_cover_exactly_with_a_distance_kernel():
         y = rng.integers(0, 2, 150)
         probs = np.empty((150, 2))
         probs[np.arange(150), y], probs[np.arange(150), 1 - y] = p_true, 1 - p_true
-        kernel = np.exp(-np.abs(x[:, None] - x[None, :]) / 0.3)
-        sets = localized_conformal_sets(probs[:100], y[:100], probs[100:], kernel[100:, :100], 0.1, form="valid",
-                                        cal_kernel=kernel[:100, :100])
+        sets = localized_conformal_sets(probs[:100], y[:100], x[:100], probs[100:], x[100:], 0.1, form="valid",
+                                        kernel=_laplace_03)
         coverage.append(sets[np.arange(50), y[100:]].mean())
     mean, sem = np.mean(coverage), np.std(coverage, ddof=1) / np.sqrt(200)
     assert abs(mean - 91 / 101) <= 4 * sem, (mean, sem)
 
 
-def test_localized_sets_reject_bad_kernels_and_forms():
+def _laplace_03(a, b):
+    return np.exp(-np.abs(a - b.T) / 0.3)
+
+
+def test_localized_sets_reject_bad_kernels_coordinates_and_forms():
     cal, test = [[0.8, 0.2], [0.6, 0.4], [0.4, 0.6]], [[0.7, 0.3]]
     near = np.array([[1.0, 0.5, 0.0], [0.5, 1.0, 0.5], [0.0, 0.5, 1.0]])
+    args = (cal, [0, 0, 0], [0.0, 1.0, 2.0], test, [1.0], 0.1)
     with pytest.raises(ValueError, match="form must be one of"):
-        localized_conformal_sets(cal, [0, 0, 0], test, [[1.0, 1.0, 1.0]], 0.1, form="exact")
-    with pytest.raises(ValueError, match="needs cal_kernel"):
-        localized_conformal_sets(cal, [0, 0, 0], test, [[1.0, 1.0, 1.0]], 0.1, form="valid")
-    with pytest.raises(ValueError, match="form='valid' only"):
-        localized_conformal_sets(cal, [0, 0, 0], test, [[1.0, 1.0, 1.0]], 0.1, cal_kernel=near)
-    for bad, message in ((near[:2], "shape"), (near * 2, "diagonal"), (near + np.triu(near, 1), "symmetric"),
-                         (near - 1.0, "non-negative"), (np.full((3, 3), np.nan), "cal_kernel")):
+        localized_conformal_sets(*args, kernel=_laplace_03, form="exact")
+    with pytest.raises(TypeError, match=r"kernel must be a function kernel\(a, b\)"):
+        localized_conformal_sets(*args, kernel=near)
+    for bad, message in ((near[:2], r"kernel\(cal_x, cal_x\) must have shape \(3, 3\)"),
+                         (near * 2, "ones on its diagonal"), (near + np.triu(near, 1), "symmetric"),
+                         (near - 1.0, "non-negative"), (np.full((3, 3), np.nan), r"kernel\(cal_x, cal_x\)")):
         with pytest.raises(ValueError, match=message):
-            localized_conformal_sets(cal, [0, 0, 0], test, [[1.0, 1.0, 1.0]], 0.1, form="valid", cal_kernel=bad)
-    with pytest.raises(ValueError, match="kernel must be non-negative"):
-        localized_conformal_sets(cal, [0, 0, 0], test, [[1.0, -1.0, 1.0]], 0.1)
+            localized_conformal_sets(*args, kernel=lambda a, b, bad=bad: bad, form="valid")
+    with pytest.raises(ValueError, match=r"kernel\(test_x, cal_x\) must be non-negative"):
+        _lcp(cal, [0, 0, 0], test, [[1.0, -1.0, 1.0]], 0.1)
+    with pytest.raises(ValueError, match=r"kernel\(test_x, cal_x\) must have shape \(1, 3\)"):
+        localized_conformal_sets(*args, kernel=lambda a, b: np.ones((1, 2)))
+    with pytest.raises(ValueError, match=r"cal_x must have one row per point \(3\), got 2"):
+        localized_conformal_sets(cal, [0, 0, 0], [0.0, 1.0], test, [1.0], 0.1, kernel=_laplace_03)
+    with pytest.raises(ValueError, match=r"test_x must have 1 column\(s\) as at fit, got 2"):
+        localized_conformal_sets(*args[:4], [[1.0, 2.0]], 0.1, kernel=_laplace_03)
+    with pytest.raises(ValueError, match="test_x contains NaN"):
+        localized_conformal_sets(*args[:4], [np.nan], 0.1, kernel=_laplace_03)
 
 
 def _reference_mondrian_sets(cal_probs, cal_y, test_probs, alpha, cal_codes, test_codes, score):
@@ -470,15 +512,16 @@ def test_mondrian_sets_equal_the_cell_by_cell_definition_with_ties(seed):
     cal_codes, codes_m, codes_mk = rng.integers(0, 6, n), rng.integers(0, 7, m), rng.integers(0, 7, (m, n_classes))
     by_rounded_top = lambda probs, labels: np.round(10 * probs.max(axis=1)).astype(int) % 3 + 2 * (labels % 2)
     cases = [
-        ((cal_codes, codes_m), cal_codes, np.repeat(codes_m[:, None], n_classes, axis=1)),
-        ((cal_codes, codes_mk), cal_codes, codes_mk),
-        ("label", cal_y, np.tile(np.arange(n_classes), (m, 1))),
-        (by_rounded_top, by_rounded_top(cal, cal_y),
+        ({"cal_categories": cal_codes, "test_categories": codes_m}, cal_codes,
+         np.repeat(codes_m[:, None], n_classes, axis=1)),
+        ({"cal_categories": cal_codes, "test_categories": codes_mk}, cal_codes, codes_mk),
+        ({"categories": "label"}, cal_y, np.tile(np.arange(n_classes), (m, 1))),
+        ({}, cal_y, np.tile(np.arange(n_classes), (m, 1))),  # the default: label-conditional
+        ({"categories": by_rounded_top}, by_rounded_top(cal, cal_y),
          np.stack([by_rounded_top(test, np.full(m, c)) for c in range(n_classes)], axis=1)),
     ]
-    for categories, cal_ref, test_ref in cases:
-        got = mondrian_conformal_sets(cal, cal_y, test, alpha, categories=categories, score=score,
-                                      too_small="include")
+    for taxonomy, cal_ref, test_ref in cases:
+        got = mondrian_conformal_sets(cal, cal_y, test, alpha, **taxonomy, score=score, too_small="include")
         assert np.array_equal(got, _reference_mondrian_sets(cal, cal_y, test, alpha, cal_ref, test_ref, score))
     plain = split_conformal_sets(cal, cal_y, test, 0.2, score=score)
     assert np.array_equal(plain, _reference_mondrian_sets(cal, cal_y, test, 0.2, np.zeros(n), np.zeros((m, n_classes)),

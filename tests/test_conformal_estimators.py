@@ -69,8 +69,12 @@ def test_mondrian_classifier_equals_its_wrapper(seed):
         model = SplitConformalClassifier(alpha=0.2, score="aps", too_small="include").fit(
             cal, y, categories=fit_categories)
         got = model.predict_set(test, categories=predict_categories)
-        expected = mondrian_conformal_sets(cal, y, test, 0.2, categories=(fit_categories, predict_categories),
-                                           score="aps", too_small="include")
+        if callable(predict_categories):  # codes at fit, the rule at predict: the rule throughout
+            expected = mondrian_conformal_sets(cal, y, test, 0.2, categories=predict_categories, score="aps",
+                                               too_small="include")
+        else:
+            expected = mondrian_conformal_sets(cal, y, test, 0.2, cal_categories=fit_categories,
+                                               test_categories=predict_categories, score="aps", too_small="include")
         assert np.array_equal(got, expected)
     by_function = SplitConformalClassifier(alpha=0.2, too_small="include").fit(cal, y, categories=confident)
     assert np.array_equal(by_function.predict_set(test),
@@ -82,14 +86,16 @@ def test_localized_classifier_equals_its_wrapper(form):
     rng = np.random.default_rng(20)
     for _ in range(5):
         cal, y, test = _draw(rng)
-        points = rng.normal(size=(len(cal) + len(test), 2))
-        full = np.exp(-np.linalg.norm(points[:, None] - points[None], axis=2))
-        kernel, cal_kernel = full[len(cal):, :len(cal)], full[:len(cal), :len(cal)]
-        extra = {"cal_kernel": cal_kernel} if form == "valid" else {}
+        cal_x, test_x = rng.normal(size=(len(cal), 2)), rng.normal(size=(len(test), 2))
         for score in ("lac", "aps"):
-            model = LocalizedConformalClassifier(alpha=0.2, score=score, form=form).fit(cal, y, **extra)
-            expected = localized_conformal_sets(cal, y, test, kernel, 0.2, score=score, form=form, **extra)
-            assert np.array_equal(model.predict_set(test, kernel), expected)
+            model = LocalizedConformalClassifier(kernel=_laplace, alpha=0.2, score=score, form=form)
+            expected = localized_conformal_sets(cal, y, cal_x, test, test_x, 0.2, kernel=_laplace, score=score,
+                                                form=form)
+            assert np.array_equal(model.fit(cal, y, cal_x).predict_set(test, test_x), expected)
+
+
+def _laplace(a, b):
+    return np.exp(-np.linalg.norm(a[:, None] - b[None], axis=2))
 
 
 @pytest.mark.parametrize("criterion", ["size", "adaptiveness"])
@@ -199,7 +205,7 @@ _CAL, _Y = [[0.9, 0.1], [0.8, 0.2], [0.3, 0.7], [0.6, 0.4]], [0, 0, 1, 1]
 
 @pytest.mark.parametrize(("model", "predict"), [
     (SplitConformalClassifier(), lambda m: m.predict_set(_CAL)),
-    (LocalizedConformalClassifier(), lambda m: m.predict_set(_CAL, np.ones((4, 4)))),
+    (LocalizedConformalClassifier(kernel=_laplace), lambda m: m.predict_set(_CAL, np.zeros(4))),
     (RAPSClassifier(), lambda m: m.predict_set(_CAL)),
     (SplitConformalRegressor(), lambda m: m.predict_interval([0.0])),
     (ConformalizedQuantileRegressor(), lambda m: m.predict_interval([[0.0, 1.0]])),
@@ -220,8 +226,12 @@ def test_constructor_arguments_are_stored_unchanged_and_checked_at_fit():
         (lambda: SplitConformalClassifier(lam=0.1).fit(_CAL, _Y), ValueError,
          "lam and k_reg apply to score='raps' only"),
         (lambda: SplitConformalClassifier(seed=-1).fit(_CAL, _Y), ValueError, "seed"),
-        (lambda: LocalizedConformalClassifier(score="raps").fit(_CAL, _Y), ValueError, "score must be one of"),
-        (lambda: LocalizedConformalClassifier(form="exact").fit(_CAL, _Y), ValueError, "form must be one of"),
+        (lambda: LocalizedConformalClassifier(kernel=_laplace, score="raps").fit(_CAL, _Y, np.zeros(4)), ValueError,
+         "score must be one of"),
+        (lambda: LocalizedConformalClassifier(kernel=_laplace, form="exact").fit(_CAL, _Y, np.zeros(4)), ValueError,
+         "form must be one of"),
+        (lambda: LocalizedConformalClassifier(kernel=np.ones((4, 4))).fit(_CAL, _Y, np.zeros(4)), TypeError,
+         r"kernel must be a function kernel\(a, b\)"),
         (lambda: RAPSClassifier(criterion="width").fit(_CAL, _Y), ValueError, "criterion must be one of"),
         (lambda: RAPSClassifier(tune_fraction=1.0).fit(_CAL, _Y), ValueError, "tune_fraction must be < 1"),
         (lambda: RAPSClassifier(randomized="yes").fit(_CAL, _Y), TypeError, "randomized must be a bool"),

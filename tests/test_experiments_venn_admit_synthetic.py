@@ -82,8 +82,8 @@ def test_naive_lcp_population_coverage_matches_a_large_simulation():
         rng = np.random.default_rng(seed)
         cal, y_cal, g_cal = two_group_sample(4000, rng)
         test, y_test, g_test = two_group_sample(1000, rng)
-        kernel = np.where(g_test[:, None] == g_cal[None, :], 1.0, 0.47)
-        sets = localized_conformal_sets(cal, y_cal, test, kernel, 0.1)
+        sets = localized_conformal_sets(cal, y_cal, g_cal, test, g_test, 0.1,
+                                        kernel=lambda a, b: np.where(a == b.T, 1.0, 0.47))
         coverage.append(sets[np.arange(1000), y_test].mean())
     expected = naive_lcp_population_coverage(0.1, 0.05, 0.47)["marginal"]
     # 4 standard errors of the mean over draws, plus 0.003 for the finite-n rounding of the thresholds

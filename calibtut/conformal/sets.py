@@ -52,6 +52,7 @@ from calibtut._validation import (
     as_float_array,
     check_alpha,
     check_bool,
+    check_callable,
     check_categories,
     check_choice,
     check_class_probs,
@@ -435,8 +436,8 @@ def split_conformal_sets(
 
 
 def mondrian_conformal_sets(
-    cal_probs, cal_y, test_probs, alpha, *, categories="label", score="lac", randomized=False,
-    allow_empty=True, lam=0.0, k_reg=0, too_small="raise", seed=None,
+    cal_probs, cal_y, test_probs, alpha, *, categories=None, cal_categories=None, test_categories=None,
+    score="lac", randomized=False, allow_empty=True, lam=0.0, k_reg=0, too_small="raise", seed=None,
 ):
     """Mondrian (category-conditional) split conformal prediction sets (:class:`SplitConformalClassifier`).
 
@@ -458,14 +459,19 @@ def mondrian_conformal_sets(
         Test probabilities.
     alpha : float
         Miscoverage level in (0, 1).
-    categories : "label", callable or (array, array), default "label"
-        The taxonomy. ``"label"``: the category is the (candidate) label,
-        i.e. label-conditional sets. A callable ``f(probs, labels)`` returning
-        one integer category per row, called with the calibration labels and
-        with each candidate label on the test points. A pair
-        ``(cal_categories, test_categories)`` of integer codes: shape ``(n,)``
-        and ``(m,)`` (categories that do not depend on the label) or
-        ``(m, n_classes)`` (one per candidate).
+    categories : "label", callable or None, default None
+        The taxonomy as a rule. ``"label"``: the category is the (candidate)
+        label, i.e. label-conditional sets. A callable ``f(probs, labels)``
+        returning one integer category per row, called with the calibration
+        labels and with each candidate label on the test points. None: the
+        codes ``cal_categories`` and ``test_categories`` when given, else
+        ``"label"``.
+    cal_categories : array_like of int, shape (n,), optional
+        The calibration points' category codes (with ``test_categories``,
+        instead of ``categories``).
+    test_categories : array_like of int, shape (m,) or (m, n_classes), optional
+        The test points' category codes: one per point (categories that do
+        not depend on the label) or one per candidate label.
     score : {"lac", "aps", "raps"}, default "lac"
         Nonconformity score (see :func:`calibtut.conformal.class_scores`).
     randomized : bool, default False
@@ -496,12 +502,35 @@ def mondrian_conformal_sets(
     >>> mondrian_conformal_sets(cal, [0, 0, 0, 1, 1, 1], [[0.75, 0.25], [0.5, 0.5]], 0.25)
     array([[ True, False],
            [False, False]])
+    >>> mondrian_conformal_sets(cal, [0, 0, 0, 1, 1, 1], [[0.75, 0.25], [0.5, 0.5]], 0.25,
+    ...                         cal_categories=[0, 0, 0, 1, 1, 1], test_categories=[0, 1])
+    array([[ True, False],
+           [False, False]])
     """
-    cal_categories, test_categories = categories if isinstance(categories, tuple) else (categories, None)
+    fit_categories, test_categories = _mondrian_categories(categories, cal_categories, test_categories)
     model = SplitConformalClassifier(alpha=alpha, score=score, randomized=randomized, allow_empty=allow_empty, lam=lam,
                                      k_reg=k_reg, too_small=too_small, seed=seed)
-    model.fit(cal_probs, cal_y, categories=cal_categories)
+    model.fit(cal_probs, cal_y, categories=fit_categories)
     return model.predict_set(test_probs, categories=test_categories)
+
+
+def _mondrian_categories(categories, cal_categories, test_categories):
+    """What :func:`mondrian_conformal_sets` fits and predicts on: the rule and None, or the codes, checked."""
+    if categories is not None and not (isinstance(categories, str) or callable(categories)):
+        raise TypeError("categories is the taxonomy as a rule, 'label' or a function f(probs, labels); pass "
+                        "category codes as cal_categories=... and test_categories=... (the (cal, test) pair "
+                        "of codes is no longer accepted)")
+    if (cal_categories is None) != (test_categories is None):
+        given, missing = ("cal", "test") if test_categories is None else ("test", "cal")
+        raise ValueError(f"{given}_categories needs {missing}_categories: give the category codes of both the "
+                         "calibration and the test points")
+    if cal_categories is None:
+        return ("label" if categories is None else categories), None
+    if categories is not None:
+        raise ValueError(f"categories={categories!r} and cal_categories/test_categories both give the taxonomy: "
+                         "pass the rule or the codes, not both")
+    test_codes = check_categories(np.ravel(test_categories), "test_categories")
+    return check_categories(cal_categories, "cal_categories"), test_codes.reshape(np.shape(test_categories))
 
 
 def label_conditional_sets(cal_probs, cal_y, test_probs, alpha, *, score="lac", too_small="raise"):
@@ -617,23 +646,42 @@ def _valid_localized_sets(cal_scores, own_mass, row_total, kernel, test_scores, 
     return sets
 
 
-def _kernel(kernel, name, shape):
-    kernel = as_float_array(kernel, name, ndim=2)
-    if kernel.shape != shape:
-        raise ValueError(f"{name} must have shape {shape}, got {kernel.shape}")
-    if np.any(kernel < 0):
-        raise ValueError(f"{name} must be non-negative, got {float(kernel.min())}")
-    return kernel
+def _kernel_matrix(kernel, a, b, what):
+    """``kernel(a, b)`` checked: finite, non-negative, of shape ``(len(a), len(b))``."""
+    name = f"kernel({what})"
+    values = as_float_array(kernel(a, b), name, ndim=2)
+    if values.shape != (len(a), len(b)):
+        raise ValueError(f"{name} must have shape {(len(a), len(b))}, got {values.shape}")
+    if np.any(values < 0):
+        raise ValueError(f"{name} must be non-negative, got {float(values.min())}")
+    return values
+
+
+def _check_points(x, name, n, n_features=None):
+    """Localizer coordinates: ``(n,)`` or ``(n, d)``, finite, returned as ``(n, d)``."""
+    x = as_float_array(x, name, ndim=(1, 2))
+    x = x[:, None] if x.ndim == 1 else x
+    if len(x) != n:
+        raise ValueError(f"{name} must have one row per point ({n}), got {len(x)}")
+    if n_features is not None and x.shape[1] != n_features:
+        raise ValueError(f"{name} must have {n_features} column(s) as at fit, got {x.shape[1]}")
+    return x
+
+
+_KERNEL_CALL = "kernel(a, b) returning the (len(a), len(b)) array of weights H between the rows of a and b"
 
 
 class LocalizedConformalClassifier(Estimator):
     """Localized conformal sets (Guan 2023): a kernel-weighted conformal threshold per test point.
 
     A localizer ``H(x, x') >= 0`` with ``H(x, x) = 1`` (for instance
-    ``exp(-||r - r'|| / eta)``) turns the calibration scores ``V_1..V_n``
-    into a distribution around each point ``x_i``: the localized law
-    ``F_i = sum_j p_ij delta_{V_j}`` with ``p_ij = H(x_i, x_j) / sum_l H(x_i, x_l)``,
-    the sums running over the calibration points and the test point.
+    ``exp(-||r - r'|| / eta)``), the hyper-parameter ``kernel``, turns the
+    calibration scores ``V_1..V_n`` into a distribution around each point
+    ``x_i``: the localized law ``F_i = sum_j p_ij delta_{V_j}`` with
+    ``p_ij = H(x_i, x_j) / sum_l H(x_i, x_l)``, the sums running over the
+    calibration points and the test point. The points' coordinates ``x``
+    (any features the kernel reads) are data, given to :meth:`fit` with the
+    calibration probabilities and to :meth:`predict_set` with the test ones.
 
     ``form="naive"``: the set of test point ``t`` is every class whose score
     is at most the ``1 - alpha`` quantile of ``F_t``, with the test point's
@@ -665,14 +713,20 @@ class LocalizedConformalClassifier(Estimator):
     probability at least ``k / (n + 1) >= 1 - alpha`` (exactly that when no
     two ``L`` values tie). ``L_t`` grows and each
     ``L_i`` shrinks with ``v``, so the set is still ``{c : score <= threshold}``.
-    This needs the kernel among the calibration points (``cal_kernel``),
-    costs ``O(n^2 + m n C)`` and requires a symmetric kernel, since
-    ``H(x_t, x_i)`` serves as ``H(x_i, x_t)``.
+    This needs the kernel among the calibration points, which :meth:`fit`
+    evaluates (``O(n^2)``; the sets then cost ``O(m n C)``), and a
+    symmetric kernel, since ``H(x_t, x_i)`` serves as ``H(x_i, x_t)``.
 
     With ``H = 1`` everywhere both forms are :class:`SplitConformalClassifier` exactly.
 
     Parameters
     ----------
+    kernel : callable
+        ``kernel(a, b)``: the ``(len(a), len(b))`` array of non-negative,
+        finite weights ``H`` between the rows of two coordinate arrays
+        (each of shape ``(k, d)``), on the scale where ``H(x, x) = 1``;
+        symmetric for ``form="valid"``. Required; :meth:`fit` checks that it
+        is callable and checks its values.
     alpha : float, default 0.1
         Miscoverage level in (0, 1).
     score : {"lac", "aps"}, default "lac"
@@ -684,6 +738,8 @@ class LocalizedConformalClassifier(Estimator):
     ----------
     scores_ : numpy.ndarray of shape (n,)
         Calibration scores of the true labels.
+    cal_x_ : numpy.ndarray of shape (n, d)
+        The calibration points' coordinates.
     n_classes_ : int
 
     See Also
@@ -698,28 +754,32 @@ class LocalizedConformalClassifier(Estimator):
 
     Examples
     --------
+    >>> import numpy as np
+    >>> def triangle(a, b):  # 1 at distance 0, 0.5 at distance 1, 0 from distance 2
+    ...     return np.maximum(0.0, 1.0 - np.abs(a - b.T) / 2)
     >>> cal = [[0.8, 0.2], [0.6, 0.4], [0.4, 0.6]]
-    >>> near = [[1.0, 0.5, 0.0], [0.5, 1.0, 0.5], [0.0, 0.5, 1.0]]
-    >>> naive = LocalizedConformalClassifier(alpha=0.4).fit(cal, [0, 0, 0])
-    >>> naive.predict_set([[0.7, 0.3]], [[0.0, 1.0, 0.0]])
-    array([[ True,  True]])
-    >>> valid = LocalizedConformalClassifier(alpha=0.4, form="valid").fit(cal, [0, 0, 0], cal_kernel=near)
-    >>> valid.predict_set([[0.7, 0.3]], [[0.0, 1.0, 0.0]])
+    >>> naive = LocalizedConformalClassifier(kernel=triangle, alpha=0.4)
+    >>> naive.fit(cal, [0, 0, 0], [0.0, 1.0, 2.0]).predict_set([[0.7, 0.3]], [0.0])
+    array([[ True, False]])
+    >>> valid = LocalizedConformalClassifier(kernel=triangle, alpha=0.4, form="valid")
+    >>> valid.fit(cal, [0, 0, 0], [0.0, 1.0, 2.0]).predict_set([[0.7, 0.3]], [0.0])
     array([[ True, False]])
     """
 
-    def __init__(self, *, alpha=0.1, score="lac", form="naive"):
+    def __init__(self, *, kernel, alpha=0.1, score="lac", form="naive"):
+        self.kernel = kernel
         self.alpha = alpha
         self.score = score
         self.form = form
 
     _parameter_constraints = {
+        "kernel": rule(check_callable, signature=_KERNEL_CALL),
         "alpha": check_alpha,
         "score": rule(check_choice, choices=("lac", "aps")),
         "form": rule(check_choice, choices=_LOCALIZED_FORMS),
     }
 
-    def fit(self, cal_probs, cal_y, *, cal_kernel=None):
+    def fit(self, cal_probs, cal_y, cal_x):
         """Compute the calibration scores (and, for the valid form, each point's localized rank mass).
 
         Parameters
@@ -728,10 +788,8 @@ class LocalizedConformalClassifier(Estimator):
             Calibration probabilities (rows sum to one).
         cal_y : array_like of int, shape (n,)
             Calibration labels in ``0..n_classes - 1``.
-        cal_kernel : array_like of shape (n, n), optional
-            ``H(x_i, x_j)`` among the calibration points: symmetric,
-            non-negative, ones on the diagonal. Required by ``form="valid"``
-            only.
+        cal_x : array_like of shape (n,) or (n, d)
+            The calibration points' coordinates, as ``kernel`` reads them.
 
         Returns
         -------
@@ -742,38 +800,33 @@ class LocalizedConformalClassifier(Estimator):
         cal_probs = check_class_probs(cal_probs, "cal_probs")
         n, n_classes = cal_probs.shape
         cal_y = check_labels(cal_y, "cal_y", n_classes=n_classes, n=n)
-        if p.form == "naive":
-            if cal_kernel is not None:
-                raise ValueError("cal_kernel is used by form='valid' only; drop it or pass form='valid'")
-        else:
-            if cal_kernel is None:
-                raise ValueError("form='valid' needs cal_kernel, the (n, n) kernel among the calibration points")
-            cal_kernel = _kernel(cal_kernel, "cal_kernel", (n, n))
+        cal_x = _check_points(cal_x, "cal_x", n)
+        scores = _scores(cal_probs, p.score, None, 0.0, 0)[np.arange(n), cal_y]
+        if p.form == "valid":
+            cal_kernel = _kernel_matrix(p.kernel, cal_x, cal_x, "cal_x, cal_x")
             diagonal = np.diag(cal_kernel)
             if not np.allclose(diagonal, 1.0):
-                raise ValueError(f"cal_kernel must have ones on its diagonal (H(x, x) = 1), got "
+                raise ValueError(f"kernel(cal_x, cal_x) must have ones on its diagonal (H(x, x) = 1), got "
                                  f"{float(diagonal[~np.isclose(diagonal, 1.0)][0])}")
             if not np.allclose(cal_kernel, cal_kernel.T):
-                raise ValueError("cal_kernel must be symmetric (H(x_i, x_j) = H(x_j, x_i))")
-        self.scores_ = _scores(cal_probs, p.score, None, 0.0, 0)[np.arange(n), cal_y]
-        self.n_classes_ = n_classes
-        if p.form == "valid":
-            below_own = self.scores_[None, :] < self.scores_[:, None]  # [i, j]: V_j < V_i
+                raise ValueError("kernel must be symmetric (H(x_i, x_j) = H(x_j, x_i)) for form='valid'")
+            below_own = scores[None, :] < scores[:, None]  # [i, j]: V_j < V_i
             self._own_mass = np.sum(cal_kernel * below_own, axis=1)  # A_i
             self._row_total = cal_kernel.sum(axis=1)
+        self.scores_ = scores
+        self.cal_x_ = cal_x
+        self.n_classes_ = n_classes
         return self
 
-    def predict_set(self, test_probs, kernel):
+    def predict_set(self, test_probs, test_x):
         """Localized prediction sets of the test points.
 
         Parameters
         ----------
         test_probs : array_like of shape (m, n_classes)
             Test probabilities.
-        kernel : array_like of shape (m, n)
-            Non-negative, finite weights ``H(x_t, x_j)`` between each test
-            point and the calibration points, on the scale where
-            ``H(x_t, x_t) = 1``.
+        test_x : array_like of shape (m,) or (m, d)
+            The test points' coordinates, with the columns of ``cal_x``.
 
         Returns
         -------
@@ -782,15 +835,16 @@ class LocalizedConformalClassifier(Estimator):
         check_fitted(self, "scores_")
         p = self.params_
         test_probs = _check_test_probs(test_probs, self.n_classes_)
-        kernel = _kernel(kernel, "kernel", (len(test_probs), self.scores_.size))
+        test_x = _check_points(test_x, "test_x", len(test_probs), self.cal_x_.shape[1])
+        kernel = _kernel_matrix(p.kernel, test_x, self.cal_x_, "test_x, cal_x")
         test_scores = _scores(test_probs, p.score, None, 0.0, 0)
         if p.form == "valid":
             return _valid_localized_sets(self.scores_, self._own_mass, self._row_total, kernel, test_scores, p.alpha)
         return test_scores <= _naive_localized_thresholds(self.scores_, kernel, p.alpha)[:, None]
 
 
-def localized_conformal_sets(cal_probs, cal_y, test_probs, kernel, alpha, *, score="lac", form="naive",
-                             cal_kernel=None):
+def localized_conformal_sets(cal_probs, cal_y, cal_x, test_probs, test_x, alpha, *, kernel, score="lac",
+                             form="naive"):
     """Localized conformal sets (Guan 2023) in one call (:class:`LocalizedConformalClassifier`).
 
     Parameters
@@ -799,20 +853,22 @@ def localized_conformal_sets(cal_probs, cal_y, test_probs, kernel, alpha, *, sco
         Calibration probabilities (rows sum to one).
     cal_y : array_like of int, shape (n,)
         Calibration labels in ``0..n_classes - 1``.
+    cal_x : array_like of shape (n,) or (n, d)
+        The calibration points' coordinates, as ``kernel`` reads them.
     test_probs : array_like of shape (m, n_classes)
         Test probabilities.
-    kernel : array_like of shape (m, n)
-        Non-negative, finite weights ``H(x_t, x_j)`` on the scale where
-        ``H(x_t, x_t) = 1``.
+    test_x : array_like of shape (m,) or (m, d)
+        The test points' coordinates.
     alpha : float
         Miscoverage level in (0, 1).
+    kernel : callable
+        ``kernel(a, b)``: the ``(len(a), len(b))`` array of non-negative,
+        finite weights ``H`` between the rows of two coordinate arrays, on
+        the scale where ``H(x, x) = 1``; symmetric for ``form="valid"``.
     score : {"lac", "aps"}, default "lac"
         Nonconformity score.
     form : {"naive", "valid"}, default "naive"
         Guan's naive LCP, or his finite-sample-valid LCP.
-    cal_kernel : array_like of shape (n, n), optional
-        ``H(x_i, x_j)`` among the calibration points: symmetric, non-negative,
-        ones on the diagonal. Required by ``form="valid"`` only.
 
     Returns
     -------
@@ -820,22 +876,22 @@ def localized_conformal_sets(cal_probs, cal_y, test_probs, kernel, alpha, *, sco
 
     Examples
     --------
+    >>> import numpy as np
+    >>> def same_group(a, b):  # 1 within a group, 0.1 across
+    ...     return np.where(a == b.T, 1.0, 0.1)
     >>> cal = [[0.9, 0.1], [0.8, 0.2], [0.3, 0.7], [0.6, 0.4]]
-    >>> localized_conformal_sets(cal, [0, 0, 1, 1], [[0.45, 0.55]], [[1.0, 1.0, 1.0, 1.0]], 0.4)
+    >>> localized_conformal_sets(cal, [0, 0, 1, 1], [0, 0, 0, 0], [[0.45, 0.55]], [0], 0.4,
+    ...                          kernel=same_group)
     array([[False, False]])
-    >>> localized_conformal_sets(cal, [0, 0, 1, 1], [[0.45, 0.55]], [[1.0, 1.0, 0.1, 9.0]], 0.4)
+    >>> localized_conformal_sets(cal, [0, 0, 1, 1], [0, 0, 1, 1], [[0.45, 0.55]], [1], 0.4,
+    ...                          kernel=same_group)
     array([[ True,  True]])
-    >>> cal = [[0.8, 0.2], [0.6, 0.4], [0.4, 0.6]]
-    >>> near = [[1.0, 0.5, 0.0], [0.5, 1.0, 0.5], [0.0, 0.5, 1.0]]
-    >>> localized_conformal_sets(cal, [0, 0, 0], [[0.7, 0.3]], [[0.0, 1.0, 0.0]], 0.4)
+    >>> localized_conformal_sets(cal, [0, 0, 1, 1], [0, 0, 1, 1], [[0.45, 0.55]], [1], 0.4,
+    ...                          kernel=same_group, form="valid")
     array([[ True,  True]])
-    >>> localized_conformal_sets(cal, [0, 0, 0], [[0.7, 0.3]], [[0.0, 1.0, 0.0]], 0.4, form="valid",
-    ...                          cal_kernel=near)
-    array([[ True, False]])
     """
-    model = LocalizedConformalClassifier(alpha=alpha, score=score, form=form)
-    model.fit(cal_probs, cal_y, cal_kernel=cal_kernel)
-    return model.predict_set(test_probs, kernel)
+    model = LocalizedConformalClassifier(kernel=kernel, alpha=alpha, score=score, form=form)
+    return model.fit(cal_probs, cal_y, cal_x).predict_set(test_probs, test_x)
 
 
 #: RAPS_size's and RAPS_adapt's grids of the penalty (Angelopoulos et al. 2021, their code).

@@ -451,7 +451,8 @@ def category_coverage_runs(pool, n_seeds, n_cal, alpha, *, kappa=None, seed=0):
         admit = (features[cal], features[test], alpha)
         methods = {
             "mondrian fixed": mondrian_conformal_sets(probs[cal], labels[cal], probs[test], alpha,
-                                                      categories=(cal_cat, test_cat), too_small="include"),
+                                                      cal_categories=cal_cat, test_categories=test_cat,
+                                                      too_small="include"),
             "admit fixed": admit_sets(*admit, omega=omega, kappa=kappa, partition="fixed"),
             "admit band": admit_sets(*admit, omega=omega, kappa=kappa, partition="band"),
         }

@@ -67,8 +67,8 @@ import torch
 from calibtut._torch import resolve_device
 from calibtut._validation import as_float_array, check_alpha, check_bool, check_int, check_labels, check_real
 from calibtut.conformal.sets import (
+    LocalizedConformalClassifier,
     label_conditional_sets,
-    localized_conformal_sets,
     raps_sets,
     split_conformal_sets,
 )
@@ -312,8 +312,9 @@ def _method_sets(p, alpha, kappa, seed, methods):
                 sets_method(name, raps_sets(mem_cal, y_cal, mem_test, alpha, criterion=criterion, seed=rng)[0],
                             mem_test)
     if "Local_conf" in want:
-        blocks = [localized_conformal_sets(knn_cal, y_cal, knn_test[i:i + 1000],
-                                           _local_kernel(test["r"][i:i + 1000], cal["r"][valid], p["eta"]), alpha)
+        local = LocalizedConformalClassifier(kernel=functools.partial(_local_kernel, eta=p["eta"]), alpha=alpha)
+        local.fit(knn_cal, y_cal, cal["r"][valid])
+        blocks = [local.predict_set(knn_test[i:i + 1000], test["r"][i:i + 1000])
                   for i in range(0, len(knn_test), 1000)]
         sets_method("Local_conf", np.concatenate(blocks), knn_test)
     if "LAC-class" in want:
