@@ -30,19 +30,24 @@ def _size(png):
 
 
 def _state(fig):
-    return [(ax.get_position().bounds, ax.xaxis.get_tick_params().get("labelbottom"),
+    return [(ax.get_position().bounds, ax.get_position(original=True).bounds, ax.get_in_layout(), ax.xaxis.get_tick_params().get("labelbottom"),
              ax.yaxis.get_tick_params().get("labelleft")) for ax in fig.axes], fig.get_size_inches().tolist()
 
 
+@pytest.mark.parametrize("layout", ["constrained", "tight once", None])
 @pytest.mark.parametrize(("rows", "cols"), [(1, 2), (1, 3), (2, 2), (2, 3)])
-def test_panels_are_stacked_one_per_row_and_the_figure_is_left_as_drawn(rows, cols):
-    fig, axes = plt.subplots(rows, cols, figsize=(7, 2.8 * rows), sharex=True, sharey=True, layout="constrained")
+def test_panels_are_stacked_one_per_row_and_the_figure_is_left_as_drawn(rows, cols, layout):
+    engine = None if layout == "tight once" else layout
+    fig, axes = plt.subplots(rows, cols, figsize=(7, 2.8 * rows), sharex=True, sharey=True, layout=engine)
     for ax in axes.flat:
         ax.plot([0, 1], [0, 1], label="line")
         ax.legend()
-    before = _state(fig)
+    if layout == "tight once":
+        fig.tight_layout()
+    fig.legend(*axes.flat[0].get_legend_handles_labels(), loc="lower center", ncols=3)
+    before = _state(fig), fig.legends[0]._ncols
     width, height = _size(stacked_figure_png(fig))
-    assert _state(fig) == before
+    assert (_state(fig), fig.legends[0]._ncols) == before
     # STACKED_WIDTH_IN at 100 dpi, give or take the tight box's trim and its 0.1-inch pad
     assert (STACKED_WIDTH_IN - 0.4) * 100 < width <= (STACKED_WIDTH_IN + 0.2) * 100 + 1
     assert height > 0.5 * width * rows * cols

@@ -157,22 +157,75 @@ def stacked_figure_png(fig):
               for ax in axes]
     aspect = min(max((size[1] / nrows) / (size[0] / ncols), 0.55), 1.0)
     grid = GridSpec(len(panels), 1, figure=fig)
+    # a figure laid out once (fig.tight_layout()) keeps its positions only in its axes
+    positions = [(ax.get_position(original=True).frozen(), ax.get_position().frozen()) for ax in axes]
+    legends = list(fig.legends)
+    renderer = fig.canvas.get_renderer()
+    sides = [_below(fig, legend, renderer) for legend in legends]
     try:
         for row, panel in enumerate(panels):
             for ax in panel:
                 ax.set_subplotspec(grid[row, 0])
-            panel[0].tick_params(labelbottom=True, labelleft=True)  # the others are twins
-        fig.set_size_inches(STACKED_WIDTH_IN, STACKED_WIDTH_IN * aspect * len(panels))
-        fig.set_layout_engine("constrained")
+            # panels sharing an axis label only the outer ones: every panel, once stacked
+            shown = {key: True for key, which in (("labelbottom", "x"), ("labelleft", "y"))
+                     if _shares(panel[0], which, panels)}
+            panel[0].tick_params(**shown)
+        height = STACKED_WIDTH_IN * aspect * len(panels)
+        fig.set_size_inches(STACKED_WIDTH_IN, height)
+        # axes appended to a panel (a reliability diagram's counts) are not laid
+        # out by the engine: more room between the rows for their tick labels
+        appended = any(ax.get_subplotspec() is None for ax in fig.axes)
+        fig.set_layout_engine("constrained", hspace=0.12 if appended else 0.02)
+        fig.legends.clear()
+        for legend, below in zip(legends, sides):
+            _two_columns(fig, legend, below)
+        _leave_room_for_legends(fig, height, sides)
         return _png(fig)
     except RuntimeError:  # a colorbar laid out by another engine: shown as drawn
         return None
     finally:
-        for ax, spec, (bottom, left) in zip(axes, specs, labels):
+        fig.legends[:] = legends
+        for ax, spec, (bottom, left), (original, active) in zip(axes, specs, labels, positions):
             ax.set_subplotspec(spec)
+            # the public set_position would also take the axes out of the layout
+            ax._set_position(original, which="original")  # noqa: SLF001
+            ax._set_position(active, which="active")  # noqa: SLF001
             ax.tick_params(labelbottom=bottom, labelleft=left)
         fig.set_layout_engine(engine)
         fig.set_size_inches(size)
+
+
+def _shares(ax, which, panels):
+    """Whether the axes shares its ``which`` axis with another panel (not only with an appended axes)."""
+    siblings = getattr(ax, f"get_shared_{which}_axes")().get_siblings(ax)
+    return any(panel[0] in siblings for panel in panels if panel[0] is not ax)
+
+
+def _below(fig, legend, renderer):
+    box = legend.get_window_extent(renderer)
+    return (box.y0 + box.y1) / 2 < fig.bbox.height / 2
+
+
+def _two_columns(fig, legend, below):
+    """The figure legend again, in at most two columns, at the bottom or the top of the figure."""
+    texts = legend.get_texts()
+    fig.legend(legend.legend_handles, [text.get_text() for text in texts], loc="lower center" if below else
+               "upper center", ncols=min(2, len(texts)), frameon=legend.get_frame_on(),
+               fontsize=texts[0].get_fontsize() if texts else None)
+
+
+def _leave_room_for_legends(fig, height, sides):
+    """Grow the figure by the height of its figure legends and keep the panels out of it."""
+    if not fig.legends:
+        return
+    renderer = fig.canvas.get_renderer()
+    below = above = 0.0
+    for legend, under in zip(fig.legends, sides):
+        extent = legend.get_window_extent(renderer).height / fig.dpi
+        below, above = (max(below, extent), above) if under else (below, max(above, extent))
+    total = height + below + above
+    fig.set_size_inches(STACKED_WIDTH_IN, total)
+    fig.get_layout_engine().set(rect=(0, below / total, 1, (total - below - above) / total))
 
 
 def figure_html(fig):
