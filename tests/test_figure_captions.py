@@ -17,8 +17,10 @@ with Python's own parser (:func:`figures_drawn`):
 
 A cell that ends with ``plt.close(...)`` shows nothing. The figure options
 wrap every rich output of the cell and its name may be used once, so a cell
-that shows several figures (``plt.show()`` twice, or in a loop) is refused:
-split it, one figure per cell. The self-tests below hand the detector cells
+that shows several figures (``plt.show()`` twice, or in a loop) is refused,
+and so is a figure cell that shows anything else (a ``display(...)`` call, or
+a last expression whose value IPython prints: an Axes' repr, or a returned
+Figure, which is then shown twice): one figure per cell, nothing beside it. The self-tests below hand the detector cells
 of each kind.
 """
 
@@ -105,6 +107,30 @@ def figures_drawn(source: str) -> int:
     return 2 if several else 1
 
 
+def other_outputs(source: str) -> bool:
+    """Whether a cell shows something beside its figures: a ``display(...)`` call, or a last
+    expression whose value IPython prints (a returned Figure is even shown twice).
+
+    Ending with ``plt.show()``, ``fig.tight_layout()``, ``print(...)`` or a statement shows
+    nothing more; an ending ``widgets.interactive(...)`` is the figure itself (drawn in the widget).
+
+    Examples
+    --------
+    >>> other_outputs("fig, ax = plt.subplots()\\nax"), other_outputs("fig, ax = plt.subplots()\\nplt.show()")
+    (True, False)
+    """
+    tree = _python(source)
+    calls = [node for node in ast.walk(tree) if isinstance(node, ast.Call)]
+    if any(ast.unparse(call.func) == "display" for call in calls):
+        return True
+    last = tree.body[-1] if tree.body else None
+    if not isinstance(last, ast.Expr) or isinstance(last.value, ast.Constant):
+        return False
+    name = ast.unparse(last.value.func) if isinstance(last.value, ast.Call) else ""
+    # print writes a stream, which stays outside the figure; an interactive widget draws the figure
+    return not (name in ("plt.show", "plt.close", "print") or name.endswith((".tight_layout", "interactive")))
+
+
 def figure_problems(cells) -> list[str]:
     """What the figure cells of a chapter lack; empty when each has a caption and a name."""
     found = []
@@ -115,6 +141,8 @@ def figure_problems(cells) -> list[str]:
         options = cell.metadata.get("mystnb", {}).get("figure", {})
         if count > 1:
             found.append(f"cell {index} shows several figures: one figure per cell")
+        elif count and other_outputs(cell.source):
+            found.append(f"cell {index} shows more than its figure: end it with plt.show(), display the rest apart")
         elif count and not str(options.get("caption", "")).strip():
             found.append(f"cell {index} draws a figure without a caption")
         elif count and not NAME.match(str(options.get("name", ""))):
@@ -181,5 +209,8 @@ def test_figure_problems_are_found():
         "cell 0 draws a figure without a caption",
         "cell 2 has figure options but draws no figure",
     ]
+    returned = from_dict({**cell, "source": "fig = plot_x(data)\nfig", "metadata": named})
+    assert figure_problems([returned]) == [
+        "cell 0 shows more than its figure: end it with plt.show(), display the rest apart"]
     no_name = from_dict({**cell, "metadata": {"mystnb": {"figure": {"caption": "A line."}}}})
     assert figure_problems([no_name]) == ["cell 0 draws a figure without a name fig-..."]
