@@ -220,3 +220,10 @@ def test_chapter_timings_prefers_the_current_version_then_flags_an_older_one(tmp
     assert found["notebooks/p/old"] == cg.Timing(None, 7.0, False)  # the latest record of the file
     assert found["notebooks/p/never"] is None
     assert found["notebooks/p/now"].held_s == 4.0 and found["notebooks/p/old"].held_s == 7.0
+
+
+def test_an_exercise_link_keeps_the_math_of_its_title():
+    titles = {"ex-units": "Does the rule depend on the units of $y$? [derivation]"}
+    link = cg._exercise_ref("ex-units", titles)
+    assert link == r"[Does the rule depend on the units of $y$? \[derivation\]](#ex-units)"
+    assert cg._exercise_ref("ex-none", {}) == "[ex-none](#ex-none)"

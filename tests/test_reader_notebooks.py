@@ -153,6 +153,16 @@ secret_two = 2
 ```{code-cell} ipython3
 after = 1
 ```
+
+```{code-cell} ipython3
+---
+mystnb:
+  figure:
+    caption: "A line, the rate of {cite:t}`guo2017` as $r$."
+    name: fig-line
+---
+plt.plot([0, after])
+```
 """
 
 
@@ -602,3 +612,14 @@ def test_exercises_numbered_per_chapter():
         "b": {"exercise": {"w": (1,)}},
         "c": {},
     }
+
+
+def test_a_figure_caption_follows_its_cell(tiny):
+    nb = rn.convert(tiny, "student", glued={}, book=BOOK)
+    index = next(i for i, c in enumerate(nb.cells) if c.source.startswith("plt.plot"))
+    caption = nb.cells[index + 1]
+    assert caption.cell_type == "markdown"
+    assert caption.source == (
+        "*Figure: A line, the rate of [Guo et al. (2017)](https://doi.org/10.5555/x) as $r$.*"
+    )
+    assert not raw_myst(nb)

@@ -402,8 +402,19 @@ class ChapterTimings(_GuideDirective):
 
 
 def _exercise_ref(label: str, titles: dict[str, str]) -> str:
-    title = re.sub(r"[`<>]", "", titles.get(label, label))
-    return f"{{ref}}`{title} <{label}>`"
+    r"""A MyST link to an exercise, its title as the text: ``$...$`` in it stays math.
+
+    A ``{ref}`` role would print the title as plain text; the link's text is
+    parsed as Markdown, so a title's math is typeset (the target is found
+    among the book's labels, as ``{ref}`` finds it).
+
+    Examples
+    --------
+    >>> print(_exercise_ref("ex-units", {"ex-units": "The units of $y$ [derivation]"}))
+    [The units of $y$ \[derivation\]](#ex-units)
+    """
+    title = re.sub(r"([\[\]])", r"\\\1", titles.get(label, label))
+    return f"[{title}](#{label})"
 
 
 class CoursePlan(_GuideDirective):

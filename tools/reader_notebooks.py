@@ -739,6 +739,12 @@ def _code_cell(cell, hidden: bool = False):
     return new
 
 
+def _caption_cells(cell, chapter: Chapter) -> list:
+    """The caption of a figure cell (``mystnb: figure: caption``) as an italic line below it."""
+    caption = cell.metadata.get("mystnb", {}).get("figure", {}).get("caption", "")
+    return [_markdown_cell(f"*Figure: {chapter.inline(caption.strip())}*")] if caption.strip() else []
+
+
 def header(title: str, chapter: Chapter, solutions: str, install: bool) -> str:
     """The notebook's first cell: its title, where it comes from and what it holds."""
     lines = [
@@ -852,6 +858,7 @@ def convert_cells(parsed: list, chapter: Chapter, solutions: str):
                     & set(item.metadata.get("tags", []))
                 )
                 cells.append(_code_cell(item, hidden))
+                cells += _caption_cells(item, chapter)
             elif solutions == "teacher":
                 cells.append(_code_cell(item, hidden=True))
             continue

@@ -17,7 +17,8 @@ Inside a notebook:
   :class:`Verdict` and :func:`verdict_table` give every claims table its
   words and its shape;
 - :func:`glue` pastes values into the text of the book, and the book's
-  table display (``display`` below) is switched on by :func:`settings`.
+  table and figure display (``display`` below) is switched on by
+  :func:`settings`.
 
 From a shell, ``python -m calibtut.run notebooks/<part>/<nb>.md --profile full``
 executes a notebook into ``_build/runs/<part>/<nb>/<profile>-<hash>/``,
@@ -35,8 +36,8 @@ claims
 compare
     The side-by-side table of every "paper versus ours" section.
 display
-    How a notebook shows a table: a missing value as "–", no running row
-    number.
+    How a notebook shows a table (a missing value as "–", no running row
+    number) and a figure of side-by-side panels (stacked on a phone).
 engine
     Where the tasks of a sweep run: in this process, or on a Dask cluster.
 execute

@@ -117,9 +117,10 @@ _RESERVED = frozenset({"profile", "keys", "items", "values", "get"})
 def settings(profile, *, ci, full):
     """Pick the settings of one profile, checking both profiles define the same keys.
 
-    In a notebook it also switches on the book's table display
+    In a notebook it also switches on the book's table and figure display
     (:func:`calibtut.run.display.use_book_display`: a missing value as "–",
-    no running row number), since every chapter calls it first.
+    no running row number, side-by-side panels stacked on a phone), since
+    every chapter calls it first.
 
     Parameters
     ----------

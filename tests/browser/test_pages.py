@@ -44,6 +44,8 @@ Run by ``python3 tasks.py test`` after the book build, as
 
 from __future__ import annotations
 
+import base64
+import io
 import re
 from functools import cache
 from pathlib import Path
@@ -77,6 +79,8 @@ MAX_OUTPUT_LINES = 40
 MIN_TEXT_PX = 9.0
 #: The width of a phone's window (CSS pixels) at which table headers are checked.
 PHONE_WIDTH = 390
+#: How a figure's PNG inlined in an HTML output begins.
+PNG_DATA = "data:image/png;base64,"
 
 #: Text of the page outside code, scripts and typeset math.
 VISIBLE_TEXT_JS = """() => {
@@ -342,6 +346,7 @@ def check_page(page_obj, page_path: Path, html: Path) -> list[str]:
     problems += overflow(page_obj, page_path, html)  # opens the hide-input dropdowns
     problems += small_figure_text(page_obj.evaluate(FIGURES_JS))
     problems += broken_headers(page_obj)  # resizes the window to a phone's
+    problems += [f"at {PHONE_WIDTH} px: {p}" for p in small_figure_text(page_obj.evaluate(FIGURES_JS))]
     return problems
 
 
@@ -401,12 +406,20 @@ def process_words(prose: dict) -> list[str]:
 
 
 def png_dpi(src: str) -> float | None:
-    """The dpi a PNG records (matplotlib writes its figure dpi), or None."""
+    """The dpi a PNG records (matplotlib writes its figure dpi), or None.
+
+    The PNG is a file of the book, or a ``data:image/png;base64,`` URI (the
+    two forms of a figure of side-by-side panels, ``calibtut.run.display``).
+    """
     parts = urlsplit(src)
     path = Path(unquote(parts.path))
-    if parts.scheme != "file" or path.suffix.lower() != ".png" or not path.is_file():
+    if parts.scheme == "data" and src.startswith(PNG_DATA):
+        source = io.BytesIO(base64.b64decode(src[len(PNG_DATA):]))
+    elif parts.scheme == "file" and path.suffix.lower() == ".png" and path.is_file():
+        source = path
+    else:
         return None
-    with Image.open(path) as image:
+    with Image.open(source) as image:
         dpi = image.info.get("dpi")
     return float(dpi[0]) if dpi else None
 
@@ -521,6 +534,9 @@ def test_reader_checks_catch_the_defects_they_target(tmp_path):
                         "where": f"{width} inches"})
     assert png_dpi(figures[0]["src"]) == pytest.approx(100, abs=0.01)
     assert [p.split("(")[-1] for p in small_figure_text(figures)] == ["'15 inches')"]
+    inline = PNG_DATA + base64.b64encode((tmp_path / "15.png").read_bytes()).decode("ascii")
+    assert png_dpi(inline) == pytest.approx(100, abs=0.01)
+    assert png_dpi("data:image/svg+xml;base64,PHN2Zy8+") is None
 
 
 def test_header_check_finds_a_header_broken_inside_a_word(browser):
