@@ -32,7 +32,7 @@ import functools
 import numpy as np
 import pandas as pd
 
-from calibtut._validation import check_frame, check_int
+from calibtut._validation import check_choices, check_frame, check_int
 from calibtut.experiments.regression_study._common import FullRun, check_full_arguments, published_table, read_full_run
 from calibtut.experiments.regression_study.claims import claim_verdicts, claims_from_parts
 from calibtut.experiments.regression_study.tasks import (
@@ -104,10 +104,7 @@ def map_rerun_tasks(datasets, runs, bases=MAP_RERUN_BASES, **fixed):
     >>> [(t["base"], t["fit_full"], t["kde_resampled"]) for t in tasks]
     [('mix-nll', False, True), ('mix-crps', False, True)]
     """
-    bases = list(bases) if not isinstance(bases, str) else [bases]
-    unknown = [b for b in bases if b not in MAP_RERUN_BASES]
-    if unknown or not bases:
-        raise ValueError(f"bases must be a non-empty sequence of {MAP_RERUN_BASES}, got {bases!r}")
+    bases = list(check_choices(bases, "bases", MAP_RERUN_BASES))
     return study_tasks(datasets, runs, bases, lambdas=(), regularizers=(), fit_full=False, kde_resampled=True,
                        **fixed)
 

@@ -42,7 +42,7 @@ from sklearn.model_selection import cross_val_predict
 
 from calibtut._validation import check_alpha, check_frame, check_int, check_real, check_rng
 from calibtut.conformal.sets import split_conformal_sets
-from calibtut.experiments.venn_admit._common import N_NEIGHBORS
+from calibtut.experiments.venn_admit._common import N_NEIGHBORS, with_prediction
 from calibtut.experiments.venn_admit.tasks import va_points
 from calibtut.selective.admit import VennADMIT, admitted_accuracy_by_class
 from calibtut.selective.features import KNNFeatures
@@ -161,8 +161,7 @@ class _Pipeline:
 
 def _admissions(pipe, model, cal, test, x_test, alpha):
     """Admitted points of every method of :data:`PROTECTION_METHODS` on one test set."""
-    sets = split_conformal_sets(cal.probs, cal.labels, test.probs, alpha)
-    sets[np.arange(len(test)), test.probs.argmax(axis=1)] = True  # the paper's convention
+    sets = with_prediction(split_conformal_sets(cal.probs, cal.labels, test.probs, alpha), test.probs)
     admit_sets = model.admit_.predict_set(test)
     qk = test.q == N_NEIGHBORS
     admitted = {"Conf_base": sets.sum(axis=1) == 1, "ADMIT": admit_sets.sum(axis=1) == 1,
