@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from calibtut._validation import check_choices, check_frame
+from calibtut._validation import check_choice, check_choices, check_frame
 from calibtut.papers import paper_table
 from calibtut.run import paper_vs_ours
 
@@ -135,8 +135,7 @@ def paired_difference(rows, metric, a, b, alternative="two-sided"):
     >>> round(paired_difference(rows, "ece", "conf.", "ours", alternative="greater")["p"].item(), 3)
     0.102
     """
-    if metric not in TABLE1_METRICS:
-        raise ValueError(f"metric must be one of {list(TABLE1_METRICS)}, got {metric!r}")
+    check_choice(metric, "metric", list(TABLE1_METRICS))
     check_frame(rows, "rows", ["dataset", "seed", "sequence", "drift", "method", metric])
     for name, label in (("a", a), ("b", b)):
         if label not in set(rows["method"]):

@@ -38,7 +38,15 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from calibtut._validation import as_float_array, check_choices, check_int, check_levels, check_real, check_rng
+from calibtut._validation import (
+    as_float_array,
+    check_choice,
+    check_choices,
+    check_int,
+    check_levels,
+    check_real,
+    check_rng,
+)
 from calibtut.data import load_regression
 from calibtut.metrics import rmse
 from calibtut.online.adjustment import PRESETS, DriftParams
@@ -123,8 +131,7 @@ class BenchmarkStream:
 def _check_dataset(dataset):
     if not isinstance(dataset, str):
         raise TypeError(f"dataset must be a str, got {type(dataset).__name__}")
-    if dataset not in BENCHMARK_DATASETS:
-        raise ValueError(f"dataset must be one of {sorted(BENCHMARK_DATASETS)}, got {dataset!r}")
+    check_choice(dataset, "dataset", sorted(BENCHMARK_DATASETS))
     return dataset
 
 
@@ -135,8 +142,7 @@ def _check_settings(*, n_steps, n_sequences, n_levels, max_train, aci_gamma, par
     check_int(n_levels, "n_levels", minimum=1)
     check_int(max_train, "max_train", minimum=10)
     check_real(aci_gamma, "aci_gamma", low=0, low_open=True)
-    if params not in PRESETS:
-        raise ValueError(f"params must be one of {sorted(PRESETS)}, got {params!r}")
+    check_choice(params, "params", sorted(PRESETS))
     for value, allowed, name in ((drifts, BENCHMARK_DRIFTS, "drifts"), (methods, BENCHMARK_METHODS, "methods")):
         if value != "all":
             check_choices(value.split(",") if isinstance(value, str) else value, name, allowed)
@@ -694,8 +700,7 @@ def run_search_task(candidate, seed, *, n_candidates, syn_series, syn_steps, dat
     True
     """
     candidates = search_candidates(n_candidates, seed)
-    if candidate not in candidates:
-        raise ValueError(f"candidate must be one of {list(candidates)}, got {candidate!r}")
+    check_choice(candidate, "candidate", list(candidates))
     joined = datasets if isinstance(datasets, str) else ",".join(datasets)
     tuning, _, real = _search_data(seed, syn_series, syn_steps, joined, n_sequences, n_steps)
     p = candidates[candidate]

@@ -35,7 +35,7 @@ from collections.abc import Mapping
 import numpy as np
 import torch
 
-from calibtut._validation import check_bool, check_int, check_real
+from calibtut._validation import check_bool, check_choice, check_int, check_real
 from calibtut.data import Standardizer, load_regression
 from calibtut.data.splits import kfold_indices
 from calibtut.metrics import l2_calibration_error, nll_gaussian, pit_gaussian, rmse
@@ -284,8 +284,7 @@ def run_qr_config(
     """
     if not isinstance(dataset, str):
         raise TypeError(f"dataset must be a str, got {type(dataset).__name__}")
-    if model not in _MODELS:
-        raise ValueError(f"model must be one of {_MODELS}, got {model!r}")
+    check_choice(model, "model", _MODELS)
     lam = check_real(lam, "lam", low=0)
     seed = check_int(seed, "seed", minimum=0)
     n_folds = check_int(n_folds, "n_folds", minimum=2)

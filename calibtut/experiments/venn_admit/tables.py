@@ -32,7 +32,15 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from calibtut._validation import check_alpha, check_bool, check_choices, check_frame, check_int, check_real
+from calibtut._validation import (
+    check_alpha,
+    check_bool,
+    check_choice,
+    check_choices,
+    check_frame,
+    check_int,
+    check_real,
+)
 from calibtut.conformal.quantiles import conformal_quantile
 from calibtut.experiments.venn_admit._common import method_list
 from calibtut.experiments.venn_admit.tasks import DATASETS, METHODS
@@ -976,8 +984,7 @@ def admissions_by_run(runs, method):
     ([0, 1], [40, 0], [0.95, nan])
     """
     runs = check_frame(runs, "runs", ["run", "method", "admitted", "correct"])
-    if method not in set(runs["method"]):
-        raise ValueError(f"method must be one of runs['method'] {sorted(set(runs['method']))}, got {method!r}")
+    check_choice(method, "method", sorted(set(runs["method"])))
     rows = runs[runs["method"] == method]
     if "by" in rows.columns:
         rows = rows[rows["by"] == "true"]

@@ -65,7 +65,16 @@ import pandas as pd
 import torch
 
 from calibtut._torch import resolve_device
-from calibtut._validation import as_float_array, check_alpha, check_bool, check_choices, check_int, check_labels, check_real
+from calibtut._validation import (
+    as_float_array,
+    check_alpha,
+    check_bool,
+    check_choice,
+    check_choices,
+    check_int,
+    check_labels,
+    check_real,
+)
 from calibtut.conformal.sets import (
     label_conditional_sets,
     localized_conformal_sets,
@@ -331,10 +340,8 @@ def _method_sets(p, alpha, kappa, seed, methods):
 
 
 def _arguments(dataset, seed, n_calibration, model_seed, hidden, epochs, max_features, features):
-    if dataset not in DATASETS:
-        raise ValueError(f"dataset must be one of {DATASETS}, got {dataset!r}")
-    if features not in FEATURES:
-        raise ValueError(f"features must be one of {FEATURES}, got {features!r}")
+    check_choice(dataset, "dataset", DATASETS)
+    check_choice(features, "features", FEATURES)
     _check_settings(seed, model_seed, n_calibration, hidden, epochs, max_features)
     key = (features, int(model_seed), int(hidden), int(epochs), int(max_features))
     return dataset, int(seed), int(n_calibration), key
