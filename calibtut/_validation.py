@@ -385,6 +385,26 @@ def check_choice(value, name, choices):
     return value
 
 
+def check_choices(values, name, choices):
+    """``values`` as a tuple when it is a non-empty selection of ``choices`` (one string is one choice).
+
+    Examples
+    --------
+    >>> check_choices(["ece", "pinball"], "metrics", ("pinball", "ece", "sharpness"))
+    ('ece', 'pinball')
+    >>> check_choices("ece", "metrics", ("pinball", "ece"))
+    ('ece',)
+    >>> check_choices(["ece", "nll"], "metrics", ("pinball", "ece"))
+    Traceback (most recent call last):
+    ...
+    ValueError: metrics must be a non-empty selection of ('pinball', 'ece'), got ('ece', 'nll')
+    """
+    values = (values,) if isinstance(values, str) else tuple(values)
+    if not values or any(v not in choices for v in values):
+        raise ValueError(f"{name} must be a non-empty selection of {tuple(choices)}, got {values!r}")
+    return values
+
+
 def check_bool(value, name):
     """``value`` as a Python bool when it is a bool (numpy's included); else a ``TypeError``.
 

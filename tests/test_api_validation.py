@@ -534,6 +534,9 @@ VALID_FOR = {
     # seeded splits (issue 46 moved them from the experiments layer)
     "calibtut.data.splits.kfold_indices": {"n": 10, "n_folds": 5, "fold": 0},
     "calibtut.data.splits.calibration_parts": {"n": 20, "seed": 0},
+    # summaries of repeated runs (issue 46 moved them from the experiments layer)
+    "calibtut.stats.mean_lower_bound": {"values": _y},
+    "calibtut.stats.summarize_runs": {"runs": lambda: _runs_table(), "by": "lam", "metrics": "rmse"},
     # Paper 001 (Venn-ADMIT): conformal classification sets, Venn predictors, nearest neighbours.
     "calibtut.conformal.OneSidedConformalRegressor": {"cal_quantiles": _quantiles, "test_quantiles": _quantiles},
     "calibtut.conformal.one_sided_cqr_quantiles": {"cal_quantiles": _quantiles, "test_quantiles": _quantiles},

@@ -32,8 +32,8 @@ from calibtut.experiments.quantile_regularization import (
     recalibration_raises_error,
     run_qr_config,
     spacing_share_below,
-    summarize_runs,
 )
+from calibtut.stats import summarize_runs
 
 MIRROR = os.environ.get(MIRROR_ENV)
 needs_mirror = pytest.mark.skipif(
@@ -41,15 +41,6 @@ needs_mirror = pytest.mark.skipif(
     reason=f"{MIRROR_ENV} is not set to the offline data mirror (e.g. ../shared/data)",
 )
 TINY = {"epochs": 2, "width": 16, "n_mc": 4, "n_members": 2, "batch_size": 128}
-
-
-def test_summarize_runs_mean_and_sample_std():
-    runs = pd.DataFrame({"model": ["a", "a", "a", "b"], "ce": [1.0, 2.0, 6.0, 4.0]})
-    table = summarize_runs(runs, "model", ["ce"])
-    assert table["n_runs"].tolist() == [3, 1]
-    assert table["ce_mean"].tolist() == [3.0, 4.0]
-    assert math.isclose(table["ce_std"].iloc[0], np.std([1.0, 2.0, 6.0], ddof=1))
-    assert math.isnan(table["ce_std"].iloc[1])
 
 
 @needs_mirror

@@ -13,7 +13,6 @@ from calibtut.experiments.venn_admit import (
     DATASETS,
     METHODS,
     PROTEIN_METHODS,
-    accuracy_gap_sd,
     admitted_accuracy_gap,
     exemplar_gpu_runs,
     exemplar_gpu_signals,
@@ -39,6 +38,7 @@ from calibtut.experiments.venn_admit import (
 )
 from calibtut.models.memory_head import MemoryHead, fit_memory_head, memory_head_outputs
 from calibtut.papers import paper_table
+from calibtut.stats import accuracy_gap_sd
 
 needs_mirror = pytest.mark.skipif(not os.environ.get("CALIBTUT_DATA_MIRROR"), reason="needs the offline data mirror")
 
@@ -951,11 +951,11 @@ def test_admitted_accuracy_figure_draws_both_panels_and_the_counts():
 
 def test_the_package_reexports_its_files_and_the_stored_runners():
     import calibtut.experiments.venn_admit as part
-    from calibtut.experiments.venn_admit import figures, synthetic, tables, tasks
+    from calibtut.experiments.venn_admit import chapters, claims, figures, protection, tables, tasks
     from calibtut.run.recheck import resolve_function
 
     exported = set(part.__all__)
-    for module in (tasks, tables, figures, synthetic):
+    for module in (tasks, tables, figures, chapters, claims, protection):
         assert set(module.__all__) <= exported, module.__name__
         assert all(getattr(part, name) is getattr(module, name) for name in module.__all__)
     for name in ("run_va_config", "run_protein_config", "run_grammar_config"):

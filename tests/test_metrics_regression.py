@@ -7,6 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 from scipy import stats
+from sklearn.metrics import mean_squared_error
 
 from calibtut.metrics import (
     gaussian_scale_pce,
@@ -22,6 +23,7 @@ from calibtut.metrics import (
     quantile_calibration_error,
     quantile_frequencies,
     quantile_sharpness,
+    rmse,
     sharpness,
 )
 
@@ -295,3 +297,32 @@ def test_gaussian_scale_pce_refuses_a_bad_scale():
         gaussian_scale_pce(0.0)
     with pytest.raises(ValueError, match="scale"):
         gaussian_scale_pce(float("nan"))
+
+
+def test_rmse_matches_scikit_learn_and_a_hand_case():
+    rng = np.random.default_rng(4)
+    for n in (1, 7, 500):
+        y, mean = rng.normal(size=n), rng.normal(size=n)
+        assert rmse(y, mean) == pytest.approx(np.sqrt(mean_squared_error(y, mean)), rel=1e-12)
+    # errors 0, 0 and 2: sqrt(4 / 3)
+    assert rmse([1.0, 2.0, 3.0], [1.0, 2.0, 5.0]) == pytest.approx(2 / np.sqrt(3))
+    assert rmse([1.0, 2.0], [2.0, 1.0]) == rmse([2.0, 1.0], [1.0, 2.0]) == 1.0
+
+
+def test_rmse_of_gaussian_noise_is_its_standard_deviation():
+    # y = mean + N(0, 2^2): the RMSE over 20000 points is 2 up to its sampling error
+    # (the sd of the mean of e^2 is sqrt(2) * 4 / sqrt(n); 5 of them, divided by 2 * 2 for the root)
+    for seed in range(20):
+        rng = np.random.default_rng(seed)
+        mean = rng.uniform(-5, 5, size=20_000)
+        y = mean + rng.normal(0.0, 2.0, size=mean.size)
+        assert abs(rmse(y, mean) - 2.0) < 5 * np.sqrt(2) * 4 / np.sqrt(mean.size) / 4
+
+
+def test_rmse_checks_its_arguments():
+    with pytest.raises(ValueError, match="same length"):
+        rmse([1.0, 2.0], [1.0])
+    with pytest.raises(ValueError, match="mean"):
+        rmse([1.0, 2.0], [1.0, np.nan])
+    with pytest.raises(TypeError, match="y"):
+        rmse(["a", "b"], [1.0, 2.0])

@@ -5,9 +5,10 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from scipy.spatial.distance import cdist
 from sklearn.neighbors import NearestNeighbors
 
-from calibtut.selective import nearest_neighbors, neighbors
+from calibtut.selective import nearest_neighbors, neighbors, pairwise_distances
 
 
 @pytest.fixture(params=["faiss", "torch"])
@@ -227,3 +228,33 @@ def test_clear_errors():
         nearest_neighbors(torch.full((2, 2), float("nan")), ref, 1)
     with pytest.raises(TypeError, match="reference must be a torch.Tensor"):
         nearest_neighbors(ref, np.zeros((4, 2)), 1)
+
+
+def test_pairwise_distances_match_scipy_and_a_hand_case():
+    rng = np.random.default_rng(5)
+    for n, m, d in ((1, 1, 1), (30, 40, 3), (7, 200, 16)):
+        a, b = rng.normal(size=(n, d)), rng.normal(size=(m, d))
+        got = pairwise_distances(a, b)
+        assert got.dtype == torch.float64 and tuple(got.shape) == (n, m)
+        np.testing.assert_allclose(got.numpy(), cdist(a, b), rtol=1e-10, atol=1e-12)
+    # a 3-4-5 triangle; float32 input is measured in float64
+    got = pairwise_distances(np.array([[0, 0], [3, 4]], np.float32), [[0.0, 0.0], [3.0, 0.0]])
+    assert got.tolist() == [[0.0, 3.0], [5.0, 4.0]]
+
+
+def test_pairwise_distances_are_symmetric_and_obey_the_triangle_inequality():
+    for seed in range(10):
+        x = np.random.default_rng(seed).normal(size=(25, 4))
+        dist = pairwise_distances(x, x).numpy()
+        np.testing.assert_allclose(dist, dist.T, atol=1e-12)
+        via = dist[:, :, None] + dist[None, :, :]  # d(i, j) + d(j, k)
+        assert (dist[:, None, :] <= via + 1e-9).all()
+
+
+def test_pairwise_distances_check_their_arguments():
+    with pytest.raises(ValueError, match="same number of columns"):
+        pairwise_distances(np.zeros((2, 3)), np.zeros((2, 2)))
+    with pytest.raises(ValueError, match="a"):
+        pairwise_distances([[np.nan, 0.0]], [[0.0, 0.0]])
+    with pytest.raises(ValueError, match="b"):
+        pairwise_distances([[0.0, 0.0]], [0.0, 0.0])

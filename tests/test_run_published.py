@@ -7,7 +7,17 @@ import json
 import pandas as pd
 import pytest
 
-from calibtut.run import PUBLICATION_STATUSES, Publication, read_published, read_published_with
+import IPython.display
+
+from calibtut.run import (
+    NOT_PUBLISHED,
+    PUBLICATION_STATUSES,
+    Publication,
+    glue_unpublished,
+    read_published,
+    read_published_with,
+)
+from calibtut.run.glue import GLUE_PREFIX
 from calibtut.run.store import SweepStore
 
 
@@ -104,3 +114,29 @@ def test_a_run_in_its_own_layout_is_published_or_absent_by_its_reader():
         read_published_with(broken)
     with pytest.raises(TypeError, match="reader"):
         read_published_with("runs.csv")
+
+
+def test_glue_unpublished_glues_the_one_placeholder_under_each_name(monkeypatch):
+    shown = []
+    monkeypatch.setattr(IPython.display, "display", lambda data, raw, metadata: shown.append((data, metadata)))
+    glue_unpublished(("acc", "share"), prefix="full_")
+    assert [meta["scrapbook"]["name"] for _, meta in shown] == ["full_acc", "full_share"]
+    assert {data[GLUE_PREFIX + "text/plain"] for data, _ in shown} == {repr(NOT_PUBLISHED)}
+    # the absent note and the placeholder say the same words
+    assert NOT_PUBLISHED.strip("()") in Publication("absent", None, None, "the run").note
+    shown.clear()
+    glue_unpublished(["pr_full_rarest"])
+    assert shown[0][1]["scrapbook"]["name"] == "pr_full_rarest"
+
+
+@pytest.mark.parametrize(
+    "names, prefix, error",
+    [("acc", "", TypeError), ([], "", ValueError), (["a", 1], "", TypeError), (["a/b"], "", ValueError),
+     (["acc"], 3, TypeError)],
+)
+def test_glue_unpublished_checks_its_arguments_before_gluing(monkeypatch, names, prefix, error):
+    shown = []
+    monkeypatch.setattr(IPython.display, "display", lambda *a, **k: shown.append(a))
+    with pytest.raises(error):
+        glue_unpublished(names, prefix=prefix)
+    assert shown == []

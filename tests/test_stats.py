@@ -1,4 +1,4 @@
-"""Tests of the statistics of paper 002's comparison and of clustered proportions (calibtut.stats)."""
+"""Tests of calibtut.stats: paper 002's comparison, clustered proportions, summaries of repeated runs."""
 
 import itertools
 
@@ -19,10 +19,12 @@ from calibtut.stats import (
     critical_difference_diagram,
     friedman_wilcoxon,
     holm,
+    mean_lower_bound,
     mean_with_sem,
     paired_wilcoxon,
     pce_study_test,
     select_lambda,
+    summarize_runs,
 )
 
 matplotlib.use("Agg")
@@ -344,3 +346,47 @@ def test_mean_with_sem_matches_scipy():
         mean_with_sem(runs.to_numpy())
     with pytest.raises(ValueError, match="at least one row"):
         mean_with_sem(runs.iloc[:0])
+
+
+def test_mean_lower_bound_is_the_one_sided_t_interval():
+    rng = np.random.default_rng(3)
+    for n in (2, 5, 10, 40):
+        values = rng.normal(0.95, 0.02, size=n)
+        for level in (0.9, 0.99):
+            scipy_low = stats.ttest_1samp(values, 0.0, alternative="greater").confidence_interval(level).low
+            assert mean_lower_bound(values, level) == pytest.approx(scipy_low, rel=1e-12)
+    # equal values: no spread, the bound is the mean
+    assert mean_lower_bound([0.9, 0.9, 0.9]) == pytest.approx(0.9)
+
+
+def test_mean_lower_bound_covers_the_mean_at_its_level():
+    # 4000 samples of 10 normal values: the bound is below the true mean in a share of about 0.99
+    # (binomial s.d. sqrt(0.99 * 0.01 / 4000) = 0.0016; 4 s.d.)
+    rng = np.random.default_rng(11)
+    below = [mean_lower_bound(rng.normal(2.0, 3.0, size=10)) < 2.0 for _ in range(4000)]
+    assert abs(np.mean(below) - 0.99) < 4 * np.sqrt(0.99 * 0.01 / 4000)
+
+
+def test_mean_lower_bound_checks_its_arguments():
+    with pytest.raises(ValueError, match="at least 2 runs"):
+        mean_lower_bound([0.9])
+    with pytest.raises(ValueError, match="values"):
+        mean_lower_bound([0.9, np.nan])
+    with pytest.raises(ValueError, match="level"):
+        mean_lower_bound([0.9, 0.8], level=1.0)
+
+
+def test_summarize_runs_mean_and_sample_std():
+    runs = pd.DataFrame({"model": ["a", "a", "a", "b"], "ce": [1.0, 2.0, 6.0, 4.0]})
+    table = summarize_runs(runs, "model", ["ce"])
+    assert table["n_runs"].tolist() == [3, 1]
+    assert table["ce_mean"].tolist() == [3.0, 4.0]
+    assert np.isclose(table["ce_std"].iloc[0], np.std([1.0, 2.0, 6.0], ddof=1))
+    assert np.isnan(table["ce_std"].iloc[1])
+    # rounding for display, and a missing column named
+    rounded = summarize_runs(runs, ["model"], "ce", decimals=1)
+    assert rounded["ce_std"].iloc[0] == round(np.std([1.0, 2.0, 6.0], ddof=1), 1)
+    with pytest.raises(ValueError, match="runs"):
+        summarize_runs(runs, "model", ["nll"])
+    with pytest.raises(ValueError, match="decimals"):
+        summarize_runs(runs, "model", ["ce"], decimals=-1)

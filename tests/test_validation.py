@@ -13,6 +13,7 @@ from calibtut._validation import (
     as_float_array,
     check_alpha,
     check_categories,
+    check_choices,
     check_class_probs,
     check_distances,
     check_distribution,
@@ -322,3 +323,20 @@ def test_check_quantile_function():
 def test_every_message_names_the_argument(check, bad):
     with pytest.raises((ValueError, TypeError), match="the_argument"):
         check(bad, "the_argument")
+
+
+# ------------------------------------------------------------------ check_choices
+
+
+def test_check_choices_returns_the_selection_in_its_order():
+    choices = ("pinball", "ece", "sharpness")
+    assert check_choices(["sharpness", "ece"], "metrics", choices) == ("sharpness", "ece")
+    assert check_choices("ece", "metrics", choices) == ("ece",)  # one string is one choice
+    assert check_choices(iter(["ece"]), "metrics", choices) == ("ece",)
+    assert check_choices(["a"], "keys", {"a": 1, "b": 2}) == ("a",)  # a mapping's keys
+
+
+@pytest.mark.parametrize("values", [[], (), ["ece", "nll"], "nll", ["ec"]])
+def test_check_choices_refuses_an_empty_or_unknown_selection(values):
+    with pytest.raises(ValueError, match=r"metrics must be a non-empty selection of \('pinball', 'ece'\)"):
+        check_choices(values, "metrics", ("pinball", "ece"))

@@ -27,7 +27,7 @@ other analysis goes to ``tables.py`` or ``figures.py``.
 Library-grade helpers do not live here: a function that a chapter uses but
 that is not about one paper's experiment belongs to its layer below
 (:mod:`calibtut.stats`, :mod:`calibtut.metrics`, :mod:`calibtut.data`), and
-the part re-exports it when a chapter imports it from the part.
+the chapters import it from there: a part does not re-export library names.
 
 A package re-exports its public names, and the chapters import from it
 only (``from calibtut.experiments.drift import table1_summary``).

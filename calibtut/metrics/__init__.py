@@ -16,7 +16,8 @@ pit
 regression
     PCE_p, quantile calibration error (PCE of quantile models, drift-paper
     L_ece), the l2 calibration error, PIT reliability data, coverage and
-    sharpness, the exact PCE of a Gaussian forecast of the wrong scale.
+    sharpness, the RMSE of point predictions, the exact PCE of a Gaussian
+    forecast of the wrong scale.
 interval_scores
     The CRPS and STD that paper 002's figures plot, in the authors' code's
     definitions (weighted interval score, quantile spread).
@@ -68,6 +69,7 @@ from calibtut.metrics.regression import (
     quantile_calibration_error,
     quantile_frequencies,
     quantile_sharpness,
+    rmse,
     sharpness,
 )
 from calibtut.metrics.sets import class_conditional_coverage, coverage_by_group, mean_set_size, set_coverage
@@ -115,6 +117,7 @@ __all__ = [
     "quantile_frequencies",
     "quantile_sharpness",
     "reliability_data",
+    "rmse",
     "set_coverage",
     "sharpness",
     "smooth_ece",

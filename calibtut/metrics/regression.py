@@ -1,4 +1,4 @@
-"""Calibration errors, sharpness and coverage for regression.
+"""Calibration errors, sharpness, coverage and the RMSE for regression.
 
 PIT-based errors take the PIT values (see :mod:`calibtut.metrics.pit`);
 quantile-based errors take quantile predictions ``(n, n_levels)`` and
@@ -46,6 +46,7 @@ __all__ = [
     "quantile_sharpness",
     "sharpness",
     "mixture_std",
+    "rmse",
 ]
 
 
@@ -382,6 +383,31 @@ def sharpness(std, root_mean_square=False):
     """
     std = check_positive(std, "std", ndim=1)
     return float(np.sqrt(np.mean(std**2)) if root_mean_square else np.mean(std))
+
+
+def rmse(y, mean):
+    """Root mean squared error of point predictions, ``sqrt(mean((y - mean)**2))``.
+
+    Parameters
+    ----------
+    y : array_like, shape (n,)
+        Outcomes.
+    mean : array_like, shape (n,)
+        Point predictions (a predictive mean), in the units of ``y``.
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> rmse([1.0, 2.0, 3.0], [1.0, 2.0, 5.0])
+    1.1547005383792515
+    """
+    y = as_float_array(y, "y", ndim=1)
+    mean = as_float_array(mean, "mean", ndim=1)
+    check_same_length(y=y, mean=mean)
+    return float(np.sqrt(np.mean((y - mean) ** 2)))
 
 
 def mixture_std(weights, means, stds):

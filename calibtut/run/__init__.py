@@ -12,7 +12,9 @@ Inside a notebook:
   full run has got and what it holds so far;
 - :func:`read_published` (and :func:`read_published_with`, for a run in a
   layout of its own) finds a chapter's full run: published, interim (its
-  store so far) or absent, with one note the book shows alike;
+  store so far) or absent, with one note the book shows alike, and
+  :func:`glue_unpublished` glues the one placeholder (:data:`NOT_PUBLISHED`)
+  where a check cell finds no run;
 - :func:`paper_vs_ours` builds the comparison table, and
   :class:`Verdict` and :func:`verdict_table` give every claims table its
   words and its shape;
@@ -85,11 +87,19 @@ from calibtut.run.compare import paper_vs_ours
 from calibtut.run.execute import NotebookFailed, parse_value, run_notebook
 from calibtut.run.glue import glue
 from calibtut.run.profiles import PROFILES, Settings, settings
-from calibtut.run.published import PUBLICATION_STATUSES, Publication, read_published, read_published_with
+from calibtut.run.published import (
+    NOT_PUBLISHED,
+    PUBLICATION_STATUSES,
+    Publication,
+    glue_unpublished,
+    read_published,
+    read_published_with,
+)
 from calibtut.run.store import SweepStore
 from calibtut.run.sweep import SweepFailed, sweep
 
 __all__ = [
+    "NOT_PUBLISHED",
     "PROFILES",
     "PUBLICATION_STATUSES",
     "RUN_DIR_ENV",
@@ -103,6 +113,7 @@ __all__ = [
     "current_run_dir",
     "find_root",
     "glue",
+    "glue_unpublished",
     "load_result",
     "paper_vs_ours",
     "parse_value",

@@ -9,9 +9,21 @@ one-line note that renders the same way in every chapter, with no path.
 
 from __future__ import annotations
 
+from calibtut.run._paths import check_name
 from calibtut.run.artifacts import load_result, stored_rows
+from calibtut.run.glue import glue
 
-__all__ = ["PUBLICATION_STATUSES", "Publication", "read_published", "read_published_with"]
+__all__ = [
+    "NOT_PUBLISHED",
+    "PUBLICATION_STATUSES",
+    "Publication",
+    "glue_unpublished",
+    "read_published",
+    "read_published_with",
+]
+
+#: What the text shows in place of a number taken from a run not yet published.
+NOT_PUBLISHED = "(not yet published)"
 
 #: What a chapter found of a full run, in the order it is looked for.
 PUBLICATION_STATUSES = ("published", "interim", "absent")
@@ -160,3 +172,35 @@ def read_published_with(reader, *, what="the full run"):
     except FileNotFoundError:
         return Publication("absent", None, None, what)
     return Publication("published", rows, None, what)
+
+
+def glue_unpublished(names, *, prefix=""):
+    """Glue :data:`NOT_PUBLISHED` under each name, for a check cell that finds no run.
+
+    The text of a chapter quotes numbers of its full run with glue roles;
+    where the run is absent every one of them reads the same placeholder.
+
+    Parameters
+    ----------
+    names : iterable of str
+        The glue keys, without ``prefix``.
+    prefix : str, default ""
+        Put before each name (``"va_ex_"`` glues ``va_ex_<name>``).
+
+    Examples
+    --------
+    >>> glue_unpublished(["acc", "share"], prefix="full_")  # doctest: +SKIP
+    >>> NOT_PUBLISHED
+    '(not yet published)'
+    """
+    if not isinstance(prefix, str):
+        raise TypeError(f"prefix must be a string, got {type(prefix).__name__}")
+    if isinstance(names, str):
+        raise TypeError(f"names must be an iterable of strings, not one string, got {names!r}")
+    keys = [prefix + name if isinstance(name, str) else name for name in names]
+    if not keys:
+        raise ValueError("names must name at least one glue key, got none")
+    for key in keys:
+        check_name(key, "names")
+    for key in keys:
+        glue(key, NOT_PUBLISHED)

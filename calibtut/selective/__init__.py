@@ -1,6 +1,7 @@
 """Selective classification of paper 001 (Venn-ADMIT).
 
-* :mod:`calibtut.selective.neighbors`: exact k-nearest neighbours in torch.
+* :mod:`calibtut.selective.neighbors`: exact k-nearest neighbours and
+  pairwise distances in torch.
 * :mod:`calibtut.selective.knn_approximation`: the KNN approximation of a
   network, the localizer, and the features q and d.
 * :mod:`calibtut.selective.features`: :class:`KNNFeatures`, the bundle of a
@@ -33,13 +34,12 @@ from calibtut.selective.knn_approximation import (
     fit_knn_approximation,
     fit_localizer,
 )
-from calibtut.selective.neighbors import (
-    nearest_neighbors,
-)
+from calibtut.selective.neighbors import nearest_neighbors, pairwise_distances
 from calibtut.selective.pipeline import KNNFeaturePipeline
 
 __all__ = [
     "nearest_neighbors",
+    "pairwise_distances",
     "KNNApproximation",
     "KNNFitHistory",
     "fit_knn_approximation",

@@ -47,6 +47,9 @@ merges per-block top-``K`` lists; the float64 re-ranking works on small
 blocks. Beyond the inputs, the search holds float32 copies of the centred
 queries and references (with faiss, the references' copy is its index, filled
 about ``block_size**2`` numbers at a time).
+
+:func:`pairwise_distances` is the full float64 distance matrix of two sets
+(``torch.cdist``), which the localizers take.
 """
 
 from __future__ import annotations
@@ -56,9 +59,9 @@ import math
 
 import torch
 
-from calibtut._validation import check_bool, check_int
+from calibtut._validation import as_float_array, check_bool, check_int
 
-__all__ = ["nearest_neighbors"]
+__all__ = ["nearest_neighbors", "pairwise_distances"]
 
 # the unit roundoff of a float32 matrix product at each torch.get_float32_matmul_precision()
 _MATMUL_UNIT_ROUNDOFF = {"highest": 2.0**-24, "high": 2.0**-11, "medium": 2.0**-8}
@@ -293,3 +296,30 @@ def nearest_neighbors(queries, reference, k, *, block_size=2048, exclude_self=Fa
         out_i += i
     order = torch.argsort(torch.cat(out_rows))
     return torch.cat(out_d)[order].to(queries.dtype), torch.cat(out_i)[order]
+
+
+def pairwise_distances(a, b):
+    """Euclidean distances of every row of ``a`` to every row of ``b``, in float64 (``torch.cdist``).
+
+    The distance matrix the localizers take (paper 001's ``exp(-d / eta)``
+    kernels and softmax weights), on CPU.
+
+    Parameters
+    ----------
+    a : array_like of shape (n, d)
+    b : array_like of shape (m, d)
+
+    Returns
+    -------
+    torch.Tensor of shape (n, m), float64
+
+    Examples
+    --------
+    >>> pairwise_distances([[0.0, 0.0], [3.0, 4.0]], [[0.0, 0.0]]).tolist()
+    [[0.0], [5.0]]
+    """
+    a = as_float_array(a, "a", ndim=2)
+    b = as_float_array(b, "b", ndim=2)
+    if a.shape[1] != b.shape[1]:
+        raise ValueError(f"a and b must have the same number of columns, got {a.shape[1]} and {b.shape[1]}")
+    return torch.cdist(torch.as_tensor(a, dtype=torch.float64), torch.as_tensor(b, dtype=torch.float64))

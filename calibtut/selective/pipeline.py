@@ -43,7 +43,7 @@ from calibtut.selective.knn_approximation import (
     fit_knn_approximation,
     fit_localizer,
 )
-from calibtut.selective.neighbors import nearest_neighbors
+from calibtut.selective.neighbors import nearest_neighbors, pairwise_distances
 
 __all__ = ["KNNFeaturePipeline"]
 
@@ -60,10 +60,6 @@ def _softmax(logits):
     z = logits - logits.max(axis=1, keepdims=True)
     e = np.exp(z)
     return e / e.sum(axis=1, keepdims=True)
-
-
-def _distances(a, b):
-    return torch.cdist(torch.as_tensor(a, dtype=torch.float64), torch.as_tensor(b, dtype=torch.float64))
 
 
 def _check_knn_eta(value, name):
@@ -283,7 +279,7 @@ class KNNFeaturePipeline(Estimator):
         teacher = self.knn_logits(exemplars, neighbours=neighbours)
         self.support_ = support
         self.localizer_ = Localizer(eta=eta)
-        fit_localizer(self.localizer_, _distances(exemplars, support), torch.as_tensor(support_logits),
+        fit_localizer(self.localizer_, pairwise_distances(exemplars, support), torch.as_tensor(support_logits),
                       torch.as_tensor(teacher), epochs=self.params_.epochs, seed=seed)
         return self
 
@@ -297,7 +293,7 @@ class KNNFeaturePipeline(Estimator):
         check_fitted(self, "localizer_")
         exemplars = _matrix(exemplars, "exemplars", self.support_.shape[1])
         with torch.no_grad():
-            return self.localizer_.weights(_distances(exemplars, self.support_)).numpy()
+            return self.localizer_.weights(pairwise_distances(exemplars, self.support_)).numpy()
 
     def _neighbourhood(self, exemplars, neighbours, name):
         if neighbours is None:

@@ -53,8 +53,6 @@ from calibtut.experiments.covariate_shift.tasks import (
 )
 
 # Library functions the chapters import from this part (their homes are in the lower layers).
-from calibtut.metrics.sets import coverage_by_group
-from calibtut.stats import mean_with_sem
 
 
 __all__ = [
@@ -68,11 +66,9 @@ __all__ = [
     "authors_network_vs_paper",
     "clip_median_summary",
     "clip_summary",
-    "coverage_by_group",
     "cs_tasks",
     "ece_vs_rotation",
     "iw_gain_by_shift",
-    "mean_with_sem",
     "misspecified_classifier_logits",
     "parse_shift",
     "repeats_by_method",

@@ -14,8 +14,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from calibtut._validation import check_frame
-from calibtut.experiments.drift._common import _check_names
+from calibtut._validation import check_choice, check_choices, check_frame
 from calibtut.papers import paper_table
 from calibtut.run import paper_vs_ours
 
@@ -136,8 +135,7 @@ def paired_difference(rows, metric, a, b, alternative="two-sided"):
     >>> round(paired_difference(rows, "ece", "conf.", "ours", alternative="greater")["p"].item(), 3)
     0.102
     """
-    if metric not in TABLE1_METRICS:
-        raise ValueError(f"metric must be one of {list(TABLE1_METRICS)}, got {metric!r}")
+    check_choice(metric, "metric", list(TABLE1_METRICS))
     check_frame(rows, "rows", ["dataset", "seed", "sequence", "drift", "method", metric])
     for name, label in (("a", a), ("b", b)):
         if label not in set(rows["method"]):
@@ -193,7 +191,7 @@ def table1_vs_paper(ours, *, rows, full=None, by="drift", live="ci"):
     [['pinball', 0.533, 0.55], ['ece', 0.073, 0.08], ['sharpness', 1.972, 2.0]]
     """
     paper = paper_table("drift", "table1").dropna()
-    rows = _check_names(rows, tuple(paper["row"].unique()), "rows")
+    rows = check_choices(rows, "rows", tuple(paper["row"].unique()))
 
     def long(frame, name):
         check_frame(frame, name, [by, "method", *TABLE1_METRICS])

@@ -38,9 +38,17 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from calibtut._validation import as_float_array, check_int, check_levels, check_real, check_rng
+from calibtut._validation import (
+    as_float_array,
+    check_choice,
+    check_choices,
+    check_int,
+    check_levels,
+    check_real,
+    check_rng,
+)
 from calibtut.data import load_regression
-from calibtut.experiments.drift._common import _check_names
+from calibtut.metrics import rmse
 from calibtut.online.adjustment import PRESETS, DriftParams
 from calibtut.online.baselines import ACICalibrator, OriginalForecast, RegretCalibrator
 from calibtut.online.calibrator import DriftCalibrator
@@ -123,8 +131,7 @@ class BenchmarkStream:
 def _check_dataset(dataset):
     if not isinstance(dataset, str):
         raise TypeError(f"dataset must be a str, got {type(dataset).__name__}")
-    if dataset not in BENCHMARK_DATASETS:
-        raise ValueError(f"dataset must be one of {sorted(BENCHMARK_DATASETS)}, got {dataset!r}")
+    check_choice(dataset, "dataset", sorted(BENCHMARK_DATASETS))
     return dataset
 
 
@@ -135,11 +142,10 @@ def _check_settings(*, n_steps, n_sequences, n_levels, max_train, aci_gamma, par
     check_int(n_levels, "n_levels", minimum=1)
     check_int(max_train, "max_train", minimum=10)
     check_real(aci_gamma, "aci_gamma", low=0, low_open=True)
-    if params not in PRESETS:
-        raise ValueError(f"params must be one of {sorted(PRESETS)}, got {params!r}")
+    check_choice(params, "params", sorted(PRESETS))
     for value, allowed, name in ((drifts, BENCHMARK_DRIFTS, "drifts"), (methods, BENCHMARK_METHODS, "methods")):
         if value != "all":
-            _check_names(value.split(",") if isinstance(value, str) else value, allowed, name)
+            check_choices(value.split(",") if isinstance(value, str) else value, name, allowed)
 
 
 def gaussian_base_forecasts(X, y, levels, *, n_steps=100, n_sequences=1, max_train=5000, seed=None):
@@ -199,7 +205,7 @@ def gaussian_base_forecasts(X, y, levels, *, n_steps=100, n_sequences=1, max_tra
     rows = np.stack([rng.choice(pool, size=T, replace=False) for _ in range(m)])
     with threadpool_limits(1):  # OpenMP threads on a busy machine are far slower than one
         model.fit(X[fit], z[fit])
-        std = float(np.sqrt(np.mean((model.predict(X[val]) - z[val]) ** 2)))
+        std = rmse(z[val], model.predict(X[val]))
         mean = model.predict(X[rows.ravel()]).reshape(m, T)
     forecasts = mean[..., None] + max(std, 1e-6) * stats.norm.ppf(a)
     return forecasts, z[rows]
@@ -238,7 +244,7 @@ def benchmark_streams(dataset, *, seed=0, drifts=BENCHMARK_DRIFTS, n_steps=100, 
     True
     """
     _check_dataset(dataset)
-    drifts = _check_names(drifts, BENCHMARK_DRIFTS, "drifts")
+    drifts = check_choices(drifts, "drifts", BENCHMARK_DRIFTS)
     levels = equally_spaced_levels(n_levels)
     for value, name in ((n_steps, "n_steps"), (n_sequences, "n_sequences")):
         check_int(value, name, minimum=1)
@@ -281,7 +287,7 @@ def make_method(method, levels, B, *, params="paper", aci_gamma=0.05, seed=None)
     >>> type(make_method("ours", [0.25, 0.75], 5.0)).__name__
     'DriftCalibrator'
     """
-    _check_names(method, BENCHMARK_METHODS, "method")
+    check_choices(method, "method", BENCHMARK_METHODS)
     aci_gamma = check_real(aci_gamma, "aci_gamma", low=0, low_open=True)
     if method == "original":
         return OriginalForecast(levels, B)
@@ -354,9 +360,9 @@ def run_benchmark_task(dataset, seed, *, n_steps=100, n_sequences=1, n_levels=9,
     """
     _check_settings(n_steps=n_steps, n_sequences=n_sequences, n_levels=n_levels, max_train=max_train,
                     aci_gamma=aci_gamma, params=params, drifts=drifts, methods=methods)
-    drift_list = BENCHMARK_DRIFTS if drifts == "all" else _check_names(drifts.split(","), BENCHMARK_DRIFTS, "drifts")
-    method_list = BENCHMARK_METHODS if methods == "all" else _check_names(methods.split(","), BENCHMARK_METHODS,
-                                                                            "methods")
+    drift_list = BENCHMARK_DRIFTS if drifts == "all" else check_choices(drifts.split(","), "drifts", BENCHMARK_DRIFTS)
+    method_list = BENCHMARK_METHODS if methods == "all" else check_choices(methods.split(","), "methods",
+                                                                             BENCHMARK_METHODS)
     seed = check_int(seed, "seed", minimum=0)
     streams = benchmark_streams(dataset, seed=seed, drifts=drift_list, n_steps=n_steps, n_sequences=n_sequences,
                                 n_levels=n_levels, max_train=max_train)
@@ -433,7 +439,7 @@ def benchmark_tasks(datasets, seeds, *, n_steps=100, n_sequences=1, n_levels=9, 
     >>> len(tasks), tasks[1]["dataset"], tasks[1]["seed"], tasks[1]["n_steps"]
     (4, 'yacht', 1, 100)
     """
-    datasets = _check_names(datasets, tuple(BENCHMARK_DATASETS), "datasets")
+    datasets = check_choices(datasets, "datasets", tuple(BENCHMARK_DATASETS))
     seeds = [check_int(s, "seeds", minimum=0) for s in seeds]
     _check_settings(n_steps=n_steps, n_sequences=n_sequences, n_levels=n_levels, max_train=max_train,
                     aci_gamma=aci_gamma, params=params, drifts=drifts, methods=methods)
@@ -610,7 +616,7 @@ def search_tasks(seed, *, n_candidates, syn_series, syn_steps, datasets, n_seque
     (['paper', 'torchuq', 'random 0'], 'yacht')
     """
     seed = check_int(seed, "seed", minimum=0)
-    _check_names(datasets, tuple(BENCHMARK_DATASETS), "datasets")
+    check_choices(datasets, "datasets", tuple(BENCHMARK_DATASETS))
     sizes = {"n_candidates": check_int(n_candidates, "n_candidates", minimum=1),
              "syn_series": check_int(syn_series, "syn_series", minimum=1),
              "syn_steps": check_int(syn_steps, "syn_steps", minimum=1),
@@ -694,8 +700,7 @@ def run_search_task(candidate, seed, *, n_candidates, syn_series, syn_steps, dat
     True
     """
     candidates = search_candidates(n_candidates, seed)
-    if candidate not in candidates:
-        raise ValueError(f"candidate must be one of {list(candidates)}, got {candidate!r}")
+    check_choice(candidate, "candidate", list(candidates))
     joined = datasets if isinstance(datasets, str) else ",".join(datasets)
     tuning, _, real = _search_data(seed, syn_series, syn_steps, joined, n_sequences, n_steps)
     p = candidates[candidate]

@@ -5,7 +5,7 @@ notebooks and tests import from here. Its files, by role:
 
 * :mod:`~calibtut.experiments.quantile_regularization.tasks`: the task lists
   (:func:`qr_tasks`, :func:`fold_order_tasks`), the folds
-  (:func:`calibtut.data.splits.kfold_indices`, re-exported here) and the one-configuration runner that
+  (:func:`calibtut.data.splits.kfold_indices`) and the one-configuration runner that
   :func:`calibtut.run.sweep` calls (:func:`run_qr_config`: one dataset, fold,
   model and regularizer weight, trained and evaluated);
 * :mod:`~calibtut.experiments.quantile_regularization.tables`: our runs
@@ -34,7 +34,6 @@ from calibtut.experiments.quantile_regularization.tables import (
     qr_effect,
     recalibration_raises_error,
     spacing_share_below,
-    summarize_runs,
     uci_claims,
 )
 from calibtut.experiments.quantile_regularization.tasks import (
@@ -46,7 +45,6 @@ from calibtut.experiments.quantile_regularization.tasks import (
 )
 
 # Library functions the chapters import from this part (their homes are in the lower layers).
-from calibtut.data.splits import kfold_indices
 
 
 __all__ = [
@@ -57,7 +55,6 @@ __all__ = [
     "ablation_tables",
     "fold_order_summary",
     "fold_order_tasks",
-    "kfold_indices",
     "mean_pm_std",
     "paper_numbers",
     "paper_setting",
@@ -68,6 +65,5 @@ __all__ = [
     "recalibration_raises_error",
     "run_qr_config",
     "spacing_share_below",
-    "summarize_runs",
     "uci_claims",
 ]

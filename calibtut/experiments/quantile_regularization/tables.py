@@ -1,7 +1,7 @@
 """The tables of paper 003's UCI experiments: our runs summarized as the paper prints them and beside its numbers.
 
-:func:`summarize_runs` and :func:`mean_pm_std` give the paper's "mean ± std"
-cells over folds and repeats; :func:`paper_numbers` reads Tables 1, 2 and 4-7
+:func:`mean_pm_std` writes the paper's "mean ± std" cells from
+:func:`calibtut.stats.summarize_runs` of our folds and repeats; :func:`paper_numbers` reads Tables 1, 2 and 4-7
 from :mod:`calibtut.papers`, and :func:`paper_vs_ours_cells` /
 :func:`paper_vs_ours_view` put every cell beside ours. :func:`qr_effect`,
 :func:`recalibration_raises_error` and :func:`fold_order_summary` are the
@@ -17,7 +17,7 @@ import functools
 import numpy as np
 import pandas as pd
 
-from calibtut._validation import check_frame, check_int, check_real
+from calibtut._validation import check_choices, check_frame, check_real
 from calibtut.experiments.quantile_regularization.tasks import PAPER_LAMBDA
 from calibtut.papers import paper_table
 from calibtut.run import Verdict, paper_vs_ours, verdict_table
@@ -35,7 +35,6 @@ __all__ = [
     "qr_effect",
     "recalibration_raises_error",
     "spacing_share_below",
-    "summarize_runs",
     "uci_claims",
 ]
 
@@ -65,53 +64,6 @@ def paper_setting(runs):
     paper_lam = runs["model"].map(PAPER_LAMBDA)
     return ((runs["spacing"].astype(str) == "sqrt") & (runs["spacing_mult"] == 1.0)
             & ((runs["lam"] == 0) | (runs["lam"] == paper_lam)))
-
-
-def summarize_runs(runs, by, metrics, *, decimals=None):
-    """Mean and standard deviation of metrics over folds and repeats, one row per group.
-
-    The paper reports "mean ± std" over its splits and repeats; this builds the
-    same summary from the rows of a sweep of :func:`run_qr_config`.
-
-    Parameters
-    ----------
-    runs : pandas.DataFrame
-        One row per run, with the columns ``by`` and ``metrics``.
-    by : str or list of str
-        Grouping columns, e.g. ``["model", "dataset", "lam"]``.
-    metrics : list of str
-        Metric columns to summarize.
-    decimals : int, optional
-        Round for display.
-
-    Returns
-    -------
-    pandas.DataFrame
-        Columns ``by``, ``n_runs``, then ``<metric>_mean`` and ``<metric>_std``
-        (sample std, ddof = 1; NaN for a single run) for each metric.
-
-    Examples
-    --------
-    >>> runs = pd.DataFrame({"lam": [0, 0, 1], "rmse": [1.0, 3.0, 2.0]})
-    >>> summarize_runs(runs, "lam", ["rmse"])
-       lam  n_runs  rmse_mean  rmse_std
-    0    0       2        2.0  1.414214
-    1    1       1        2.0       NaN
-    """
-    by = [by] if isinstance(by, str) else list(by)
-    metrics = [metrics] if isinstance(metrics, str) else list(metrics)
-    check_frame(runs, "runs", [*by, *metrics])
-    if decimals is not None:
-        decimals = check_int(decimals, "decimals", minimum=0)
-    groups = runs.groupby(by, sort=False)
-    table = groups.size().rename("n_runs").reset_index()
-    for metric in metrics:
-        stats = groups[metric].agg(["mean", "std"]).rename(columns=lambda c: f"{metric}_{c}").reset_index()
-        table = table.merge(stats, on=by, how="left")
-    if decimals is not None:
-        numeric = [c for c in table.columns if c.endswith(("_mean", "_std"))]
-        table[numeric] = table[numeric].round(decimals)
-    return table
 
 
 #: The paper's UCI tables shipped in :mod:`calibtut.papers`: Tables 1-2 (base vs QR), 4-5 (after isotonic),
@@ -377,12 +329,12 @@ def paper_vs_ours_view(cells):
 
 
 def mean_pm_std(table, metrics):
-    """The paper's "mean ± std" cells from :func:`summarize_runs`, one row per (model, dataset, method).
+    """The paper's "mean ± std" cells of a summary of runs, one row per (model, dataset, method).
 
     Parameters
     ----------
     table : pandas.DataFrame
-        :func:`summarize_runs` by ``["model", "dataset", "method"]``.
+        :func:`~calibtut.stats.summarize_runs` by ``["model", "dataset", "method"]``.
     metrics : list of str
         Metrics summarized in ``table`` (its ``<metric>_mean`` and
         ``<metric>_std`` columns).
@@ -397,15 +349,14 @@ def mean_pm_std(table, metrics):
     --------
     >>> runs = pd.DataFrame({"model": "dropout", "dataset": "yacht", "method": ["base", "base", "QR"],
     ...                      "rmse": [1.0, 3.0, 2.0]})
+    >>> from calibtut.stats import summarize_runs
     >>> mean_pm_std(summarize_runs(runs, ["model", "dataset", "method"], ["rmse"]), ["rmse"])["RMSE"].tolist()
     ['2.00 ± 1.41', '2.00 ± NA']
     """
     metrics = [metrics] if isinstance(metrics, str) else list(metrics)
     columns = [f"{m}_{stat}" for m in metrics for stat in ("mean", "std")]
     check_frame(table, "table", [*_CELL, *columns])
-    unknown = [m for m in metrics if m not in SHORT_METRIC_LABELS]
-    if unknown:
-        raise ValueError(f"metrics must be among {list(SHORT_METRIC_LABELS)}, got {unknown}")
+    check_choices(metrics, "metrics", SHORT_METRIC_LABELS)
     view = table.set_index(_CELL)[[]].copy()
     for m in metrics:
         view[SHORT_METRIC_LABELS[m]] = [

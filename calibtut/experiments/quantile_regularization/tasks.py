@@ -35,10 +35,10 @@ from collections.abc import Mapping
 import numpy as np
 import torch
 
-from calibtut._validation import check_bool, check_int, check_real
+from calibtut._validation import check_bool, check_choice, check_int, check_real
 from calibtut.data import Standardizer, load_regression
 from calibtut.data.splits import kfold_indices
-from calibtut.metrics import l2_calibration_error, nll_gaussian, pit_gaussian
+from calibtut.metrics import l2_calibration_error, nll_gaussian, pit_gaussian, rmse
 from calibtut.models import DeepEnsemble, MCDropoutGaussian, fit, fit_ensemble, resolve_device
 from calibtut.recalibration.isotonic import IsotonicRecalibrator
 from calibtut.regularizers.entropy import resolve_spacing
@@ -177,10 +177,6 @@ def _predict(net, X, device, scaler):
     return scaler.inverse_transform_y(mean), scaler.inverse_transform_y(std, scale_only=True)
 
 
-def _rmse(y, mean):
-    return float(np.sqrt(np.mean((y - mean) ** 2)))
-
-
 def _mixture_nll(lik):
     with np.errstate(divide="ignore"):
         return float(-np.mean(np.log(lik)))
@@ -288,8 +284,7 @@ def run_qr_config(
     """
     if not isinstance(dataset, str):
         raise TypeError(f"dataset must be a str, got {type(dataset).__name__}")
-    if model not in _MODELS:
-        raise ValueError(f"model must be one of {_MODELS}, got {model!r}")
+    check_choice(model, "model", _MODELS)
     lam = check_real(lam, "lam", low=0)
     seed = check_int(seed, "seed", minimum=0)
     n_folds = check_int(n_folds, "n_folds", minimum=2)
@@ -345,10 +340,10 @@ def _run(dataset, fold, model, lam, rule, epochs, seed, dev, n_folds, shuffle, b
         "n_test": len(test),
         "spacing_k": resolve_spacing(rule, batch) if lam > 0 else 0,
         "calib_error": l2_calibration_error(pit),
-        "rmse": _rmse(y_te, mean),
+        "rmse": rmse(y_te, mean),
         "nll": float(nll_gaussian(y_te, mean, std)),
         "calib_error_iso": l2_calibration_error(rec.transform(pit)),
-        "rmse_iso": _rmse(y_te, rec.mean(mean, std)),
+        "rmse_iso": rmse(y_te, rec.mean(mean, std)),
         "nll_iso": _mixture_nll(lik_iso),
         "max_lik": float(_gaussian_pdf(y_te, mean, std).max()),
         "max_lik_iso": float(lik_iso.max()),
@@ -386,8 +381,8 @@ def _kfold_isotonic(model, X_tr, y_tr, X_te, y_te, scaler, k, seed, hidden, n_me
     return {
         "calib_error_kfold": l2_calibration_error(average["pit"]),
         "calib_error_kfold_iso": l2_calibration_error(average["pit_iso"]),
-        "rmse_kfold": _rmse(y_te, average["mean"]),
-        "rmse_kfold_iso": _rmse(y_te, average["mean_iso"]),
+        "rmse_kfold": rmse(y_te, average["mean"]),
+        "rmse_kfold_iso": rmse(y_te, average["mean_iso"]),
         "nll_kfold": _mixture_nll(average["lik"]),
         "nll_kfold_iso": _mixture_nll(average["lik_iso"]),
     }

@@ -140,7 +140,6 @@ from calibtut.experiments.regression_study.tasks import (
 )
 
 # Library functions the chapters import from this part (their homes are in the lower layers).
-from calibtut.metrics.regression import gaussian_scale_pce
 
 
 __all__ = [
@@ -234,7 +233,6 @@ __all__ = [
     "study_cost",
     "trainings_per_task",
     # chapters
-    "gaussian_scale_pce",
     "plot_qr_scale_curve",
     "qr_scale_curve",
     "qr_scale_optimum",

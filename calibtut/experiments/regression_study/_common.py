@@ -10,7 +10,7 @@ import typing
 
 import pandas as pd
 
-from calibtut._validation import check_int
+from calibtut._validation import check_choice, check_int
 from calibtut.models.study_training import BASE_MODEL_NAMES
 from calibtut.run import read_published, stored_rows
 
@@ -20,8 +20,7 @@ STUDY_RUNS = 5
 
 def check_base(base):
     """``base`` if it names a base model of the study, else a ValueError."""
-    if base not in BASE_MODEL_NAMES:
-        raise ValueError(f"base must be one of {tuple(BASE_MODEL_NAMES)}, got {base!r}")
+    check_choice(base, "base", tuple(BASE_MODEL_NAMES))
     return base
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from calibtut._validation import check_frame, check_int
+from calibtut._validation import check_choice, check_frame, check_int
 from calibtut.experiments.regression_study._common import FullRun, read_full_run
 from calibtut.experiments.regression_study.figures import median_effects
 from calibtut.experiments.regression_study.tables import cohens_d_table
@@ -189,8 +189,7 @@ def ablation_effects(rows, factor, metric, form="authors"):
     >>> ablation_effects(rows, "n_components", "nll", form="textbook").round(3).values.tolist()
     [[3.536]]
     """
-    if factor not in ABLATIONS:
-        raise ValueError(f"factor must be one of {tuple(ABLATIONS)}, got {factor!r}")
+    check_choice(factor, "factor", tuple(ABLATIONS))
     default, base, _ = ABLATIONS[factor]
     check_frame(rows, "rows", ["dataset", "run", "base", "method", "train_fraction", "posthoc", f"test_{metric}"])
     others = [f for f in ABLATIONS if f != factor and f in rows.columns]

@@ -32,7 +32,7 @@ import functools
 import numpy as np
 import pandas as pd
 
-from calibtut._validation import check_frame, check_int
+from calibtut._validation import check_choice, check_choices, check_frame, check_int
 from calibtut.experiments.regression_study._common import FullRun, check_full_arguments, published_table, read_full_run
 from calibtut.experiments.regression_study.claims import claim_verdicts, claims_from_parts
 from calibtut.experiments.regression_study.tasks import (
@@ -104,10 +104,7 @@ def map_rerun_tasks(datasets, runs, bases=MAP_RERUN_BASES, **fixed):
     >>> [(t["base"], t["fit_full"], t["kde_resampled"]) for t in tasks]
     [('mix-nll', False, True), ('mix-crps', False, True)]
     """
-    bases = list(bases) if not isinstance(bases, str) else [bases]
-    unknown = [b for b in bases if b not in MAP_RERUN_BASES]
-    if unknown or not bases:
-        raise ValueError(f"bases must be a non-empty sequence of {MAP_RERUN_BASES}, got {bases!r}")
+    bases = list(check_choices(bases, "bases", MAP_RERUN_BASES))
     return study_tasks(datasets, runs, bases, lambdas=(), regularizers=(), fit_full=False, kde_resampled=True,
                        **fixed)
 
@@ -159,8 +156,7 @@ def kde_resampling_table(rows, base="mix-crps"):
     [1.0, 1.1, 1.2, 1.3]
     """
     _check_rerun(rows)
-    if base not in MAP_RERUN_BASES:
-        raise ValueError(f"base must be one of {MAP_RERUN_BASES}, got {base!r}")
+    check_choice(base, "base", MAP_RERUN_BASES)
     maps = {"emp": "Rec-EMP", "lin": "Rec-LIN", **_KDE_FORMS}
     picked = rows[(rows["base"] == base) & rows["posthoc"].isin(list(maps))]
     if picked.empty:
@@ -258,8 +254,7 @@ def with_rerun_maps(full_rows, rerun_rows, *, kde="kde"):
     check_frame(full_rows, "full_rows", ["dataset", "run", "base", "regularizer", "posthoc", "train_fraction",
                                          "map_split"])
     _check_rerun(rerun_rows, "rerun_rows")
-    if kde not in _KDE_FORMS:
-        raise ValueError(f"kde must be one of {tuple(_KDE_FORMS)}, got {kde!r}")
+    check_choice(kde, "kde", tuple(_KDE_FORMS))
     drop = "kde-resampled" if kde == "kde" else "kde"
     new = rerun_rows[rerun_rows["posthoc"] != drop].copy()
     new["posthoc"] = new["posthoc"].replace({kde: "kde"})

@@ -81,7 +81,6 @@ from calibtut.experiments.venn_admit.tables import (
     category_accuracy,
     exemplar_gpu_runs,
     exemplar_gpu_signals,
-    mean_lower_bound,
     pooled_singletons,
     singleton_summary,
     table2_model_approximation,
@@ -111,7 +110,6 @@ from calibtut.experiments.venn_admit.tasks import (
 )
 
 # Library functions the chapters import from this part (their homes are in the lower layers).
-from calibtut.stats import accuracy_gap_sd
 
 
 __all__ = [
@@ -127,7 +125,6 @@ __all__ = [
     "PROTEIN_METHODS",
     "SEQUENCE_DATASETS",
     "SHIFTS",
-    "accuracy_gap_sd",
     "admission_summary",
     "admissions_by_run",
     "admitted_accuracy_gap",
@@ -140,7 +137,6 @@ __all__ = [
     "exemplar_gpu_runs",
     "exemplar_gpu_signals",
     "grammar_tasks",
-    "mean_lower_bound",
     "naive_lcp_population_coverage",
     "plot_accuracy_share",
     "plot_admitted_accuracy",

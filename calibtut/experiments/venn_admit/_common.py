@@ -1,8 +1,10 @@
-"""Helpers private to the Venn-ADMIT part: the paper's ``K``, method selections and the Grammar task's F0.5."""
+"""Helpers private to the Venn-ADMIT part: the paper's ``K``, method selections, its sets' convention, the Grammar F0.5."""
 
 from __future__ import annotations
 
 import numpy as np
+
+from calibtut._validation import check_choices
 
 #: ``K``, the training neighbours of every point and the cap of ``q`` (the paper's 25), in every pipeline of the part.
 N_NEIGHBORS = 25
@@ -12,11 +14,15 @@ def method_list(methods, allowed):
     """Names of ``allowed`` from None (all), a sequence or a comma-separated str (the form tasks hold)."""
     if methods is None:
         return allowed
-    names = tuple(m.strip() for m in methods.split(",")) if isinstance(methods, str) else tuple(methods)
-    unknown = [m for m in names if m not in allowed]
-    if unknown or not names:
-        raise ValueError(f"methods must name methods from {allowed}, got {methods!r}")
-    return names
+    names = tuple(m.strip() for m in methods.split(",")) if isinstance(methods, str) else methods
+    return check_choices(names, "methods", allowed)
+
+
+def with_prediction(sets, probs):
+    """A copy of ``sets`` that holds each point's predicted class (the paper's convention for conformal sets)."""
+    sets = sets.copy()
+    sets[np.arange(len(sets)), probs.argmax(axis=1)] = True
+    return sets
 
 
 def f05_score(y, pred):

@@ -53,6 +53,7 @@ from calibtut.experiments.venn_admit._common import N_NEIGHBORS
 from calibtut.selective.admit import VennADMIT, admit_sets
 from calibtut.selective.features import KNNFeatures
 from calibtut.selective.knn_approximation import band_width
+from calibtut.selective.neighbors import pairwise_distances
 from calibtut.selective.pipeline import KNNFeaturePipeline
 
 __all__ = [
@@ -532,7 +533,7 @@ def venn_admit_runs(pool, n_seeds, n_mc, n_vp, alpha, *, kappa=None, require_q=2
     for run in range(n_seeds):
         order = np.random.default_rng(seed + run).permutation(len(probs))
         mc, vp, test = order[:n_mc], order[n_mc:n_mc + n_vp], order[n_mc + n_vp:]
-        dist = torch.cdist(torch.as_tensor(exemplars[test]), torch.as_tensor(exemplars[vp]))
+        dist = pairwise_distances(exemplars[test], exemplars[vp])
         psi = torch.softmax(-dist / eta, dim=1).numpy()
         psi /= psi.sum(axis=1, keepdims=True)
         model = VennADMIT(alpha=alpha, omega=omega, kappa=kappa).fit(features[mc], features[vp])

@@ -40,9 +40,9 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import roc_auc_score
 from sklearn.model_selection import cross_val_predict
 
-from calibtut._validation import check_alpha, check_frame, check_int, check_real, check_rng
+from calibtut._validation import check_alpha, check_choice, check_frame, check_int, check_real, check_rng
 from calibtut.conformal.sets import split_conformal_sets
-from calibtut.experiments.venn_admit._common import N_NEIGHBORS
+from calibtut.experiments.venn_admit._common import N_NEIGHBORS, with_prediction
 from calibtut.experiments.venn_admit.tasks import va_points
 from calibtut.selective.admit import VennADMIT, admitted_accuracy_by_class
 from calibtut.selective.features import KNNFeatures
@@ -114,8 +114,7 @@ def shifted_sample(n, seed=None, *, shift="exchangeable", strength=0.0):
     ((4, 2), True, [0, 0, 1, 1])
     """
     n = check_int(n, "n", minimum=1)
-    if shift not in SHIFTS:
-        raise ValueError(f"shift must be one of {SHIFTS}, got {shift!r}")
+    check_choice(shift, "shift", SHIFTS)
     strength = check_real(strength, "strength", low=0, high=1)
     rng = check_rng(seed)
     x2 = rng.normal(size=n) + (_MOVE * strength if shift == "off-support" else 0.0)
@@ -161,8 +160,7 @@ class _Pipeline:
 
 def _admissions(pipe, model, cal, test, x_test, alpha):
     """Admitted points of every method of :data:`PROTECTION_METHODS` on one test set."""
-    sets = split_conformal_sets(cal.probs, cal.labels, test.probs, alpha)
-    sets[np.arange(len(test)), test.probs.argmax(axis=1)] = True  # the paper's convention
+    sets = with_prediction(split_conformal_sets(cal.probs, cal.labels, test.probs, alpha), test.probs)
     admit_sets = model.admit_.predict_set(test)
     qk = test.q == N_NEIGHBORS
     admitted = {"Conf_base": sets.sum(axis=1) == 1, "ADMIT": admit_sets.sum(axis=1) == 1,

@@ -19,8 +19,8 @@
   so pooling their admitted points under a binomial interval is too narrow;
   a statistic computed once per split is an independent sample whose mean
   follows Student's ``t``: :func:`admissions_by_run` (admitted and correct
-  points of one method per split) and :func:`mean_lower_bound` (the
-  one-sided lower confidence bound of its mean).
+  points of one method per split), whose mean
+  :func:`calibtut.stats.mean_lower_bound` bounds from below.
 """
 
 from __future__ import annotations
@@ -32,7 +32,15 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from calibtut._validation import as_float_array, check_alpha, check_bool, check_frame, check_int, check_real
+from calibtut._validation import (
+    check_alpha,
+    check_bool,
+    check_choice,
+    check_choices,
+    check_frame,
+    check_int,
+    check_real,
+)
 from calibtut.conformal.quantiles import conformal_quantile
 from calibtut.experiments.venn_admit._common import method_list
 from calibtut.experiments.venn_admit.tasks import DATASETS, METHODS
@@ -48,7 +56,6 @@ __all__ = [
     "category_coverage_table",
     "exemplar_gpu_runs",
     "exemplar_gpu_signals",
-    "mean_lower_bound",
     "MODELS",
     "PAPER_DATASETS",
     "pooled_singletons",
@@ -89,9 +96,7 @@ def _dataset_names(datasets, allowed):
     if isinstance(datasets, str):
         raise TypeError("datasets must be a sequence of dataset names, not one str")
     names = {**PAPER_DATASETS, **SEQUENCE_DATASETS}
-    bad = [d for d in datasets if d not in allowed]
-    if bad or not len(datasets):
-        raise ValueError(f"datasets must be names from {tuple(allowed)}, got {list(datasets)}")
+    check_choices(datasets, "datasets", allowed)
     return {d: names[d] for d in datasets}
 
 
@@ -979,8 +984,7 @@ def admissions_by_run(runs, method):
     ([0, 1], [40, 0], [0.95, nan])
     """
     runs = check_frame(runs, "runs", ["run", "method", "admitted", "correct"])
-    if method not in set(runs["method"]):
-        raise ValueError(f"method must be one of runs['method'] {sorted(set(runs['method']))}, got {method!r}")
+    check_choice(method, "method", sorted(set(runs["method"])))
     rows = runs[runs["method"] == method]
     if "by" in rows.columns:
         rows = rows[rows["by"] == "true"]
@@ -988,35 +992,3 @@ def admissions_by_run(runs, method):
     table["accuracy"] = table["correct"] / table["admitted"].where(table["admitted"] > 0)
     return table
 
-
-def mean_lower_bound(values, level=0.99):
-    """One-sided lower confidence bound of a mean from independent values (Student's ``t``).
-
-    ``mean - t_{level, n - 1} * sd / sqrt(n)``, with ``sd`` the sample
-    standard deviation of the ``n`` values: the mean of their law is above
-    it with probability ``level`` when the values are independent draws of
-    one normal law, and close to that for a statistic that averages many
-    points, such as the accuracy of one random split's admitted points.
-
-    Parameters
-    ----------
-    values : array_like of shape (n,)
-        Finite values, one per independent run (at least 2).
-    level : float, default 0.99
-        Confidence level in (0, 1).
-
-    Returns
-    -------
-    float
-
-    Examples
-    --------
-    >>> round(mean_lower_bound([0.96, 0.97, 0.95, 0.98, 0.97]), 4)
-    0.9469
-    """
-    values = as_float_array(values, "values", ndim=1)
-    level = check_real(level, "level", low=0, high=1, low_open=True, high_open=True)
-    if values.size < 2:
-        raise ValueError(f"values must hold at least 2 runs, got {values.size}")
-    sd = float(np.std(values, ddof=1))
-    return float(np.mean(values) - stats.t.ppf(level, values.size - 1) * sd / math.sqrt(values.size))

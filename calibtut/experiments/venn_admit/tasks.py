@@ -65,7 +65,16 @@ import pandas as pd
 import torch
 
 from calibtut._torch import resolve_device
-from calibtut._validation import as_float_array, check_alpha, check_bool, check_int, check_labels, check_real
+from calibtut._validation import (
+    as_float_array,
+    check_alpha,
+    check_bool,
+    check_choice,
+    check_choices,
+    check_int,
+    check_labels,
+    check_real,
+)
 from calibtut.conformal.sets import (
     LocalizedConformalClassifier,
     label_conditional_sets,
@@ -76,7 +85,7 @@ from calibtut.data.grammar import load_fce
 from calibtut.data.splits import calibration_parts
 from calibtut.data.protein import load_protein_ss
 from calibtut.data.sentiment import load_sentiment, sentiment_pool
-from calibtut.experiments.venn_admit._common import N_NEIGHBORS, f05_score, method_list
+from calibtut.experiments.venn_admit._common import N_NEIGHBORS, f05_score, method_list, with_prediction
 from calibtut.models.exemplar import ExemplarCNN, exemplar_outputs, fit_exemplar_cnn
 from calibtut.models.memory_head import MemoryHead, fit_memory_head, memory_head_outputs
 from calibtut.models.protein_cnn import ProteinCNN, encode_proteins, fit_protein_cnn, protein_cnn_outputs
@@ -91,6 +100,7 @@ from calibtut.recalibration import TemperatureScaling
 from calibtut.recalibration.venn import venn_abers
 from calibtut.selective.admit import BLOCK_CELLS, VennADMIT, admit_sets, admitted_accuracy_by_class, venn_admit
 from calibtut.selective.knn_approximation import band_width
+from calibtut.selective.neighbors import pairwise_distances
 from calibtut.selective.pipeline import KNNFeaturePipeline
 
 __all__ = [
@@ -202,10 +212,6 @@ def _encoded(part, seed, n_calibration, network_key):
     return (*outputs(texts, part), labels)
 
 
-def _distances(a, b):
-    return torch.cdist(torch.as_tensor(a, dtype=torch.float64), torch.as_tensor(b, dtype=torch.float64))
-
-
 @functools.lru_cache(maxsize=4)
 def _pipeline(dataset, seed, n_calibration, network_key):
     """Every per-point quantity of one Sentiment task (:func:`_approximation` on its data)."""
@@ -274,14 +280,8 @@ def _approximation(train, cal, test, seed, n_classes, *, neighbours=None, locali
 # ------------------------------------------------------------------------------------------ methods
 
 
-def _with_prediction(sets, probs):
-    sets = sets.copy()
-    sets[np.arange(len(sets)), probs.argmax(axis=1)] = True
-    return sets
-
-
 def _local_kernel(test_r, cal_r, eta):
-    return np.exp(-_distances(test_r, cal_r).numpy() / eta)
+    return np.exp(-pairwise_distances(test_r, cal_r).numpy() / eta)
 
 
 def _method_sets(p, alpha, kappa, seed, methods):
@@ -291,7 +291,7 @@ def _method_sets(p, alpha, kappa, seed, methods):
     out = {}
 
     def sets_method(name, sets, probs):
-        sets = _with_prediction(sets, probs)
+        sets = with_prediction(sets, probs)
         out[name] = (sets.sum(axis=1) == 1, probs.argmax(axis=1), sets)
 
     want = set(methods)
@@ -341,10 +341,8 @@ def _method_sets(p, alpha, kappa, seed, methods):
 
 
 def _arguments(dataset, seed, n_calibration, model_seed, hidden, epochs, max_features, features):
-    if dataset not in DATASETS:
-        raise ValueError(f"dataset must be one of {DATASETS}, got {dataset!r}")
-    if features not in FEATURES:
-        raise ValueError(f"features must be one of {FEATURES}, got {features!r}")
+    check_choice(dataset, "dataset", DATASETS)
+    check_choice(features, "features", FEATURES)
     _check_settings(seed, model_seed, n_calibration, hidden, epochs, max_features)
     key = (features, int(model_seed), int(hidden), int(epochs), int(max_features))
     return dataset, int(seed), int(n_calibration), key
@@ -1136,9 +1134,7 @@ def va_tasks(datasets=DATASETS, seeds=(0, 1, 2), *, model_seed=0, **fixed):
     """
     if isinstance(datasets, str):
         raise TypeError("datasets must be a sequence of dataset names, not one str")
-    bad = [d for d in datasets if d not in DATASETS]
-    if bad:
-        raise ValueError(f"datasets must be names from {DATASETS}, got {bad}")
+    check_choices(datasets, "datasets", DATASETS)
     seeds = [check_int(s, "seeds", minimum=0) for s in seeds]
     if fixed.get("methods") is not None:
         fixed = {**fixed, "methods": ",".join(method_list(fixed["methods"], METHODS))}
