@@ -122,8 +122,8 @@ class _Architecture:
             if i == self.dropout_at and noise is not None:
                 h = h * noise
             h = torch.baddbmm(params[key + ".bias"].unsqueeze(1), h, params[key + ".weight"].transpose(1, 2))
-            if relu:
-                h = torch.relu(h)
+            if relu:  # in place: the product's backward needs its inputs, not its output
+                h = torch.relu_(h)
         if self.dropout_at == len(self.hidden) and noise is not None:
             h = h * noise
         if self.kind == "mixture":
