@@ -117,15 +117,15 @@ class _Architecture:
 
     def forward(self, params, x, noise):
         """Outputs of every model: ``x`` is ``(M, rows, features)``, ``noise`` ``(M, rows, width)`` or None."""
-        h = x
+        h = x * noise if noise is not None and self.dropout_at == 0 else x  # dropout on the inputs
         for i, (key, relu) in enumerate(self.hidden):
-            if i == self.dropout_at and noise is not None:
-                h = h * noise
             h = torch.baddbmm(params[key + ".bias"].unsqueeze(1), h, params[key + ".weight"].transpose(1, 2))
-            if relu:  # in place: the product's backward needs its inputs, not its output
+            # in place (the product's backward needs its inputs, not its output); the dropout
+            # before the ReLU, as relu(h) * m == relu(h * m) for a mask m >= 0
+            if noise is not None and i + 1 == self.dropout_at:
+                h = h.mul_(noise)
+            if relu:
                 h = torch.relu_(h)
-        if self.dropout_at == len(self.hidden) and noise is not None:
-            h = h * noise
         if self.kind == "mixture":
             out = torch.baddbmm(params["head.bias"].unsqueeze(1), h, params["head.weight"].transpose(1, 2))
             means, rho, logits = out.split(self.n_components, dim=-1)
