@@ -10,10 +10,11 @@ capped at ``--rows`` training rows so that each epoch is a few steps of 512)
 and each base model of the full run (MIX-NLL, MIX-CRPS, affine SQR-CRPS), the
 task's whole grid (the vanilla model and every regularizer at the five
 lambdas: 16 mixtures, 11 SQR models, as :func:`run_study_task` trains them
-together) is trained for ``--epochs`` epochs, early stopping off, three ways:
+together) is trained for ``--epochs`` epochs, early stopping off, four ways:
 one model at a time (:func:`calibtut.models.fit_study`), the vmapped stack
-that the study uses today (:func:`calibtut.models.fit_study_batched`) and the
-engine (:func:`calibtut.models.fit_study_engine`). Each path runs one untimed
+that the study uses today (:func:`calibtut.models.fit_study_batched`), the
+engine (:func:`calibtut.models.fit_study_engine`) and the engine with
+subnormals flushed to zero (``flush_denormal=True``). Each path runs one untimed
 epoch first; the median of ``--repeats`` alternating runs is kept (CPU seconds
 of this process on CPU, wall seconds on CUDA), as milliseconds per
 model-step (validation included, as in training).
@@ -73,7 +74,7 @@ STORE = ROOT / "results" / "regression_study" / "04_comparison_at_scale" / "runs
 REGULARIZERS = {"mix-nll": ("pce-kde", "pce-sort", "qr"), "mix-crps": ("pce-kde", "pce-sort", "qr"),
                 "sqr-affine": ("pce-kde", "trunc")}
 LAMBDAS = (0.01, 0.05, 0.2, 1.0, 5.0)
-PATHS = ("alone", "batched", "engine")
+PATHS = ("alone", "batched", "engine", "flushed")
 
 
 def matmul_gflops(device, size=2048, repeats=5):
@@ -132,7 +133,11 @@ def measure(dataset, base, args, device, peak):
     def engine(models, losses, epochs):
         fit_study_engine(models, X, y, losses=losses, seeds=[0] * len(models), epochs=epochs, **common)
 
-    paths = {"alone": alone, "batched": batched, "engine": engine}
+    def flushed(models, losses, epochs):
+        fit_study_engine(models, X, y, losses=losses, seeds=[0] * len(models), epochs=epochs, flush_denormal=True,
+                         **common)
+
+    paths = {"alone": alone, "batched": batched, "engine": engine, "flushed": flushed}
     for fit in paths.values():  # first calls pay for allocations and dispatch caches
         fit(*_grid(base, X.shape[1], 0), 1)
     seconds = {key: [] for key in paths}
@@ -167,7 +172,7 @@ def project(steps, check_every, cores=2):
         row = {"base": base, "trainings": len(part),
                "model_steps_millions": round(float((per_epoch[idx] * part["epochs_run"]).sum()) / 1e6, 2)}
         for path in PATHS:
-            epochs = part["epochs_run"] + ((check_every - 1) / 2 if path == "engine" else 0)
+            epochs = part["epochs_run"] + ((check_every - 1) / 2 if path in ("engine", "flushed") else 0)
             hours = float((per_epoch[idx] * epochs * scale[idx]).sum()) * ms.loc[base, f"{path}_ms"] / 3.6e6
             row[f"{path}_cpu_h"] = round(hours, 2)
             row[f"{path}_wall_h_{cores}_cores"] = round(hours / cores, 2)
@@ -205,13 +210,14 @@ def summary(folder):
     step_table = pd.DataFrame({
         "dataset": steps["dataset"], "base": steps["base"], "limit": steps["limit_ms"],
         "alone": steps["alone_ms"], "vmapped": steps["batched_ms"], "engine": steps["engine_ms"],
-        "engine / limit": steps["engine_ratio"]})
+        "flushed": steps["flushed_ms"], "flushed / limit": steps["flushed_ratio"]})
     wall = [c for c in projection.columns if c.endswith("_wall_h_2_cores")]
     study = projection[["base", *wall]].rename(columns={
-        "alone_wall_h_2_cores": "alone", "batched_wall_h_2_cores": "vmapped", "engine_wall_h_2_cores": "engine"})
+        "alone_wall_h_2_cores": "alone", "batched_wall_h_2_cores": "vmapped", "engine_wall_h_2_cores": "engine",
+        "flushed_wall_h_2_cores": "flushed"})
     text = "\n".join([
         "**Milliseconds per model-step** (one CPU thread): the arithmetic limit, one model at a time, "
-        "the vmapped stack, the engine", "",
+        "the vmapped stack, the engine, the engine with subnormals flushed to zero", "",
         step_table.to_markdown(index=False, floatfmt=".2f"), "",
         "**The stored study on two cores**, projected from those times (wall hours)", "",
         study.to_markdown(index=False, floatfmt=".2f"), ""])
@@ -251,7 +257,8 @@ def main(argv=None):
             row = measure(dataset, base, args, device, peak)
             rows.append(row)
             print(f"{dataset:8s} {base:10s} limit {row['limit_ms']:.2f} ms | alone {row['alone_ms']:.2f} "
-                  f"batched {row['batched_ms']:.2f} engine {row['engine_ms']:.2f} ms per model-step",
+                  f"batched {row['batched_ms']:.2f} engine {row['engine_ms']:.2f} flushed {row['flushed_ms']:.2f} ms "
+                  "per model-step",
                   file=sys.stderr)
     steps = pd.DataFrame(rows)
     projection = project(steps, args.check_every)

@@ -95,6 +95,25 @@ def test_qr_models_agree_in_distribution_over_seeds():
     assert stats.ks_2samp(last[0], last[2]).pvalue < 0.01
 
 
+def _subnormal_survives():
+    return bool(torch.tensor(1e-30) * torch.tensor(1e-10) > 0)  # 1e-40 is subnormal in float32
+
+
+def test_flushing_denormals_changes_only_tiny_values_and_is_switched_off_after():
+    # QR's NeuralSort at tau = 1e-3 makes subnormal weights; flushed to zero, the models follow
+    # the exact run closely over the first epochs, and the setting is torch's default again after
+    X, y = _data(0)
+    val = _data(1, 64)
+    runs = []
+    for flush in (False, True):
+        pairs, seeds, _ = _pairs("mix-nll", ("qr",), 1, (10, 11))
+        runs.append(fit_study_engine([m for m, _ in pairs], X, y, losses=[loss for _, loss in pairs], val=val,
+                                     seeds=seeds, flush_denormal=flush, **SETTINGS))
+        assert _subnormal_survives()
+    for exact, flushed in zip(*runs):
+        np.testing.assert_allclose(exact.val_loss[:2], flushed.val_loss[:2], rtol=1e-4)
+
+
 def test_stacked_adam_is_per_model_adam():
     # Adam is elementwise: one optimizer over a stacked tensor updates each slice as its own would
     g = torch.Generator().manual_seed(0)
@@ -139,6 +158,8 @@ def test_what_does_not_batch_is_refused():
                          seeds=[0, 0])
     with pytest.raises(ValueError, match="check_every"):
         fit_study_engine([model], X, y, losses=[StudyLoss("mixture")], val=(X, y), seeds=[0], check_every=0)
+    with pytest.raises(TypeError, match="flush_denormal"):
+        fit_study_engine([model], X, y, losses=[StudyLoss("mixture")], val=(X, y), seeds=[0], flush_denormal=1)
 
 
 def test_old_batched_path_takes_one_hidden_layer_affine_sqr():

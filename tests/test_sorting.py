@@ -71,9 +71,12 @@ def test_hard_sort_matrix_sorts():
     torch.testing.assert_close(hard_sort_matrix(s) @ s, torch.sort(s, descending=True).values)
 
 
-def test_ascending_is_row_flip():
-    s = torch.randn(6, dtype=torch.float64, generator=torch.Generator().manual_seed(2))
-    torch.testing.assert_close(neural_sort_matrix(s, 0.5, descending=False), neural_sort_matrix(s, 0.5).flip(0))
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("tau", [0.5, 1e-3])
+def test_ascending_is_row_flip(tau, dtype):
+    # the ascending rows are built with the negated coefficients: bit for bit the flipped rows
+    s = torch.rand(3, 64, dtype=dtype, generator=torch.Generator().manual_seed(2))
+    assert torch.equal(neural_sort_matrix(s, tau, descending=False), neural_sort_matrix(s, tau).flip(-2))
 
 
 @pytest.mark.parametrize("tau", [1.0, 0.1])

@@ -34,15 +34,26 @@ losses. On CPU the result equals the models trained one at a time by
 single matrix products (tested). What does not batch stays on the per-model
 path: the soft PCE-Sort of the ablation (an isotonic regression on the host
 at every step), fixed SQR levels, and models of different architectures.
+
+``flush_denormal=True`` trains with subnormal floats flushed to zero
+(:func:`torch.set_flush_denormal`). QR's NeuralSort at temperature 1e-3
+exponentiates logits of order 1e5, whose softmax on CPU is about five times
+slower when the tiny results are computed as subnormals; flushed, a value
+under 1.2e-38 becomes 0 and nothing else changes, so the results differ from
+the exact ones only where such a value arises (the NeuralSort weights, rarely
+an Adam moment). Off by default: the engine's vanilla models are then bit for
+bit the models trained alone.
 """
 
 from __future__ import annotations
+
+import contextlib
 
 import torch
 from torch import nn
 
 from calibtut._torch import resolve_device, to_tensor
-from calibtut._validation import check_int
+from calibtut._validation import check_bool, check_int
 from calibtut.metrics.torch import crps_mixture, nll_mixture, pinball_loss, pit_mixture
 from calibtut.models.batched import _check_models
 from calibtut.models.sqr import SQRNet
@@ -106,15 +117,15 @@ class _Architecture:
 
     def forward(self, params, x, noise):
         """Outputs of every model: ``x`` is ``(M, rows, features)``, ``noise`` ``(M, rows, width)`` or None."""
-        h = x
+        h = x * noise if noise is not None and self.dropout_at == 0 else x  # dropout on the inputs
         for i, (key, relu) in enumerate(self.hidden):
-            if i == self.dropout_at and noise is not None:
-                h = h * noise
             h = torch.baddbmm(params[key + ".bias"].unsqueeze(1), h, params[key + ".weight"].transpose(1, 2))
+            # in place (the product's backward needs its inputs, not its output); the dropout
+            # before the ReLU, as relu(h) * m == relu(h * m) for a mask m >= 0
+            if noise is not None and i + 1 == self.dropout_at:
+                h = h.mul_(noise)
             if relu:
-                h = torch.relu(h)
-        if self.dropout_at == len(self.hidden) and noise is not None:
-            h = h * noise
+                h = torch.relu_(h)
         if self.kind == "mixture":
             out = torch.baddbmm(params["head.bias"].unsqueeze(1), h, params["head.weight"].transpose(1, 2))
             means, rho, logits = out.split(self.n_components, dim=-1)
@@ -191,6 +202,19 @@ class _State:
 def _adam(params, device):
     # fused on a GPU (one kernel for every tensor); on CPU the single-tensor loop that fit uses too
     return torch.optim.Adam(list(params), lr=_LR, fused=True if device.type == "cuda" else None)
+
+
+@contextlib.contextmanager
+def _denormals_flushed(on):
+    """Subnormals flushed to zero inside the block when ``on`` (then off again, torch's default)."""
+    if not on:
+        yield
+        return
+    torch.set_flush_denormal(True)
+    try:
+        yield
+    finally:
+        torch.set_flush_denormal(False)
 
 
 def _check_engine_losses(losses):
@@ -274,7 +298,7 @@ class _Objective:
 
 
 def fit_study_engine(models, X, y, *, losses, val, seeds, epochs=5000, patience=30, batch_size=512, device="cpu",
-                     check_every=5):
+                     check_every=5, flush_denormal=False):
     """Train study models of one architecture together as one batched program (see the module docstring).
 
     Parameters
@@ -298,6 +322,11 @@ def fit_study_engine(models, X, y, *, losses, val, seeds, epochs=5000, patience=
         Epochs between two reads of the device state by the host (recording
         the histories, dropping stopped models), >= 1. Only the time changes:
         a stopped model is frozen in its best weights whatever the value.
+    flush_denormal : bool, default False
+        Flush subnormal floats to zero while training (see the module
+        docstring: faster QR steps on CPU, not bit for bit the exact run; it is
+        switched off again at the end, torch's default). Where the CPU cannot
+        flush, nothing changes.
 
     Returns
     -------
@@ -324,6 +353,7 @@ def fit_study_engine(models, X, y, *, losses, val, seeds, epochs=5000, patience=
     epochs = check_int(epochs, "epochs", minimum=1)
     patience = check_int(patience, "patience", minimum=1)
     check_every = check_int(check_every, "check_every", minimum=1)
+    flush_denormal = check_bool(flush_denormal, "flush_denormal")
     dev = resolve_device(device)
     dtype = next(models[0].parameters()).dtype
     X_t, y_t = to_tensor(X, "X", ndim=2, dtype=dtype).to(dev), to_tensor(y, "y", ndim=1, dtype=dtype).to(dev)
@@ -352,51 +382,52 @@ def fit_study_engine(models, X, y, *, losses, val, seeds, epochs=5000, patience=
     stop = n - n % batch_size
     chunks = list(zip(torch.tensor_split(Xv, max(1, len(Xv) // batch_size)),
                       torch.tensor_split(yv, max(1, len(Xv) // batch_size))))
-    for epoch in range(epochs):
-        started = state.active.clone()
-        orders = streams.orders(n)
-        running = torch.zeros(len(state.rows), dtype=torch.float64, device=dev)
-        for start in range(0, stop, batch_size):
-            idx = orders[:, start : start + batch_size]
-            out, levels = objective.outputs(state.params, state.group, X_t[idx], training=True)
-            yb = _spread(y_t[idx], state.group)
-            values = objective.values(out, levels, yb, state.lam, regularized=True)
-            state.optimizer.zero_grad(set_to_none=True)
-            values.sum().backward()
-            state.optimizer.step()
+    with _denormals_flushed(flush_denormal):
+        for epoch in range(epochs):
+            started = state.active.clone()
+            orders = streams.orders(n)
+            running = torch.zeros(len(state.rows), dtype=torch.float64, device=dev)
+            for start in range(0, stop, batch_size):
+                idx = orders[:, start : start + batch_size]
+                out, levels = objective.outputs(state.params, state.group, X_t[idx], training=True)
+                yb = _spread(y_t[idx], state.group)
+                values = objective.values(out, levels, yb, state.lam, regularized=True)
+                state.optimizer.zero_grad(set_to_none=True)
+                values.sum().backward()
+                state.optimizer.step()
+                with torch.no_grad():
+                    finite = torch.stack([p.flatten(1).isfinite().all(1) for p in state.params.values()]).all(0)
+                    state.diverged |= state.active & ~finite
+                    state.active &= finite
+                    running += values.detach().double() * batch_size
             with torch.no_grad():
-                finite = torch.stack([p.flatten(1).isfinite().all(1) for p in state.params.values()]).all(0)
-                state.diverged |= state.active & ~finite
-                state.active &= finite
-                running += values.detach().double() * batch_size
-        with torch.no_grad():
-            total = torch.zeros(len(state.rows), dtype=torch.float64, device=dev)
-            for xc, yc in chunks:
-                out, levels = objective.outputs(state.params, state.group, xc.expand(len(streams.seeds), *xc.shape),
-                                                training=False)
-                yc_m = yc.expand(len(state.rows), *yc.shape)
-                total += objective.values(out, levels, yc_m, state.lam, regularized=False).double() * len(xc)
-            val_loss = total / len(Xv)
-            recorded = started & state.active  # the epochs fit records: begun and not diverged
-            improved = recorded & (val_loss < state.best_loss)
-            state.best_loss = torch.where(improved, val_loss, state.best_loss)
-            state.best_epoch = torch.where(improved, epoch, state.best_epoch)
-            for k, v in state.best.items():
-                keep_new = improved.view(-1, *([1] * (v.ndim - 1)))
-                state.best[k] = torch.where(keep_new, state.params[k].detach(), v)
-            state.stale = torch.where(improved, 0, state.stale + recorded.long())
-            state.active &= state.stale < patience
-            records.append((running / stop, val_loss, recorded, started & state.diverged))
-        if (epoch + 1) % check_every == 0 or epoch + 1 == epochs:
-            _flush(records, state, histories, patience)
-            records = []
-            active = state.active.cpu().tolist()
-            if not any(active):
-                break
-            if not all(active):
-                _park(state, models, [pos for pos, a in enumerate(active) if not a])
-                state.keep([pos for pos, a in enumerate(active) if a])
-                objective.regroup(state.rows, dev)
+                total = torch.zeros(len(state.rows), dtype=torch.float64, device=dev)
+                for xc, yc in chunks:
+                    out, levels = objective.outputs(state.params, state.group, xc.expand(len(streams.seeds), *xc.shape),
+                                                    training=False)
+                    yc_m = yc.expand(len(state.rows), *yc.shape)
+                    total += objective.values(out, levels, yc_m, state.lam, regularized=False).double() * len(xc)
+                val_loss = total / len(Xv)
+                recorded = started & state.active  # the epochs fit records: begun and not diverged
+                improved = recorded & (val_loss < state.best_loss)
+                state.best_loss = torch.where(improved, val_loss, state.best_loss)
+                state.best_epoch = torch.where(improved, epoch, state.best_epoch)
+                for k, v in state.best.items():
+                    keep_new = improved.view(-1, *([1] * (v.ndim - 1)))
+                    state.best[k] = torch.where(keep_new, state.params[k].detach(), v)
+                state.stale = torch.where(improved, 0, state.stale + recorded.long())
+                state.active &= state.stale < patience
+                records.append((running / stop, val_loss, recorded, started & state.diverged))
+            if (epoch + 1) % check_every == 0 or epoch + 1 == epochs:
+                _flush(records, state, histories, patience)
+                records = []
+                active = state.active.cpu().tolist()
+                if not any(active):
+                    break
+                if not all(active):
+                    _park(state, models, [pos for pos, a in enumerate(active) if not a])
+                    state.keep([pos for pos, a in enumerate(active) if a])
+                    objective.regroup(state.rows, dev)
     _park(state, models, range(len(state.rows)))
     for model in models:
         model.eval()

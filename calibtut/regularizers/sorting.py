@@ -79,10 +79,11 @@ def neural_sort_matrix(scores, tau=1.0, *, descending=True):
     tau = _check_tau(tau)
     n = scores.shape[-1]
     scaling = n + 1 - 2 * torch.arange(1, n + 1, dtype=scores.dtype, device=scores.device)  # (n,)
-    logits = scaling.unsqueeze(-1) * (scores / tau).unsqueeze(-2)  # (..., n, n)
-    logits = logits.sub_((abs_diff_row_sums(scores) / tau).unsqueeze(-2))
-    p = torch.softmax(logits, dim=-1)
-    return p if descending else p.flip(-2)
+    # ascending: the rows in reverse order, whose coefficients are exactly -scaling (small
+    # integers), so the rows are built in place rather than the n x n matrix flipped
+    logits = (scaling if descending else -scaling).unsqueeze(-1) * (scores / tau).unsqueeze(-2)
+    logits = logits.sub_((abs_diff_row_sums(scores) / tau).unsqueeze(-2))  # (..., n, n)
+    return torch.softmax(logits, dim=-1)
 
 
 def abs_diff_row_sums(scores):
