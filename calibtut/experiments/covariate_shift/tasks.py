@@ -740,7 +740,8 @@ def run_network_study(recipe="ours", seed=0, repeat=0, *, shift="U->M", device="
     Returns
     -------
     pandas.DataFrame
-        The rows of :func:`run_weight_variants` with a ``recipe`` column.
+        The rows of :func:`run_weight_variants` (:func:`calibtut.run.sweep`
+        adds the task's ``recipe``, ``seed`` and ``repeat``).
 
     Examples
     --------
@@ -751,9 +752,8 @@ def run_network_study(recipe="ours", seed=0, repeat=0, *, shift="U->M", device="
     check_choice(recipe, "recipe", tuple(SOURCE_RECIPES))
     check_choice(shift, "shift", tuple(AUTHORS_SHIFTS))
     network = "authors" if recipe == "shipped" else "ours"
-    rows = run_weight_variants(shift, seed, repeat, **SOURCE_RECIPES[recipe], discriminators=("mlp",), uppers=(1e3,),
+    return run_weight_variants(shift, seed, repeat, **SOURCE_RECIPES[recipe], discriminators=("mlp",), uppers=(1e3,),
                                temperatures=_TEMPERATURES, device=device, source_network=network)
-    return rows.assign(recipe=recipe)
 
 
 # ------------------------------------------------------------------------------------------- tasks
