@@ -516,6 +516,12 @@ VALID_FOR = {
                                             "cls_error": 47.44}),
             __import__("pandas").DataFrame({"shift": "U->M", "method": ["None"], "ece": [41.5], "oce": 0.0,
                                             "cls_error": 52.0}))},
+    # paper 004's network study: one network per recipe is enough to reach the checks
+    "network_study_conclusion": {
+        "summary": lambda: __import__("pandas").DataFrame(
+            {"IW+Temp": [28.0, 9.0], "error_gap": [-40.0, -12.0]},
+            index=__import__("pandas").MultiIndex.from_tuples([("ours", 0), ("authors", 0)],
+                                                              names=["recipe", "seed"]))},
     # paper 003's claims: the paper's tables and one base/QR pair of ours
     "uci_claims": {
         "paper": lambda: calibtut.experiments.quantile_regularization.paper_numbers(),

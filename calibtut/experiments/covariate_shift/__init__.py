@@ -4,12 +4,14 @@
   task list and the one-configuration runner :func:`run_cs_config` of Table 1
   (the digit shifts, their stand-ins for SVHN and Office-31, the rotation
   sweep; our trained source networks or, for U->M and M->U, the authors'),
-  the per-point predictions of its reliability diagrams and the Brier
-  objectives of its temperature fits;
+  the per-point predictions of its reliability diagrams, the Brier
+  objectives of its temperature fits, and the network study's task list and
+  runner (IW+Temp. on many trained source networks);
 * :mod:`~calibtut.experiments.covariate_shift.tables`: our Table 1, the paper's
   beside it, the paper's claims with our verdicts, the digit rows on the
-  authors' trained source networks, and the tables behind the rotation
-  figure and the per-repeat view;
+  authors' trained source networks, the tables behind the rotation
+  figure and the per-repeat view, and the network study's summary and
+  conclusion;
 * :mod:`~calibtut.experiments.covariate_shift.chapters`: the fixed set-ups
   and tables that the teaching chapters (1-4 and 7) share.
 
@@ -31,6 +33,8 @@ from calibtut.experiments.covariate_shift.tables import (
     authors_network_vs_paper,
     ece_vs_rotation,
     iw_gain_by_shift,
+    network_study_conclusion,
+    network_study_summary,
     repeats_by_method,
     source_recipe_vs_paper,
     table1_claims,
@@ -44,9 +48,12 @@ from calibtut.experiments.covariate_shift.tasks import (
     DISC_SCHEDULES,
     METHODS,
     SOURCE_NETWORKS,
+    SOURCE_RECIPES,
     cs_tasks,
+    network_study_tasks,
     parse_shift,
     run_cs_config,
+    run_network_study,
     run_weight_variants,
     shift_predictions,
     temperature_objective,
@@ -61,6 +68,7 @@ __all__ = [
     "DISC_SCHEDULES",
     "METHODS",
     "SOURCE_NETWORKS",
+    "SOURCE_RECIPES",
     "STAND_INS",
     "authors_network_tables",
     "authors_network_vs_paper",
@@ -69,10 +77,14 @@ __all__ = [
     "cs_tasks",
     "ece_vs_rotation",
     "iw_gain_by_shift",
+    "network_study_conclusion",
+    "network_study_summary",
+    "network_study_tasks",
     "misspecified_classifier_logits",
     "parse_shift",
     "repeats_by_method",
     "run_cs_config",
+    "run_network_study",
     "run_weight_variants",
     "shift_predictions",
     "source_recipe_vs_paper",

@@ -15,7 +15,12 @@
   or the authors'), beside the paper;
 * :func:`authors_network_vs_paper`: the digit rows of Table 1 as the paper
   prints them, run on the authors' trained source networks and on ours, with
-  a verdict per cell.
+  a verdict per cell;
+* :func:`network_study_summary` and :func:`network_study_conclusion`: the
+  network study of
+  :func:`~calibtut.experiments.covariate_shift.run_network_study`, one row
+  per source network (IW+Temp.'s ECE beside its mechanism), and what it
+  concludes, with bootstrap intervals and a permutation test.
 """
 
 from __future__ import annotations
@@ -24,14 +29,16 @@ from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
+from scipy import stats
 
-from calibtut._validation import check_frame, check_real
+from calibtut._validation import check_frame, check_int, check_real, check_rng
 from calibtut.experiments.covariate_shift.tasks import METHODS, parse_shift
 from calibtut.papers import paper_table
 from calibtut.run import Verdict, paper_vs_ours, verdict_table
 
-__all__ = ["STAND_INS", "authors_network_tables", "authors_network_vs_paper", "ece_vs_rotation", "iw_gain_by_shift", "repeats_by_method",
-           "source_recipe_vs_paper", "table1_claims", "table1_summary", "table1_vs_paper", "weight_variants_summary"]
+__all__ = ["STAND_INS", "authors_network_tables", "authors_network_vs_paper", "ece_vs_rotation", "iw_gain_by_shift",
+           "network_study_conclusion", "network_study_summary", "repeats_by_method", "source_recipe_vs_paper", "table1_claims",
+           "table1_summary", "table1_vs_paper", "weight_variants_summary"]
 
 #: The paper's shifts that we cannot run offline -> the stand-in shift we run for them (None: no stand-in).
 STAND_INS = {"S->M": "T->M", "M->S": "M->T", "A->W": "U->D8", "D->A": "D8->U", "W->A": None}
@@ -709,3 +716,162 @@ def source_recipe_vs_paper(book, recipes, shift="U->M"):
                                    "paper IW+Temp sd": ("IW+Temp", "std")}.items():
         out[column] = paper[stat].get(method, float("nan"))
     return out
+
+
+_NETWORK = ["recipe", "seed"]
+
+
+def network_study_summary(rows):
+    """One row per source network of the network study: IW+Temp.'s ECE beside its mechanism.
+
+    Parameters
+    ----------
+    rows : pandas.DataFrame
+        Rows of :func:`~calibtut.experiments.covariate_shift.run_network_study`
+        with the task's ``recipe``, ``seed`` and ``repeat`` (a sweep's rows).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per ``(recipe, seed)``, in the order of ``rows``: ``repeats``;
+        ``cls_error``, the network's target error (%); ``Temp``, the SGD
+        temperature's ECE; ``IW+Temp`` and ``IW+Temp sd``, the paper's
+        pipeline (network discriminator, fitted ``beta_g``, ``U = 1000``,
+        ``1/g - 1/2``, SGD temperature; mean and sd, ddof 1, over the
+        calibrator repeats); ``oracle``, the ECE of the temperature fitted on
+        the target labels; ``fitted_t`` and ``oracle_t``, the two
+        temperatures; ``ess_frac``, the effective sample fraction of the
+        paper's weights; ``weighted_val_error``, the source validation error
+        (%) under them; and ``error_gap``, that error minus ``cls_error``
+        (what the weighted fit sees minus what the target needs). Means over
+        the repeats; ECEs x 100.
+
+    Examples
+    --------
+    >>> def net(recipe, seed, ece, werr):
+    ...     return pd.DataFrame({"recipe": recipe, "seed": seed, "repeat": 0,
+    ...                          "discriminator": ["none", "oracle", "mlp"], "beta_g": ["none", "none", "fitted"],
+    ...                          "upper": [None, None, 1000.0], "kind": ["none", "target labels", "bound"],
+    ...                          "temperature": ["sgd", "exact", "sgd"], "ece": [34.0, 3.0, ece],
+    ...                          "fitted_t": [1.2, 8.0, 6.0], "ess_frac": [None, None, 0.01],
+    ...                          "weighted_val_error": [2.0, 2.0, werr], "cls_error": 47.0})
+    >>> table = network_study_summary(pd.concat([net("ours", 0, 28.0, 10.0), net("shipped", 0, 8.0, 35.0)]))
+    >>> table[["IW+Temp", "error_gap", "oracle_t"]].values.tolist()
+    [[28.0, -37.0, 8.0], [8.0, -12.0, 8.0]]
+    """
+    need = [*_NETWORK, *_VARIANT[1:], "repeat", "ece", "fitted_t", "ess_frac", "weighted_val_error", "cls_error"]
+    check_frame(rows, "rows", need, allow_empty=False)
+    parts = {"Temp": rows.query("discriminator == 'none' and temperature == 'sgd'"),
+             "IW+Temp": rows.query(_PAPER_PIPELINE), "oracle": rows.query("discriminator == 'oracle'")}
+    for name, part in parts.items():
+        if part.empty:
+            raise ValueError(f"rows holds no {name} rows of run_network_study")
+    iw = parts["IW+Temp"].groupby(_NETWORK, sort=False)
+    out = pd.DataFrame({
+        "repeats": iw.size(), "cls_error": iw["cls_error"].mean(),
+        "Temp": parts["Temp"].groupby(_NETWORK)["ece"].mean(),
+        "IW+Temp": iw["ece"].mean(), "IW+Temp sd": iw["ece"].std(),
+        "oracle": parts["oracle"].groupby(_NETWORK)["ece"].mean(),
+        "fitted_t": iw["fitted_t"].mean(), "oracle_t": parts["oracle"].groupby(_NETWORK)["fitted_t"].mean(),
+        "ess_frac": iw["ess_frac"].mean(), "weighted_val_error": iw["weighted_val_error"].mean(),
+    }).reindex(iw.size().index)
+    return out.assign(error_gap=out["weighted_val_error"] - out["cls_error"])
+
+
+def _mean_difference(x, y, axis=-1):
+    return np.mean(x, axis=axis) - np.mean(y, axis=axis)
+
+
+def network_study_conclusion(summary, *, recipes=("ours", "authors"), confidence=0.95, n_resamples=9999, seed=0):
+    """What the network study concludes, each statistic with its uncertainty.
+
+    Rows, over the networks of ``summary``:
+
+    * ``mean IW+Temp, <recipe>``, for each of ``recipes``: the mean ECE of
+      the paper's IW+Temp. pipeline over that recipe's networks, with a
+      percentile bootstrap interval over networks
+      (:func:`scipy.stats.bootstrap`);
+    * ``difference, <second> - <first>``: the difference of the two means,
+      with a bootstrap interval (the networks of each recipe resampled on
+      their own);
+    * ``Spearman, |error gap| and IW+Temp``: over every network (every
+      recipe, the shipped network too), the rank correlation of the absolute
+      gap between the weighted source-validation error and the target error
+      with IW+Temp.'s ECE, and the p-value of a one-sided permutation test
+      that it is positive (:func:`scipy.stats.permutation_test`; exact
+      while the orderings of the networks are at most ``n_resamples``).
+
+    Parameters
+    ----------
+    summary : pandas.DataFrame
+        :func:`network_study_summary`'s table.
+    recipes : pair of str, default ("ours", "authors")
+        The two recipes whose means are compared.
+    confidence : float, default 0.95
+        Level of the bootstrap intervals, in (0, 1).
+    n_resamples : int, default 9999
+        Bootstrap resamples and random permutations (>= 100).
+    seed : int, numpy.random.Generator or None, default 0
+        Seeds the resampling and the permutations.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``statistic``, ``networks`` (how many it uses), ``estimate``,
+        ``low`` and ``high`` (NaN with fewer than 2 networks per recipe, and
+        for the correlation), ``p_value`` (the correlation's; NaN
+        elsewhere, and with fewer than 3 networks).
+
+    Examples
+    --------
+    >>> summary = pd.DataFrame({"IW+Temp": [28.0, 30.0, 26.0, 9.0, 12.0, 8.0],
+    ...                         "error_gap": [-40.0, -42.0, -38.0, -10.0, -15.0, -12.0]},
+    ...                        index=pd.MultiIndex.from_product([["ours", "authors"], [0, 1, 2]],
+    ...                                                         names=["recipe", "seed"]))
+    >>> table = network_study_conclusion(summary, n_resamples=999)
+    >>> table["statistic"].tolist()[2:]
+    ['difference, authors - ours', 'Spearman, |error gap| and IW+Temp']
+    >>> table["estimate"].round(3).tolist()
+    [28.0, 9.667, -18.333, 0.943]
+    """
+    check_frame(summary, "summary", ["IW+Temp", "error_gap"], allow_empty=False)
+    if isinstance(recipes, str) or len(recipes) != 2:
+        raise ValueError(f"recipes must be two recipe names, got {recipes!r}")
+    confidence = check_real(confidence, "confidence", low=0, high=1, low_open=True, high_open=True)
+    n_resamples = check_int(n_resamples, "n_resamples", minimum=100)
+    rng = check_rng(seed)
+    ece = summary["IW+Temp"]
+    by_recipe = ece.groupby(level="recipe")
+    samples = [by_recipe.get_group(r).to_numpy() if r in by_recipe.groups else np.array([]) for r in recipes]
+    boot = {"confidence_level": confidence, "n_resamples": n_resamples, "method": "percentile", "rng": rng}
+
+    def interval(data, statistic):
+        if min(len(d) for d in data) < 2:
+            return np.nan, np.nan
+        ci = stats.bootstrap(data, statistic, **boot).confidence_interval
+        return ci.low, ci.high
+
+    rows = []
+    for r, x in zip(recipes, samples):
+        low, high = interval((x,), np.mean)
+        rows.append({"statistic": f"mean IW+Temp, {r}", "networks": len(x),
+                     "estimate": np.mean(x) if len(x) else np.nan, "low": low, "high": high, "p_value": np.nan})
+    first, second = samples
+    low, high = interval((second, first), _mean_difference)
+    rows.append({"statistic": f"difference, {recipes[1]} - {recipes[0]}", "networks": len(first) + len(second),
+                 "estimate": np.mean(second) - np.mean(first) if len(first) and len(second) else np.nan,
+                 "low": low, "high": high, "p_value": np.nan})
+    gap = summary["error_gap"].abs().to_numpy()
+    rho, p_value = np.nan, np.nan
+    if len(gap) >= 3:
+        gap_ranks = stats.rankdata(gap)
+
+        def spearman(x, axis=-1):  # Pearson's correlation of the ranks, over a batch of orderings
+            return stats.pearsonr(stats.rankdata(x, axis=axis), gap_ranks, axis=axis).statistic
+
+        test = stats.permutation_test((ece.to_numpy(),), spearman, permutation_type="pairings", vectorized=True,
+                                      alternative="greater", n_resamples=n_resamples, rng=rng)
+        rho, p_value = test.statistic, test.pvalue
+    rows.append({"statistic": "Spearman, |error gap| and IW+Temp", "networks": len(gap), "estimate": rho,
+                 "low": np.nan, "high": np.nan, "p_value": p_value})
+    return pd.DataFrame(rows)

@@ -82,8 +82,9 @@ from calibtut.shift import (
     weight_summary,
 )
 
-__all__ = ["AUTHORS_SHIFTS", "DIGIT_SHIFTS", "DISC_SCHEDULES", "METHODS", "SOURCE_NETWORKS", "cs_tasks",
-           "parse_shift", "run_cs_config", "run_weight_variants", "shift_predictions", "temperature_objective"]
+__all__ = ["AUTHORS_SHIFTS", "DIGIT_SHIFTS", "DISC_SCHEDULES", "METHODS", "SOURCE_NETWORKS", "SOURCE_RECIPES",
+           "cs_tasks", "network_study_tasks", "parse_shift", "run_cs_config", "run_network_study",
+           "run_weight_variants", "shift_predictions", "temperature_objective"]
 
 #: The columns of the paper's Table 1, then our two ablations (NLL temperature, density-ratio weights).
 METHODS = ("None", "Temp", "IW+Temp", "FL+Temp", "FL+IW+Temp", "Temp (NLL)", "IW(ratio)+Temp")
@@ -113,6 +114,13 @@ SOURCE_NETWORKS = ("ours", "authors")
 
 #: The shifts whose source network the authors published (:func:`calibtut.models.authors_network`).
 AUTHORS_SHIFTS = {"U->M": "USPS2MNIST", "M->U": "MNIST2USPS"}
+
+#: Source LeNet-5 recipes of the network study (:func:`run_network_study`): the book's full profile
+#: (Adam at 1e-3, 50 epochs) and the authors' code (Adam at 1e-2 halved every 100 epochs, 500 epochs);
+#: ``"shipped"`` is the authors' own trained network, loaded rather than trained.
+SOURCE_RECIPES = {"ours": {"epochs": 50, "lr": 1e-3, "lr_step": None},
+                  "authors": {"epochs": 500, "lr": 1e-2, "lr_step": 100},
+                  "shipped": {}}
 
 #: The offline MNIST pool (:func:`calibtut.data.load_mnist_pool`): 5,000 training images, then the test set.
 _MNIST_TRAIN = 5000
@@ -702,7 +710,91 @@ def temperature_objective(shift="U->M", seed=0, repeat=0, *, temperatures=None, 
     return pd.DataFrame(rows)
 
 
+def run_network_study(recipe="ours", seed=0, repeat=0, *, shift="U->M", device="cpu"):
+    """IW+Temp. of the paper's pipeline on one source network, with the mechanism's diagnostics.
+
+    One network of the study of how much IW+Temp. depends on the network it
+    corrects: a LeNet-5 trained from ``seed`` by one of
+    :data:`SOURCE_RECIPES` (or the authors' shipped network), then one
+    calibrator repeat of :func:`run_weight_variants` restricted to the
+    paper's pipeline: the network discriminator (the book's schedule), its
+    temperature fitted or not, ``U = 1000``, weights ``1/g - 1/2`` or
+    ``1/g - 1``, exact and SGD temperature fits, with the unweighted Temp.
+    and the target-fitted oracle rows. The row ``discriminator == "mlp"``,
+    ``beta_g == "fitted"``, ``kind == "bound"``, ``temperature == "sgd"`` is
+    the paper's IW+Temp.
+
+    Parameters
+    ----------
+    recipe : {"ours", "authors", "shipped"}, default "ours"
+        The source network: trained by the book's recipe, by the authors'
+        recipe (:data:`SOURCE_RECIPES`), or the authors' shipped network
+        (then MNIST is split as the paper's, see :func:`run_cs_config`).
+    seed : int, default 0
+        Seeds the source network, the data split and the calibrator.
+    repeat : int, default 0
+        The calibrator repeat (>= 0), as in :func:`run_cs_config`.
+    shift : {"U->M", "M->U"}, default "U->M"
+    device : {"cpu", "cuda"}, default "cpu"
+
+    Returns
+    -------
+    pandas.DataFrame
+        The rows of :func:`run_weight_variants` (:func:`calibtut.run.sweep`
+        adds the task's ``recipe``, ``seed`` and ``repeat``).
+
+    Examples
+    --------
+    >>> rows = run_network_study("ours", seed=0)  # doctest: +SKIP
+    >>> rows.query("discriminator == 'mlp'")["upper"].unique().tolist()  # doctest: +SKIP
+    [1000.0]
+    """
+    check_choice(recipe, "recipe", tuple(SOURCE_RECIPES))
+    check_choice(shift, "shift", tuple(AUTHORS_SHIFTS))
+    network = "authors" if recipe == "shipped" else "ours"
+    return run_weight_variants(shift, seed, repeat, **SOURCE_RECIPES[recipe], discriminators=("mlp",), uppers=(1e3,),
+                               temperatures=_TEMPERATURES, device=device, source_network=network)
+
+
 # ------------------------------------------------------------------------------------------- tasks
+
+
+def network_study_tasks(seeds=range(10), repeats=3, shift="U->M"):
+    """The task list of the network study (:func:`run_network_study`), cheapest first, recipes interleaved.
+
+    The authors' shipped network comes first (nothing to train), then, seed by
+    seed, our recipe's network and the authors' recipe's network, each with
+    its calibrator repeats side by side (a worker keeps the trained network
+    for the next repeat), so that a stopped sweep holds about as many
+    networks of each recipe.
+
+    Parameters
+    ----------
+    seeds : sequence of int, default range(10)
+        Source-network seeds of each recipe (each >= 0).
+    repeats : int, default 3
+        Calibrator repeats per network (>= 1).
+    shift : {"U->M", "M->U"}, default "U->M"
+
+    Returns
+    -------
+    list of dict
+
+    Examples
+    --------
+    >>> [(t["recipe"], t["seed"], t["repeat"]) for t in network_study_tasks([0], repeats=1)]
+    [('shipped', 0, 0), ('ours', 0, 0), ('authors', 0, 0)]
+    >>> len(network_study_tasks())
+    63
+    """
+    check_choice(shift, "shift", tuple(AUTHORS_SHIFTS))
+    repeats = check_int(repeats, "repeats", minimum=1)
+    if isinstance(seeds, str) or not hasattr(seeds, "__iter__"):
+        raise TypeError(f"seeds must be a sequence of int, got {seeds!r}")
+    seeds = [check_int(s, "seeds", minimum=0) for s in seeds]
+    networks = [("shipped", 0)] + [(recipe, seed) for seed in seeds for recipe in ("ours", "authors")]
+    return [{"recipe": recipe, "seed": seed, "repeat": repeat, "shift": shift}
+            for recipe, seed in networks for repeat in range(repeats)]
 
 
 def cs_tasks(shifts=DIGIT_SHIFTS, seeds=(0,), repeats=1, **fixed):
