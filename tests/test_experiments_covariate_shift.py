@@ -516,8 +516,8 @@ def test_network_study_conclusion_against_pandas_and_by_hand():
     # one network of a recipe has no interval; fewer than three networks no test
     few = cs.network_study_conclusion(_summary([20.0], [8.0]), n_resamples=999)
     assert few[["low", "high"]].isna().all().all() and few["p_value"].isna().all()
-    with pytest.raises(ValueError, match="confidence"):
-        cs.network_study_conclusion(summary, confidence=1.0)
+    with pytest.raises(ValueError, match="level"):
+        cs.network_study_conclusion(summary, level=1.0)
     with pytest.raises(ValueError, match="n_resamples"):
         cs.network_study_conclusion(summary, n_resamples=10)
     with pytest.raises(ValueError, match="recipes"):

@@ -782,7 +782,7 @@ def _mean_difference(x, y, axis=-1):
     return np.mean(x, axis=axis) - np.mean(y, axis=axis)
 
 
-def network_study_conclusion(summary, *, recipes=("ours", "authors"), confidence=0.95, n_resamples=9999, seed=0):
+def network_study_conclusion(summary, *, recipes=("ours", "authors"), level=0.95, n_resamples=9999, seed=0):
     """What the network study concludes, each statistic with its uncertainty.
 
     Rows, over the networks of ``summary``:
@@ -807,8 +807,8 @@ def network_study_conclusion(summary, *, recipes=("ours", "authors"), confidence
         :func:`network_study_summary`'s table.
     recipes : pair of str, default ("ours", "authors")
         The two recipes whose means are compared.
-    confidence : float, default 0.95
-        Level of the bootstrap intervals, in (0, 1).
+    level : float, default 0.95
+        Confidence level of the bootstrap intervals, in (0, 1).
     n_resamples : int, default 9999
         Bootstrap resamples and random permutations (>= 100).
     seed : int, numpy.random.Generator or None, default 0
@@ -837,13 +837,13 @@ def network_study_conclusion(summary, *, recipes=("ours", "authors"), confidence
     check_frame(summary, "summary", ["IW+Temp", "error_gap"], allow_empty=False)
     if isinstance(recipes, str) or len(recipes) != 2:
         raise ValueError(f"recipes must be two recipe names, got {recipes!r}")
-    confidence = check_real(confidence, "confidence", low=0, high=1, low_open=True, high_open=True)
+    level = check_real(level, "level", low=0, high=1, low_open=True, high_open=True)
     n_resamples = check_int(n_resamples, "n_resamples", minimum=100)
     rng = check_rng(seed)
     ece = summary["IW+Temp"]
     by_recipe = ece.groupby(level="recipe")
     samples = [by_recipe.get_group(r).to_numpy() if r in by_recipe.groups else np.array([]) for r in recipes]
-    boot = {"confidence_level": confidence, "n_resamples": n_resamples, "method": "percentile", "rng": rng}
+    boot = {"confidence_level": level, "n_resamples": n_resamples, "method": "percentile", "rng": rng}
 
     def interval(data, statistic):
         if min(len(d) for d in data) < 2:
