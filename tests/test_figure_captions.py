@@ -131,6 +131,20 @@ def other_outputs(source: str) -> bool:
     return not (name in ("plt.show", "plt.close", "print") or name.endswith((".tight_layout", "interactive")))
 
 
+def interactive(source: str) -> bool:
+    """Whether a cell ends with an interactive widget (``widgets.interactive(...)``).
+
+    Examples
+    --------
+    >>> interactive("widgets.interactive(f, n=(1, 5))"), interactive("plt.show()")
+    (True, False)
+    """
+    tree = _python(source)
+    last = tree.body[-1] if tree.body else None
+    return (isinstance(last, ast.Expr) and isinstance(last.value, ast.Call)
+            and ast.unparse(last.value.func).endswith("interactive"))
+
+
 def figure_problems(cells) -> list[str]:
     """What the figure cells of a chapter lack; empty when each has a caption and a name."""
     found = []
@@ -139,6 +153,12 @@ def figure_problems(cells) -> list[str]:
             continue
         count = figures_drawn(cell.source)
         options = cell.metadata.get("mystnb", {}).get("figure", {})
+        if interactive(cell.source):
+            # a widget's cell has several outputs, and MyST-NB gives each the figure's name (a
+            # duplicate target that fails the strict build): its caption is the line above it
+            if options:
+                found.append(f"cell {index} is an interactive widget: no figure options, a caption line above")
+            continue
         if count > 1:
             found.append(f"cell {index} shows several figures: one figure per cell")
         elif count and other_outputs(cell.source):
@@ -214,3 +234,7 @@ def test_figure_problems_are_found():
         "cell 0 shows more than its figure: end it with plt.show(), display the rest apart"]
     no_name = from_dict({**cell, "metadata": {"mystnb": {"figure": {"caption": "A line."}}}})
     assert figure_problems([no_name]) == ["cell 0 draws a figure without a name fig-..."]
+    widget = {**cell, "source": "def show(n):\n    plt.plot(x[:n])\n    plt.show()\n\n\nwidgets.interactive(show, n=(1, 9))"}
+    assert figure_problems([from_dict(widget)]) == []
+    assert figure_problems([from_dict({**widget, "metadata": named})]) == [
+        "cell 0 is an interactive widget: no figure options, a caption line above"]
