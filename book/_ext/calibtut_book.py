@@ -565,6 +565,21 @@ def _number_exercises(app, env):
     return []  # no page to rewrite beyond those Sphinx already rewrites
 
 
+def _share_html_handlers(app):
+    """Give the single-page builder the HTML handlers of every node that has none of its own.
+
+    Sphinx looks a node's handlers up by builder name and falls back to the builder's
+    format (``html``) only when no extension registered any handler for that name.
+    sphinx-exercise registers its nodes for ``singlehtml`` too, so sphinx-proof's
+    theorem boxes, registered for ``html`` only, had no handler in the one-page build
+    that the whole-book PDF prints.
+    """
+    handlers = app.registry.translation_handlers
+    if app.builder.format == "html" and app.builder.name in handlers:
+        for node, pair in handlers.get("html", {}).items():
+            handlers[app.builder.name].setdefault(node, pair)
+
+
 def setup(app):
     app.add_config_value("calibtut_hide_solutions", False, "env")
     # after Sphinx's own numbering, which also runs on env-get-updated (priority 500)
@@ -578,6 +593,7 @@ def setup(app):
     app.connect("html-page-context", _fix_page_scripts, priority=900)
     app.connect("env-get-outdated", _read_failed_chapters)
     app.connect("doctree-read", _mark_failed_chapter)
+    app.connect("builder-inited", _share_html_handlers)
     app.connect("env-purge-doc", _purge_failed_mark)
     app.connect("env-merge-info", _merge_failed_marks)
     app.connect("html-page-context", _link_reader_notebooks, priority=600)
