@@ -623,3 +623,20 @@ def test_a_figure_caption_follows_its_cell(tiny):
         "*Figure: A line, the rate of [Guo et al. (2017)](https://doi.org/10.5555/x) as $r$.*"
     )
     assert not raw_myst(nb)
+
+
+def test_the_single_page_build_gets_the_html_handlers_it_lacks():
+    """The whole-book PDF prints the one-page build: a node registered for ``html`` only
+    (sphinx-proof's boxes) must reach ``singlehtml`` when another extension registered
+    ``singlehtml`` handlers of its own (sphinx-exercise), and those keep theirs."""
+    html_only, both = (lambda *a: None, None), (lambda *a: None, None)
+    own = (lambda *a: None, None)
+    handlers = {"html": {"proof_node": html_only, "exercise_node": both}, "singlehtml": {"exercise_node": own}}
+    app = SimpleNamespace(registry=SimpleNamespace(translation_handlers=handlers),
+                          builder=SimpleNamespace(name="singlehtml", format="html"))
+    _book_glue()._share_html_handlers(app)
+    assert handlers["singlehtml"] == {"exercise_node": own, "proof_node": html_only}
+    latex = {"html": {"proof_node": html_only}, "latex": {}}
+    app.registry.translation_handlers, app.builder = latex, SimpleNamespace(name="latex", format="latex")
+    _book_glue()._share_html_handlers(app)
+    assert latex["latex"] == {}
