@@ -144,6 +144,30 @@ class _Stack:
         self.active = [self.active[r] for r in rows]
 
 
+def _check_study_inputs(models, X, y, val, seeds, epochs, patience, batch_size, device):
+    """The arguments both batched trainers share, checked: seeds, sizes, device, data as tensors.
+
+    Returns ``(seeds, epochs, patience, batch_size, device, (X, y), (X_val, y_val))``, the
+    tensors on the device in the models' dtype and ``batch_size`` capped at the data's length.
+    """
+    if not isinstance(seeds, (list, tuple)) or len(seeds) != len(models):
+        raise TypeError(f"seeds must be a list of ints, one per model, got {seeds!r}")
+    seeds = [check_int(s, "seeds", minimum=0) for s in seeds]
+    epochs = check_int(epochs, "epochs", minimum=1)
+    patience = check_int(patience, "patience", minimum=1)
+    dev = resolve_device(device)
+    dtype = next(models[0].parameters()).dtype
+    X_t, y_t = to_tensor(X, "X", ndim=2, dtype=dtype).to(dev), to_tensor(y, "y", ndim=1, dtype=dtype).to(dev)
+    if len(X_t) != len(y_t):
+        raise ValueError(f"X and y must have the same length, got {len(X_t)} and {len(y_t)}")
+    if not isinstance(val, (tuple, list)) or len(val) != 2:
+        raise TypeError("val must be a pair (X_val, y_val)")
+    Xv = to_tensor(val[0], "val[0]", ndim=2, dtype=dtype).to(dev)
+    yv = to_tensor(val[1], "val[1]", ndim=1, dtype=dtype).to(dev)
+    batch_size = min(check_int(batch_size, "batch_size", minimum=1), len(X_t))
+    return seeds, epochs, patience, batch_size, dev, (X_t, y_t), (Xv, yv)
+
+
 def fit_study_batched(models, X, y, *, losses, val, seeds, epochs=5000, patience=30, batch_size=512, device="cpu"):
     """Train models of one architecture on the same data together (see the module docstring).
 
@@ -180,22 +204,9 @@ def fit_study_batched(models, X, y, *, losses, val, seeds, epochs=5000, patience
     [3, 3]
     """
     _check_models(models, losses)
-    if not isinstance(seeds, (list, tuple)) or len(seeds) != len(models):
-        raise TypeError(f"seeds must be a list of ints, one per model, got {seeds!r}")
-    seeds = [check_int(s, "seeds", minimum=0) for s in seeds]
-    epochs = check_int(epochs, "epochs", minimum=1)
-    patience = check_int(patience, "patience", minimum=1)
-    dev = resolve_device(device)
-    dtype = next(models[0].parameters()).dtype
-    X_t, y_t = to_tensor(X, "X", ndim=2, dtype=dtype).to(dev), to_tensor(y, "y", ndim=1, dtype=dtype).to(dev)
-    if len(X_t) != len(y_t):
-        raise ValueError(f"X and y must have the same length, got {len(X_t)} and {len(y_t)}")
-    if not isinstance(val, (tuple, list)) or len(val) != 2:
-        raise TypeError("val must be a pair (X_val, y_val)")
-    Xv = to_tensor(val[0], "val[0]", ndim=2, dtype=dtype).to(dev)
-    yv = to_tensor(val[1], "val[1]", ndim=1, dtype=dtype).to(dev)
-    n = len(X_t)
-    batch_size = min(check_int(batch_size, "batch_size", minimum=1), n)
+    seeds, epochs, patience, batch_size, dev, (X_t, y_t), (Xv, yv) = _check_study_inputs(
+        models, X, y, val, seeds, epochs, patience, batch_size, device)
+    dtype, n = X_t.dtype, len(X_t)
 
     for model in models:
         model.to(dev)

@@ -52,10 +52,9 @@ import contextlib
 import torch
 from torch import nn
 
-from calibtut._torch import resolve_device, to_tensor
 from calibtut._validation import check_bool, check_int
 from calibtut.metrics.torch import crps_mixture, nll_mixture, pinball_loss, pit_mixture
-from calibtut.models.batched import _check_models
+from calibtut.models.batched import _check_models, _check_study_inputs
 from calibtut.models.sqr import SQRNet
 from calibtut.models.training import FitHistory
 from calibtut.regularizers.calibration_penalties import (
@@ -347,28 +346,16 @@ def fit_study_engine(models, X, y, *, losses, val, seeds, epochs=5000, patience=
     """
     _check_models(models, losses)
     _check_engine_losses(losses)
-    if not isinstance(seeds, (list, tuple)) or len(seeds) != len(models):
-        raise TypeError(f"seeds must be a list of ints, one per model, got {seeds!r}")
-    seeds = [check_int(s, "seeds", minimum=0) for s in seeds]
-    epochs = check_int(epochs, "epochs", minimum=1)
-    patience = check_int(patience, "patience", minimum=1)
+    seeds, epochs, patience, batch_size, dev, (X_t, y_t), (Xv, yv) = _check_study_inputs(
+        models, X, y, val, seeds, epochs, patience, batch_size, device)
     check_every = check_int(check_every, "check_every", minimum=1)
     flush_denormal = check_bool(flush_denormal, "flush_denormal")
-    dev = resolve_device(device)
-    dtype = next(models[0].parameters()).dtype
-    X_t, y_t = to_tensor(X, "X", ndim=2, dtype=dtype).to(dev), to_tensor(y, "y", ndim=1, dtype=dtype).to(dev)
-    if len(X_t) != len(y_t):
-        raise ValueError(f"X and y must have the same length, got {len(X_t)} and {len(y_t)}")
-    if not isinstance(val, (tuple, list)) or len(val) != 2:
-        raise TypeError("val must be a pair (X_val, y_val)")
-    Xv = to_tensor(val[0], "val[0]", ndim=2, dtype=dtype).to(dev)
-    yv = to_tensor(val[1], "val[1]", ndim=1, dtype=dtype).to(dev)
+    dtype = X_t.dtype
     if len(Xv) != len(yv):
         raise ValueError(f"val[0] and val[1] must have the same length, got {len(Xv)} and {len(yv)}")
     if X_t.shape[1] != models[0].in_features or Xv.shape[1] != models[0].in_features:
         raise ValueError(f"X and val[0] must have {models[0].in_features} features")
     n = len(X_t)
-    batch_size = min(check_int(batch_size, "batch_size", minimum=1), n)
 
     arch = _Architecture(models[0])
     streams = _Streams(seeds, dev)
