@@ -30,7 +30,7 @@ others' figures; every figure is written to ``--out`` as it is known
 ``estimate.csv``, ``env.json``).
 
 ``engine`` (``bash benchmarks/gpu_check.sh --engine``) is the other check: the
-whole study with the study engine (``run_study_task(..., engine=True)``, the
+whole study with the study engine (``run_study_task``'s default trainer, the
 full profile's arguments), every task queued in one process per GPU, run 0 of
 every dataset first (smallest first), then runs 1-4, until ``--engine-limit``
 seconds; each finished task is stored in ``engine_study.jsonl``. Its summary
@@ -224,14 +224,15 @@ def copy_study_data(mirror, carry):
 
 
 def study_sample(device, *, dry_run=False):
-    """The full-size study tasks the check runs on ``device`` (run 0; a single small one when dry)."""
+    """The full-size study tasks the check runs on ``device`` with the published stores' vmapped trainer
+    (run 0; a single small one when dry)."""
     if dry_run:
-        return [dict(task, device=device) for task in study_tasks(["Yacht"], [0], ["mix-nll"], epochs=20,
-                                                                  combine=True, map_on_train=True)]
+        return [dict(task, device=device, trainer="vmapped") for task in study_tasks(
+            ["Yacht"], [0], ["mix-nll"], epochs=20, combine=True, map_on_train=True)]
     small = study_tasks(["Yacht", "Concrete", "Airfoil"], [0], STUDY_BASES, epochs=5000, combine=True,
                         map_on_train=True)
     mid = study_tasks(["Kin8nm"], [0], ["mix-nll"], epochs=5000, combine=True, map_on_train=True)
-    return [dict(task, device=device) for task in mid + small]
+    return [dict(task, device=device, trainer="vmapped") for task in mid + small]
 
 
 class Steps:
@@ -340,7 +341,7 @@ def engine_tasks(device, *, dry_run=False, datasets=None, runs=None, bases=None)
     datasets = sorted(datasets or OFFLINE_DATASETS, key=lambda name: STUDY_DATASETS[name].train_rows)
     tasks = [task for run in (runs or range(5)) for task in study_tasks(
         datasets, [run], bases or STUDY_BASES, epochs=3 if dry_run else 5000, combine=True, map_on_train=True)]
-    return [dict(task, device=device, engine=True) for task in tasks]
+    return [dict(task, device=device, trainer="engine") for task in tasks]
 
 
 def engine_step(device, out, *, dry_run, datasets=None, runs=None, bases=None):

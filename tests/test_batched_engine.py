@@ -176,10 +176,10 @@ def test_study_task_on_the_engine_gives_the_vanilla_rows_of_the_models_trained_a
     # the vanilla model (80 % and the post-hoc base on 65 %) is bit for bit the model trained
     # alone, so its rows, post-hoc maps included, are equal; the regularized rows are there too
     args = dict(lambdas="1", regularizers="pce-kde", epochs=3)
-    engine = run_study_task("Yacht", 0, "mix-nll", engine=True, **args)
-    alone = run_study_task("Yacht", 0, "mix-nll", batched=False, **args)
+    engine = run_study_task("Yacht", 0, "mix-nll", **args)  # the engine is the default trainer
+    alone = run_study_task("Yacht", 0, "mix-nll", trainer="alone", **args)
     assert engine["method"].tolist() == alone["method"].tolist()
     vanilla = engine["regularizer"] == "none"
     pd.testing.assert_frame_equal(engine[vanilla], alone[vanilla])
-    with pytest.raises(ValueError, match="batched=True"):
-        run_study_task("Yacht", 0, "mix-nll", engine=True, batched=False, **args)
+    with pytest.raises(ValueError, match="trainer must be one of"):
+        run_study_task("Yacht", 0, "mix-nll", trainer="batched", **args)

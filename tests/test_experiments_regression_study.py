@@ -124,10 +124,10 @@ def test_runner_metrics_match_a_by_hand_evaluation(yacht_rows):
 
 
 @needs_mirror
-def test_batched_and_sequential_training_give_the_same_rows():
+def test_vmapped_and_sequential_training_give_the_same_rows():
     kwargs = {"lambdas": "0.2", "regularizers": "pce-kde", "fit_posthoc": False, "epochs": 3, "patience": 2}
-    batched = rs.run_study_task("Yacht", 1, "mix-crps", batched=True, **kwargs)
-    alone = rs.run_study_task("Yacht", 1, "mix-crps", batched=False, **kwargs)
+    batched = rs.run_study_task("Yacht", 1, "mix-crps", trainer="vmapped", **kwargs)
+    alone = rs.run_study_task("Yacht", 1, "mix-crps", trainer="alone", **kwargs)
     metrics = [c for c in batched.columns if c.startswith(("val_", "test_"))]
     np.testing.assert_allclose(batched[metrics].to_numpy(float), alone[metrics].to_numpy(float), rtol=1e-4)
     assert batched["best_epoch"].tolist() == alone["best_epoch"].tolist()

@@ -9,22 +9,22 @@ and returns one row per (method, lambda, post-hoc map):
   applies to the base, at each nonzero lambda) train on the same 80% of the
   data (train + calibration split, as in the authors' code) with the same
   seed. They share a dataset, a split and an architecture, so they are
-  trained **together** by :func:`calibtut.models.fit_study_batched`: one
-  vmapped pass over stacked parameters, each model with its own early
-  stopping, equal to training them one at a time (``batched=False``) up to
-  the rounding of batched against single matrix products. Over a hundred
-  epochs that rounding moves early-stopping decisions (measured on Concrete,
-  run 0, the full grid, when early stopping still monitored the regularized
-  loss: 4 of the 16 mixture models and 7 of the 11 affine-SQR
+  trained **together**. The default trainer, ``trainer="engine"``, is the
+  study engine (:func:`calibtut.models.fit_study_engine`): one batched
+  program over stacked parameters with no host read inside an epoch; its
+  vanilla model equals the one trained alone bit for bit and its
+  regularized ones agree in distribution (tested). ``trainer="vmapped"``
+  is the earlier vmapped stack (:func:`calibtut.models.fit_study_batched`),
+  which computed the published stores: each of their tasks records
+  ``"trainer": "vmapped"``, so ``python -m calibtut.run.recheck``
+  recomputes them bit for bit with the trainer that made them. It equals
+  training the models one at a time (``trainer="alone"``) up to the
+  rounding of batched against single matrix products; over a hundred
+  epochs that rounding moves early-stopping decisions (measured on
+  Concrete, run 0, the full grid, when early stopping still monitored the
+  regularized loss: 4 of the 16 mixture models and 7 of the 11 affine-SQR
   models stopped at the same epoch batched and alone), so long trainings
   agree in distribution, not bit for bit; short ones agree to 1e-4 (tested).
-  ``engine=True`` trains them with the study engine instead
-  (:func:`calibtut.models.fit_study_engine`: one batched program with no
-  host read inside an epoch; its vanilla model equals the one trained
-  alone bit for bit, its regularized ones agree in distribution). It is not
-  the default: the published stores were computed by the vmapped stack, and
-  ``python -m calibtut.run.recheck`` recomputes their tasks with the
-  defaults and compares every value bit for bit.
   Grouping by (dataset, run,
   base) is the finest grouping that keeps every batch homogeneous (one class
   of network, one training set), and the coarsest that keeps one task short
@@ -68,7 +68,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from calibtut._validation import check_frame, check_int, check_real
+from calibtut._validation import check_choice, check_frame, check_int, check_real
 from calibtut.conformal import OneSidedConformalRegressor
 from calibtut.data import Standardizer, train_val_cal_test_split
 from calibtut.data.regression_study import STUDY_DATASETS, load_study_dataset, study_subsample
@@ -111,6 +111,7 @@ __all__ = [
     "study_split",
     "study_tasks",
     "StudySplit",
+    "TRAINERS",
 ]
 
 #: Labels of the base models, as in the paper's figures.
@@ -128,6 +129,10 @@ OFFLINE_DATASETS = tuple(name for name, entry in STUDY_DATASETS.items()
 STUDY_BASES = ("mix-nll", "mix-crps", "sqr-affine")
 #: Test frequencies of ``y <= Q(a)`` at the 19 evaluation levels, one column each.
 FREQ_COLUMNS = tuple(f"freq_{round(100 * a):02d}" for a in EVAL_LEVELS)
+
+#: How :func:`run_study_task` trains the models of a task: the study engine (the default), the vmapped
+#: stack (the trainer of the published stores) or one model at a time.
+TRAINERS = ("engine", "vmapped", "alone")
 
 _SPLIT_SEED, _MODEL_SEED = 2000, 1000  # the authors' seeds: split 2000 + run, model 1000 + run
 
@@ -434,7 +439,7 @@ def _row(val, test, test_freq, **labels):
 def _train(base, configs, X, y, X_val, y_val, seed, epochs, patience, batch_size, device, trainer, arch):
     """Train one network per ``(regularizer, lam)`` on ``(X, y)``; all share ``seed`` and ``arch``.
 
-    ``trainer``: ``"engine"``, ``"batched"`` (the vmapped stack) or ``"alone"``.
+    ``trainer``: ``"engine"``, ``"vmapped"`` or ``"alone"`` (see :func:`run_study_task`).
     """
     scaler = Standardizer().fit(X, y)
     Xs, ys = scaler.transform(X), scaler.transform_y(y)
@@ -444,7 +449,7 @@ def _train(base, configs, X, y, X_val, y_val, seed, epochs, patience, batch_size
     common = {"val": val, "epochs": epochs, "patience": patience, "batch_size": batch_size, "device": device}
     if trainer == "engine":
         histories = fit_study_engine(models, Xs, ys, losses=losses, seeds=[seed] * len(models), **common)
-    elif trainer == "batched" and len(models) > 1:
+    elif trainer == "vmapped" and len(models) > 1:
         histories = fit_study_batched(models, Xs, ys, losses=losses, seeds=[seed] * len(models), **common)
     else:
         histories = [fit_study(m, Xs, ys, loss=loss, seed=seed, **common) for m, loss in zip(models, losses)]
@@ -464,7 +469,7 @@ def run_study_task(
     patience=30,
     batch_size=512,
     crime="code",
-    batched=True,
+    trainer="engine",
     device="cpu",
     num_threads=1,
     combine=False,
@@ -474,7 +479,6 @@ def run_study_task(
     n_components=3,
     n_hidden=3,
     n_levels=64,
-    engine=False,
 ):
     """Train and evaluate every model of one (dataset, run, base model) of paper 002.
 
@@ -506,11 +510,14 @@ def run_study_task(
         >= 1 (capped at the training size).
     crime : {"code", "table1"}, default "code"
         The Crime variant (see :func:`calibtut.data.regression_study.load_study_dataset`).
-    batched : bool, default True
-        Train the models that share the 80% split together
-        (:func:`calibtut.models.fit_study_batched`); ``False`` trains them one
-        at a time with :func:`calibtut.models.fit_study` (the same up to float
-        rounding, which over long trainings can shift early stopping).
+    trainer : {"engine", "vmapped", "alone"}, default "engine"
+        How the models that share the 80% split are trained: together by the
+        study engine (:func:`calibtut.models.fit_study_engine`), together by
+        the vmapped stack (:func:`calibtut.models.fit_study_batched`, the
+        trainer of the published stores), or one at a time with
+        :func:`calibtut.models.fit_study`. The three agree in distribution;
+        vanilla models agree bit for bit between ``"engine"`` and
+        ``"alone"``.
     device : {"cpu", "cuda"}, default "cpu"
     num_threads : int or None, default 1
         Torch CPU threads while this call runs (restored afterwards); None
@@ -537,12 +544,6 @@ def run_study_task(
         repeat them: a sweep of
         :func:`~calibtut.experiments.regression_study.ablation_tasks`
         adds them as task columns.
-    engine : bool, default False
-        Train each group of models with the study engine
-        (:func:`calibtut.models.fit_study_engine`) rather than the vmapped
-        stack; needs ``batched``. Not the default (see the module docstring:
-        the published stores recheck bit for bit with the vmapped stack).
-
     Returns
     -------
     pandas.DataFrame
@@ -568,13 +569,12 @@ def run_study_task(
     base = check_base(base)
     lams = _parse_lambdas(lambdas)
     regs = _parse_regularizers(regularizers, base)
-    flags = (("fit_posthoc", fit_posthoc), ("batched", batched), ("combine", combine), ("map_on_train", map_on_train),
-             ("fit_full", fit_full), ("kde_resampled", kde_resampled), ("engine", engine))
+    flags = (("fit_posthoc", fit_posthoc), ("combine", combine), ("map_on_train", map_on_train),
+             ("fit_full", fit_full), ("kde_resampled", kde_resampled))
     for name, flag in flags:
         if not isinstance(flag, bool):
             raise TypeError(f"{name} must be a bool, got {flag!r}")
-    if engine and not batched:
-        raise ValueError("engine=True trains the models together: it needs batched=True")
+    trainer = check_choice(trainer, "trainer", TRAINERS)
     if combine and not fit_posthoc:
         raise ValueError("combine=True needs fit_posthoc=True (the maps are fitted on the calibration split)")
     if not fit_full and (not fit_posthoc or map_on_train):
@@ -594,7 +594,6 @@ def run_study_task(
         raise ValueError(f"n_levels applies to SQR models, not to base {base!r}")
     if kde_resampled and base_family(base) != "mixture":
         raise ValueError(f"kde_resampled applies to mixture models, not to base {base!r}")
-    trainer = "engine" if engine else ("batched" if batched else "alone")
     args = (dataset, run, base, lams, regs, fit_posthoc, epochs, patience, batch_size, crime, trainer, device,
             combine, map_on_train, arch, fit_full, kde_resampled)
     if num_threads is None:
