@@ -34,9 +34,11 @@ whole study with the study engine (``run_study_task``'s default trainer, the
 full profile's arguments), every task queued in one process per GPU, run 0 of
 every dataset first (smallest first), then runs 1-4, until ``--engine-limit``
 seconds; each finished task is stored in ``engine_study.jsonl``. Its summary
-(``engine_tasks.csv``, ``engine_check.csv``, ``engine_estimate.csv``) gives
+(``engine_tasks.csv``, ``engine_check.csv``, ``engine_directions.csv``,
+``engine_estimate.csv``) gives
 the GPU seconds of each task beside its published CPU seconds, the agreement
-with the CPU run (the tolerance below), and the arithmetic-limit ratio: the
+with the CPU run (the tolerance below) and on which side of its vanilla model
+each model lies, and the arithmetic-limit ratio: the
 GPU time over the time of the tasks' floating-point operations (their
 model-steps, from the rows' epochs, times ``6 * rows * sum(in * out)``) at the
 device's measured float32 matmul rate. ``prepare`` carries the data of every
@@ -147,7 +149,7 @@ TORCH_TESTS = ("test_models.py", "test_models_batched.py", "test_batched_engine.
                "test_token_cnn.py", "test_protein_cnn.py")
 TOLERANCE_SD = 3.0
 METRICS = ("test_nll", "test_crps", "test_pce")
-TASK_KEYS = ("method", "regularizer", "lam", "posthoc", "map_split")
+TASK_KEYS = ("method", "regularizer", "lam", "posthoc", "map_split", "train_fraction")
 
 
 def _normalise(name):
@@ -312,6 +314,41 @@ def compare(gpu_rows, published):
     return pd.DataFrame(out)
 
 
+def _gaps(rows, metric):
+    """Each model's ``metric`` minus its task's vanilla 80 % model's, indexed by task and model."""
+    vanilla = (rows["regularizer"] == "none") & (rows["posthoc"] == "none") & (rows["train_fraction"] == 0.8)
+    base_rows = rows.loc[vanilla, ["dataset", "run", "base", metric]].rename(columns={metric: "vanilla"})
+    other = rows[~vanilla].merge(base_rows, on=["dataset", "run", "base"])
+    return (other[metric] - other["vanilla"]).set_axis(pd.MultiIndex.from_frame(
+        other[["dataset", "run", "base", *TASK_KEYS]]))
+
+
+def directions(gpu_rows, published, metric="test_pce"):
+    """How often the engine's run and the published run agree on which side of the vanilla model a model lies.
+
+    The study's verdicts compare each regularized or recalibrated model with
+    its task's vanilla model. For every such comparison in ``gpu_rows`` that
+    the published run also made (same dataset, run, base and model), this
+    counts the comparisons whose ``metric`` gap to the vanilla model has the
+    same sign in both runs; and again over the *clear* ones, whose published
+    gap exceeds the run-to-run standard deviation of that gap (over the
+    published runs), where a sign flip would change what a reader concludes.
+    """
+    engine, cpu = _gaps(gpu_rows, metric), _gaps(published, metric)
+    spread = cpu.groupby(level=["dataset", "base", *TASK_KEYS]).std()
+    both = pd.DataFrame({"engine": engine, "cpu": cpu}).dropna()
+    both["sd"] = spread.reindex(both.index.droplevel("run")).to_numpy()
+    both["agree"] = np.sign(both["engine"]) == np.sign(both["cpu"])
+    both["clear"] = both["cpu"].abs() > both["sd"]
+    out = []
+    for base, part in both.groupby(level="base"):
+        clear = part[part["clear"]]
+        out.append({"base": base, "metric": metric, "comparisons": len(part),
+                    "same_side": round(float(part["agree"].mean()), 3), "clear_comparisons": len(clear),
+                    "same_side_clear": round(float(clear["agree"].mean()), 3) if len(clear) else np.nan})
+    return pd.DataFrame(out)
+
+
 def estimate(per_task, published, out, *, concurrent):
     """The whole study's wall time on one GPU, from the measured per-task GPU/CPU time ratio."""
     measured = per_task.dropna(subset=["cpu_task_seconds"])
@@ -390,6 +427,13 @@ def engine_summary(out, device):
     per_task = per_task.merge(cpu_seconds, on=["dataset", "run", "base"], how="left")
     per_task.to_csv(out / "engine_tasks.csv", index=False)
     compare(rows[rows["run"] == 0], published).to_csv(out / "engine_check.csv", index=False)
+    # the reference: the published run r + 1 read as run r (another split and seed, the same study)
+    runs = rows[["dataset", "run"]].drop_duplicates()
+    later = published.merge(runs.assign(run=runs["run"] + 1), on=["dataset", "run"]).assign(
+        run=lambda frame: frame["run"] - 1)
+    pd.concat([directions(frame, published, metric).assign(run=label) for metric in METRICS
+               for label, frame in (("engine", rows), ("published, next run", later))]).to_csv(
+        out / "engine_directions.csv", index=False)
     rate = matmul_rate(device)
     flops = task_flops(rows)
     seconds = float(per_task["task_seconds"].sum())
