@@ -59,9 +59,6 @@ from calibtut.experiments.covariate_shift.tasks import (
     temperature_objective,
 )
 
-# Library functions the chapters import from this part (their homes are in the lower layers).
-
-
 __all__ = [
     "AUTHORS_SHIFTS",
     "DIGIT_SHIFTS",

@@ -44,9 +44,6 @@ from calibtut.experiments.quantile_regularization.tasks import (
     run_qr_config,
 )
 
-# Library functions the chapters import from this part (their homes are in the lower layers).
-
-
 __all__ = [
     "METRIC_LABELS",
     "PAPER_LAMBDA",

@@ -140,9 +140,6 @@ from calibtut.experiments.regression_study.tasks import (
     study_tasks,
 )
 
-# Library functions the chapters import from this part (their homes are in the lower layers).
-
-
 __all__ = [
     # tables: the per-batch reading of the PCE test
     "per_batch_reading",

@@ -109,9 +109,6 @@ from calibtut.experiments.venn_admit.tasks import (
     va_tasks,
 )
 
-# Library functions the chapters import from this part (their homes are in the lower layers).
-
-
 __all__ = [
     "CLAIM_TASKS",
     "CONFORMAL_BASELINES",
