@@ -428,8 +428,8 @@ def engine_summary(out, device):
     per_task.to_csv(out / "engine_tasks.csv", index=False)
     compare(rows[rows["run"] == 0], published).to_csv(out / "engine_check.csv", index=False)
     # the reference: the published run r + 1 read as run r (another split and seed, the same study)
-    runs = rows[["dataset", "run"]].drop_duplicates()
-    later = published.merge(runs.assign(run=runs["run"] + 1), on=["dataset", "run"]).assign(
+    tasks = rows[["dataset", "run", "base"]].drop_duplicates()
+    later = published.merge(tasks.assign(run=tasks["run"] + 1), on=["dataset", "run", "base"]).assign(
         run=lambda frame: frame["run"] - 1)
     pd.concat([directions(frame, published, metric).assign(run=label) for metric in METRICS
                for label, frame in (("engine", rows), ("published, next run", later))]).to_csv(
