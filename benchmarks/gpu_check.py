@@ -344,8 +344,8 @@ def directions(gpu_rows, published, metric="test_pce"):
     for base, part in both.groupby(level="base"):
         clear = part[part["clear"]]
         out.append({"base": base, "metric": metric, "comparisons": len(part),
-                    "same_side": round(float(part["agree"].mean()), 3), "clear_comparisons": len(clear),
-                    "same_side_clear": round(float(clear["agree"].mean()), 3) if len(clear) else np.nan})
+                    "same side": round(float(part["agree"].mean()), 3), "clear comparisons": len(clear),
+                    "same side, clear": round(float(clear["agree"].mean()), 3) if len(clear) else np.nan})
     return pd.DataFrame(out)
 
 
@@ -431,9 +431,10 @@ def engine_summary(out, device):
     tasks = rows[["dataset", "run", "base"]].drop_duplicates()
     later = published.merge(tasks.assign(run=tasks["run"] + 1), on=["dataset", "run", "base"]).assign(
         run=lambda frame: frame["run"] - 1)
-    pd.concat([directions(frame, published, metric).assign(run=label) for metric in METRICS
-               for label, frame in (("engine", rows), ("published, next run", later))]).to_csv(
-        out / "engine_directions.csv", index=False)
+    table = pd.concat([directions(frame, published, metric).assign(compared=label) for metric in METRICS
+                       for label, frame in (("engine", rows), ("published, next run", later))])
+    table.insert(0, "compared run", table.pop("compared"))
+    table.to_csv(out / "engine_directions.csv", index=False)
     rate = matmul_rate(device)
     flops = task_flops(rows)
     seconds = float(per_task["task_seconds"].sum())
