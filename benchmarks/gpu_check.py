@@ -34,7 +34,8 @@ whole study with the study engine (``run_study_task``'s default trainer, the
 full profile's arguments), every task queued in one process per GPU, run 0 of
 every dataset first (smallest first), then runs 1-4, until ``--engine-limit``
 seconds; each finished task is stored in ``engine_study.jsonl``. Its summary
-(``engine_tasks.csv``, ``engine_check.csv``, ``engine_directions.csv``,
+(``engine_tasks.csv``, ``engine_check.csv``, ``engine_directions.csv`` (and its clear
+comparisons, ``engine_directions_clear.csv``),
 ``engine_estimate.csv``) gives
 the GPU seconds of each task beside its published CPU seconds, the agreement
 with the CPU run (the tolerance below) and on which side of its vanilla model
@@ -82,6 +83,7 @@ import torch
 
 from calibtut.data.regression_study import STUDY_DATASETS, load_study_dataset
 from calibtut.experiments.regression_study import (
+    BASE_LABELS,
     OFFLINE_DATASETS,
     STUDY_BASES,
     run_study_task,
@@ -349,6 +351,15 @@ def directions(gpu_rows, published, metric="test_pce"):
     return pd.DataFrame(out)
 
 
+def clear_table(table):
+    """The clear comparisons of :func:`directions`' rows, one row per metric and base, runs side by side."""
+    wide = table.pivot_table(index=["metric", "base", "clear comparisons"], columns="compared run",
+                             values="same side, clear", sort=False).reset_index()
+    wide["metric"] = wide["metric"].str.removeprefix("test_").str.upper()
+    wide["base"] = wide["base"].map(BASE_LABELS)
+    return wide.rename(columns={"engine": "engine's run", "published, next run": "published next run"})
+
+
 def estimate(per_task, published, out, *, concurrent):
     """The whole study's wall time on one GPU, from the measured per-task GPU/CPU time ratio."""
     measured = per_task.dropna(subset=["cpu_task_seconds"])
@@ -435,6 +446,7 @@ def engine_summary(out, device):
                        for label, frame in (("engine", rows), ("published, next run", later))])
     table.insert(0, "compared run", table.pop("compared"))
     table.to_csv(out / "engine_directions.csv", index=False)
+    clear_table(table).to_csv(out / "engine_directions_clear.csv", index=False)
     rate = matmul_rate(device)
     flops = task_flops(rows)
     seconds = float(per_task["task_seconds"].sum())
