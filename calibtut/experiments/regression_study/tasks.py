@@ -670,7 +670,8 @@ def _posthoc_rows(fitted, base, family, data, fit_on, run, info, reg, lam, split
                              posthoc=name, **labels, **info))
         return rows
     for name, clip in (("cqr", True), ("cqr-paper", False)):
-        cqr = OneSidedConformalRegressor(levels=EVAL_LEVELS, clip_rank=clip).fit(fitted.quantiles(X_all[fit_on]), y_all[fit_on])
+        cqr = OneSidedConformalRegressor(levels=EVAL_LEVELS, clip_rank=clip)
+        cqr.fit(fitted.quantiles(X_all[fit_on]), y_all[fit_on])
         parts = [quantile_metrics(y_all[idx], cqr.predict_quantiles(EVAL_LEVELS, fitted.quantiles(X_all[idx])))
                  for idx in (val, test)]
         rows.append(_row(parts[0][0], parts[1][0], parts[1][1], method=method_label(base, reg, name, split),
