@@ -10,15 +10,14 @@ silently, until someone rechecks. These tests read every store under
 
 from __future__ import annotations
 
-import gzip
 import inspect
-import json
 from functools import cache
 from pathlib import Path
 
 import pytest
 
 from calibtut.run.recheck import resolve_function
+from calibtut.run.store import SweepStore
 from calibtut.run.sweep import task_key
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -26,9 +25,7 @@ STORES = sorted(p for p in (ROOT / "results").glob("*/*/sweeps/*") if p.name.end
 
 
 def _lines(path):
-    opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rt", encoding="utf-8") as handle:
-        return [json.loads(line) for line in handle if line.strip()]
+    return SweepStore(path).entries(repair=False)  # read only: a test never writes results/
 
 
 @cache

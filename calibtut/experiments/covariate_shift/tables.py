@@ -641,6 +641,20 @@ _PAPER_PIPELINE = ("discriminator == 'mlp' and beta_g == 'fitted' and upper == 1
 _RECIPE = ["source_recipe", "disc_schedule"]
 
 
+def _pipeline_parts(rows, missing):
+    """The rows of the SGD temperature, of the paper's IW+Temp. pipeline and of the oracle temperature.
+
+    ``missing`` is the message of the ValueError raised where one of the three
+    is absent, with ``{name}`` standing for its key.
+    """
+    parts = {"Temp": rows.query("discriminator == 'none' and temperature == 'sgd'"),
+             "IW+Temp": rows.query(_PAPER_PIPELINE), "oracle": rows.query("discriminator == 'oracle'")}
+    for name, part in parts.items():
+        if part.empty:
+            raise ValueError(missing.replace("{name}", name))
+    return parts
+
+
 def source_recipe_vs_paper(book, recipes, shift="U->M"):
     """Temp., the paper's IW+Temp. pipeline and the oracle per source recipe and discriminator schedule.
 
@@ -695,11 +709,7 @@ def source_recipe_vs_paper(book, recipes, shift="U->M"):
     others = recipes[(recipes["source_recipe"] != "book") | (recipes["disc_schedule"] != "book")]
     rows = pd.concat([book.assign(source_recipe="book", disc_schedule="book"), others], ignore_index=True)
     rows = rows[rows["shift"] == shift]
-    parts = {"Temp": rows.query("discriminator == 'none' and temperature == 'sgd'"),
-             "IW+Temp": rows.query(_PAPER_PIPELINE), "oracle": rows.query("discriminator == 'oracle'")}
-    for name, part in parts.items():
-        if part.empty:
-            raise ValueError(f"no {name} rows of shift {shift!r} in book and recipes")
+    parts = _pipeline_parts(rows, "no {name} rows of shift " + repr(shift) + " in book and recipes")
     iw = parts["IW+Temp"].groupby(_RECIPE, sort=False)
     per_repeat = {name: part.groupby([*_RECIPE, "repeat"])["ece"].mean() for name, part in parts.items()}
     below = per_repeat["IW+Temp"] < per_repeat["Temp"].reindex(per_repeat["IW+Temp"].index)
@@ -761,11 +771,7 @@ def network_study_summary(rows):
     """
     need = [*_NETWORK, *_VARIANT[1:], "repeat", "ece", "fitted_t", "ess_frac", "weighted_val_error", "cls_error"]
     check_frame(rows, "rows", need, allow_empty=False)
-    parts = {"Temp": rows.query("discriminator == 'none' and temperature == 'sgd'"),
-             "IW+Temp": rows.query(_PAPER_PIPELINE), "oracle": rows.query("discriminator == 'oracle'")}
-    for name, part in parts.items():
-        if part.empty:
-            raise ValueError(f"rows holds no {name} rows of run_network_study")
+    parts = _pipeline_parts(rows, "rows holds no {name} rows of run_network_study")
     iw = parts["IW+Temp"].groupby(_NETWORK, sort=False)
     out = pd.DataFrame({
         "repeats": iw.size(), "cls_error": iw["cls_error"].mean(),
